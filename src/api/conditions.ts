@@ -1,0 +1,45 @@
+/** The Succeeded condition of an InternalRequest, the requester's contract. */
+import type { Condition, InternalRequest } from './types.js';
+
+export const SUCCEEDED = 'Succeeded';
+
+export const Reason = {
+  Running: 'Running',
+  Succeeded: 'Succeeded',
+  Failed: 'Failed',
+  Rejected: 'Rejected',
+} as const;
+export type Reason = (typeof Reason)[keyof typeof Reason];
+
+export function succeededCondition(req: Pick<InternalRequest, 'status'>): Condition | undefined {
+  return req.status?.conditions?.find((c) => c.type === SUCCEEDED);
+}
+
+/** True once the request has its final outcome (Succeeded True or False). */
+export function isFinished(req: Pick<InternalRequest, 'status'>): boolean {
+  const c = succeededCondition(req);
+  return c !== undefined && c.status !== 'Unknown';
+}
+
+/**
+ * Returns the conditions with `next` as entry 0 (the Succeeded condition is
+ * always first), keeping other condition types as they were. The transition
+ * time only moves when the status changes, per API conventions.
+ */
+export function withSucceeded(existing: Condition[] | undefined, next: Omit<Condition, 'type' | 'lastTransitionTime'>, now: Date): Condition[] {
+  const prev = existing?.find((c) => c.type === SUCCEEDED);
+  const cond: Condition = {
+    type: SUCCEEDED,
+    status: next.status,
+    reason: next.reason,
+    message: next.message,
+    lastTransitionTime: prev && prev.status === next.status ? prev.lastTransitionTime : rfc3339(now),
+    ...(next.observedGeneration !== undefined ? { observedGeneration: next.observedGeneration } : {}),
+  };
+  return [cond, ...(existing ?? []).filter((c) => c.type !== SUCCEEDED)];
+}
+
+/** RFC 3339 with second precision, as metav1.Time serialises. */
+export function rfc3339(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}

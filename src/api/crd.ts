@@ -1,0 +1,95 @@
+/** Builds the CustomResourceDefinitions from the schemas in types.ts. */
+import {
+  INTERNAL_REQUEST,
+  INTERNAL_SERVICES_CONFIG,
+  internalRequestSpecSchema,
+  internalRequestStatusSchema,
+  internalServicesConfigSpecSchema,
+  VERSION,
+} from './types.js';
+import type { Schema } from './schema.js';
+
+interface Names {
+  group: string;
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: readonly string[];
+}
+
+function crd(names: Names, description: string, spec: Schema, status: Schema | undefined, columns: object[], specRequired: boolean) {
+  const properties: Record<string, unknown> = {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    metadata: { type: 'object' },
+    spec,
+  };
+  if (status) properties.status = status;
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${names.plural}.${names.group}` },
+    spec: {
+      group: names.group,
+      names: {
+        kind: names.kind,
+        listKind: `${names.kind}List`,
+        plural: names.plural,
+        singular: names.singular,
+        shortNames: [...names.shortNames],
+      },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          ...(status ? { subresources: { status: {} } } : {}),
+          additionalPrinterColumns: columns,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description,
+              ...(specRequired ? { required: ['spec'] } : {}),
+              properties,
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+const succeeded = (field: string) => `.status.conditions[?(@.type=="Succeeded")].${field}`;
+
+export const internalRequestCrd = crd(
+  INTERNAL_REQUEST,
+  'A request, made on the remote cluster, to run a Pipeline of the internal cluster.',
+  internalRequestSpecSchema,
+  internalRequestStatusSchema,
+  [
+    { name: 'Succeeded', type: 'string', jsonPath: succeeded('status') },
+    { name: 'Reason', type: 'string', jsonPath: succeeded('reason') },
+    { name: 'PipelineRun', type: 'string', jsonPath: '.status.pipelineRun', priority: 1 },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+  true,
+);
+
+export const internalServicesConfigCrd = crd(
+  INTERNAL_SERVICES_CONFIG,
+  "Configuration of the Internal Services controller; the one named 'config' in the controller's namespace is used.",
+  internalServicesConfigSpecSchema,
+  undefined,
+  [
+    { name: 'Debug', type: 'boolean', jsonPath: '.spec.debug' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+  false,
+);
+
+/** File name under config/crd/bases → CRD object, in the kubebuilder naming style. */
+export const crdFiles: Record<string, object> = {
+  [`${INTERNAL_REQUEST.group}_${INTERNAL_REQUEST.plural}.yaml`]: internalRequestCrd,
+  [`${INTERNAL_SERVICES_CONFIG.group}_${INTERNAL_SERVICES_CONFIG.plural}.yaml`]: internalServicesConfigCrd,
+};

@@ -1,0 +1,178 @@
+/**
+ * The project's API, group appstudio.redhat.com/v1alpha1: one definition per
+ * field, from which both the CRD schemas (see crd.ts, config/crd/bases) and the
+ * TypeScript types below are derived.
+ */
+import { schema, type FromSchema } from './schema.js';
+
+export const GROUP = 'appstudio.redhat.com';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** Go-style duration as Tekton accepts it: "1h", "30m", "1h30m", "90s", "1.5h". */
+export const DURATION_PATTERN = '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$';
+/** RFC 1123 label: namespaces, service accounts. */
+export const DNS_LABEL_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+/** RFC 1123 subdomain: object names such as a Pipeline's. */
+export const DNS_SUBDOMAIN_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+/** Kubernetes resource quantity of storage, e.g. 1Gi, 500Mi, 10G. */
+export const QUANTITY_PATTERN = '^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$';
+
+const durationField = (what: string) =>
+  schema({ type: 'string', pattern: DURATION_PATTERN, maxLength: 64, description: `${what} (Go duration, e.g. 1h30m).` });
+
+/** metav1.Condition, as the Kubernetes API conventions define it. */
+export const conditionSchema = schema({
+  type: 'object',
+  required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
+  properties: {
+    type: { type: 'string', maxLength: 316, pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$' },
+    status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
+    lastTransitionTime: { type: 'string', format: 'date-time' },
+    reason: { type: 'string', maxLength: 1024, minLength: 1, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' },
+    message: { type: 'string', maxLength: 32768 },
+  },
+} as const);
+
+export const internalRequestSpecSchema = schema({
+  type: 'object',
+  description: 'What the requester asks the internal cluster to run. Immutable once created.',
+  required: ['request'],
+  'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'spec is immutable; create a new InternalRequest instead' }],
+  properties: {
+    request: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 253,
+      pattern: DNS_SUBDOMAIN_PATTERN,
+      description: "Name of the Tekton Pipeline to run, looked up only in the controller's own namespace.",
+    },
+    params: {
+      type: 'object',
+      description: 'Parameters passed to the Pipeline; each must be declared by it.',
+      maxProperties: 256,
+      additionalProperties: { type: 'string' },
+    },
+    timeouts: {
+      type: 'object',
+      description: 'Timeouts for the PipelineRun, as Tekton defines them.',
+      properties: {
+        pipeline: durationField('Timeout of the whole PipelineRun'),
+        tasks: durationField('Timeout of the tasks, not counting finally tasks'),
+        finally: durationField('Timeout of the finally tasks'),
+      },
+    },
+    serviceAccount: {
+      type: 'string',
+      maxLength: 63,
+      pattern: DNS_LABEL_PATTERN,
+      description: 'Service account the PipelineRun runs as; must be allowed by the InternalServicesConfig.',
+    },
+  },
+} as const);
+
+export const internalRequestStatusSchema = schema({
+  type: 'object',
+  properties: {
+    conditions: {
+      type: 'array',
+      description: 'Entry 0 is always the Succeeded condition.',
+      items: conditionSchema,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type'],
+    },
+    startTime: { type: 'string', format: 'date-time' },
+    completionTime: { type: 'string', format: 'date-time' },
+    results: {
+      type: 'object',
+      description: 'The Pipeline results; arrays and objects are JSON text.',
+      additionalProperties: { type: 'string' },
+    },
+    pipelineRun: { type: 'string', description: 'namespace/name of the PipelineRun on the internal cluster.' },
+    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
+  },
+} as const);
+
+export const internalServicesConfigSpecSchema = schema({
+  type: 'object',
+  properties: {
+    allowList: {
+      type: 'array',
+      description: 'Remote namespaces whose requests are served. Empty: none.',
+      items: { type: 'string', maxLength: 63, pattern: DNS_LABEL_PATTERN },
+      'x-kubernetes-list-type': 'set',
+    },
+    debug: { type: 'boolean', default: false, description: 'Keep PipelineRuns after they finish.' },
+    volumeClaim: {
+      type: 'object',
+      default: {},
+      description: 'Workspace bound to a fresh volume for each PipelineRun whose Pipeline declares it.',
+      properties: {
+        name: { type: 'string', default: 'workspace', maxLength: 63, pattern: DNS_LABEL_PATTERN },
+        size: { type: 'string', default: '1Gi', maxLength: 32, pattern: QUANTITY_PATTERN },
+      },
+    },
+    allowedServiceAccounts: {
+      type: 'array',
+      description: 'Service accounts a request may name. Empty: a request naming one is rejected.',
+      items: { type: 'string', maxLength: 63, pattern: DNS_LABEL_PATTERN },
+      'x-kubernetes-list-type': 'set',
+    },
+  },
+} as const);
+
+export type Condition = FromSchema<typeof conditionSchema>;
+export type InternalRequestSpec = FromSchema<typeof internalRequestSpecSchema>;
+export type InternalRequestStatus = FromSchema<typeof internalRequestStatusSchema>;
+export type InternalServicesConfigSpec = FromSchema<typeof internalServicesConfigSpecSchema>;
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: Array<Record<string, unknown>>;
+}
+
+export interface InternalRequest {
+  apiVersion: typeof API_VERSION;
+  kind: 'InternalRequest';
+  metadata: ObjectMeta;
+  spec: InternalRequestSpec;
+  status?: InternalRequestStatus;
+}
+
+export interface InternalServicesConfig {
+  apiVersion: typeof API_VERSION;
+  kind: 'InternalServicesConfig';
+  metadata: ObjectMeta;
+  spec?: InternalServicesConfigSpec;
+}
+
+export const INTERNAL_REQUEST = {
+  group: GROUP,
+  version: VERSION,
+  kind: 'InternalRequest',
+  plural: 'internalrequests',
+  singular: 'internalrequest',
+  shortNames: ['ir'],
+} as const;
+
+export const INTERNAL_SERVICES_CONFIG = {
+  group: GROUP,
+  version: VERSION,
+  kind: 'InternalServicesConfig',
+  plural: 'internalservicesconfigs',
+  singular: 'internalservicesconfig',
+  shortNames: ['isc'],
+} as const;
+
+/** The name of the one InternalServicesConfig the controller reads, in its own namespace. */
+export const CONFIG_NAME = 'config';

@@ -1,0 +1,100 @@
+/** `internal-services controller`: the controller process. */
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { connect } from '../kube/client.js';
+import { Controller } from '../controller/controller.js';
+import { ConfigError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { parseDuration } from '../util/duration.js';
+import { startHealthServer, parseBindAddress } from './health.js';
+
+const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+export interface ControllerFlags {
+  remoteKubeconfig: string;
+  kubeconfig?: string;
+  namespace?: string;
+  metricsBindAddress: string;
+  healthProbeBindAddress: string;
+  workers: number;
+  resyncPeriod: number;
+  logLevel: string;
+}
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new InvalidArgumentError('must be an integer from 1 to 256');
+  return n;
+}
+
+function duration(v: string): number {
+  const ms = parseDuration(v);
+  if (ms === undefined || ms < 1000) throw new InvalidArgumentError('must be a duration of at least 1s, like 10m or 1h');
+  return ms;
+}
+
+export function controllerCommand(): Command {
+  return new Command('controller')
+    .description('Run the controller: serve InternalRequests of the remote cluster with Pipelines of the internal cluster')
+    .addOption(new Option('--remote-kubeconfig <path>', 'kubeconfig of the remote cluster (as mounted from a Secret)').env('REMOTE_KUBECONFIG').makeOptionMandatory())
+    .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: in-cluster config)').env('KUBECONFIG'))
+    .addOption(new Option('--namespace <name>', "the controller's namespace on the internal cluster (default: the pod's)").env('POD_NAMESPACE'))
+    .addOption(new Option('--metrics-bind-address <addr>', 'address of the Prometheus metrics endpoint; 0 disables').env('METRICS_BIND_ADDRESS').default(':8080'))
+    .addOption(new Option('--health-probe-bind-address <addr>', 'address of /healthz and /readyz; 0 disables').env('HEALTH_PROBE_BIND_ADDRESS').default(':8081'))
+    .addOption(new Option('--workers <n>', 'requests reconciled in parallel').env('WORKERS').default(4).argParser(positiveInt))
+    .addOption(new Option('--resync-period <duration>', 'full relist and orphan sweep period').env('RESYNC_PERIOD').default(600_000, '10m').argParser(duration))
+    .addOption(new Option('--log-level <level>', 'log level').env('LOG_LEVEL').default('info').choices(['trace', 'debug', 'info', 'warn', 'error']))
+    .action(async (flags: ControllerFlags) => {
+      await runController(flags);
+    });
+}
+
+function resolveNamespace(flag: string | undefined): string {
+  if (flag) return flag;
+  if (existsSync(SA_NAMESPACE_FILE)) return readFileSync(SA_NAMESPACE_FILE, 'utf8').trim();
+  throw new ConfigError('CONFIG_FLAG', '--namespace (or POD_NAMESPACE) is required when not running in a pod');
+}
+
+export async function runController(flags: ControllerFlags): Promise<void> {
+  const log = createLogger({ level: flags.logLevel });
+  const namespace = resolveNamespace(flags.namespace);
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace)) throw new ConfigError('CONFIG_FLAG', `--namespace "${namespace}" is not a valid namespace name`);
+  const healthAddr = parseBindAddress('--health-probe-bind-address', flags.healthProbeBindAddress);
+  const inCluster = !flags.kubeconfig && !!process.env.KUBERNETES_SERVICE_HOST;
+  if (!flags.kubeconfig && !inCluster) throw new ConfigError('CONFIG_FLAG', '--kubeconfig (or KUBECONFIG) is required when not running in a pod');
+  const remote = await connect('remote', { kubeconfig: flags.remoteKubeconfig });
+  const internal = await connect('internal', { kubeconfig: flags.kubeconfig, inCluster });
+
+  const controller = new Controller({
+    remote,
+    internal,
+    namespace,
+    log,
+    workers: flags.workers,
+    resyncPeriodMs: flags.resyncPeriod,
+    instance: process.env.POD_NAME ?? hostname(),
+  });
+  const health = healthAddr ? await startHealthServer(healthAddr, () => controller.ready, log) : undefined;
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: no new work, finishing in-flight writes');
+    const hard = setTimeout(() => {
+      log.error('shutdown took longer than 10s; exiting');
+      process.exit(1);
+    }, 9_500);
+    hard.unref();
+    await controller.stop(7_000);
+    await health?.close();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  log.info({ namespace, remote: remote.server, internal: internal.server, workers: flags.workers }, 'starting');
+  await controller.start();
+}

@@ -1,0 +1,402 @@
+/**
+ * The imperative shell around decide(): caches of the two clusters, one work
+ * queue keyed by request (namespace/name), workers that gather an Observation,
+ * ask decide() what to do, and do it.
+ */
+import type { Logger } from 'pino';
+import { CONFIG_NAME, INTERNAL_REQUEST, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalServicesConfig } from '../api/types.js';
+import { isFinished } from '../api/conditions.js';
+import { describeError, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
+import { EventRecorder } from '../kube/events.js';
+import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
+import { WorkQueue, type QueueObserver } from '../kube/queue.js';
+import { OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type TaskRun } from '../tekton/types.js';
+import { effectiveConfig } from './config.js';
+import { decide, type Action, type Observation } from './decide.js';
+
+export interface ControllerMetrics {
+  queue?: QueueObserver;
+  informer?: InformerObserver;
+  /** One reconcile of a key ended; error: it will be retried. */
+  reconciled?(seconds: number, error: boolean): void;
+  /** An action was carried out (or failed). */
+  acted?(action: Action['type'], ok: boolean): void;
+  /** A request reached a terminal state; seconds since its creation. */
+  finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number): void;
+  /** Number of requests whose PipelineRun is running. */
+  running?(n: number): void;
+}
+
+export interface ControllerOptions {
+  remote: Cluster;
+  internal: Cluster;
+  /** The controller's namespace on the internal cluster. */
+  namespace: string;
+  log: Logger;
+  workers?: number;
+  resyncPeriodMs?: number;
+  /** Name of this instance in Events (e.g. the pod name). */
+  instance?: string;
+  now?: () => Date;
+  metrics?: ControllerMetrics;
+  /** Informer tuning (tests use short values). */
+  informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
+}
+
+/** How many times a status write is retried on a conflict, each on a fresh read. */
+const CONFLICT_RETRIES = 5;
+
+export class Controller {
+  readonly requests: Informer<InternalRequest>;
+  readonly pipelineRuns: Informer<PipelineRun>;
+  readonly pipelines: Informer<Pipeline>;
+  readonly configs: Informer<InternalServicesConfig>;
+  readonly queue: WorkQueue;
+  private readonly requestClient: ResourceClient<InternalRequest>;
+  private readonly prClient: ResourceClient<PipelineRun>;
+  private readonly pipelineClient: ResourceClient<Pipeline>;
+  private readonly taskRunClient: ResourceClient<TaskRun>;
+  private readonly events: EventRecorder;
+  /** request key -> names of its PipelineRuns */
+  private readonly prIndex = new Map<string, Set<string>>();
+  /** PipelineRuns created by us that the informer has not shown yet. */
+  private readonly createdOverlay = new Map<string, { pr: PipelineRun; at: number }>();
+  /** Requests whose status we wrote, until the informer catches up: key -> object we wrote over and result. */
+  private readonly writtenOverlay = new Map<string, { basedOn: string; obj: InternalRequest }>();
+  private workers: Promise<void>[] = [];
+  private started = false;
+  private stopping = false;
+  private readonly now: () => Date;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: ControllerOptions) {
+    this.log = opts.log;
+    this.now = opts.now ?? (() => new Date());
+    const m = opts.metrics ?? {};
+    this.queue = new WorkQueue({ observer: m.queue, baseDelayMs: 50, maxDelayMs: 5 * 60_000 });
+    this.requestClient = opts.remote.resource<InternalRequest>(INTERNAL_REQUEST);
+    this.prClient = opts.internal.resource<PipelineRun>(PIPELINERUN);
+    this.pipelineClient = opts.internal.resource<Pipeline>(PIPELINE);
+    this.taskRunClient = opts.internal.resource<TaskRun>(TASKRUN);
+    this.events = new EventRecorder(opts.remote, 'internal-services-controller', opts.instance ?? 'internal-services', this.log);
+    const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
+    const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
+
+    this.requests = new Informer<InternalRequest>('remote/internalrequests', this.requestClient, {
+      onAdd: enqueue,
+      onUpdate: (_o, n) => enqueue(n),
+      onDelete: enqueue,
+      // Periodic relist: look at every request again, and sweep PipelineRuns
+      // whose request is gone (only ever after a full remote list).
+      onResync: () => {
+        for (const r of this.requests.list()) if (!isFinished(r)) enqueue(r);
+        this.sweep();
+      },
+    }, this.log, inf);
+
+    const onPr = (pr: PipelineRun, deleted = false) => {
+      const key = requestKeyOf(pr);
+      const name = pr.metadata.name ?? '';
+      this.createdOverlay.delete(name);
+      if (!key) return;
+      let set = this.prIndex.get(key);
+      if (deleted) {
+        set?.delete(name);
+        if (set && set.size === 0) this.prIndex.delete(key);
+      } else {
+        if (!set) this.prIndex.set(key, (set = new Set()));
+        set.add(name);
+      }
+      this.queue.add(key);
+    };
+    this.pipelineRuns = new Informer<PipelineRun>(`internal/pipelineruns`, this.prClient, {
+      onAdd: (pr) => onPr(pr),
+      onUpdate: (_o, pr) => onPr(pr),
+      onDelete: (pr) => onPr(pr, true),
+      onResync: () => this.sweep(),
+    }, this.log, { ...inf, namespace: opts.namespace, labelSelector: OWNED_SELECTOR });
+
+    this.pipelines = new Informer<Pipeline>('internal/pipelines', this.pipelineClient, {}, this.log, { ...inf, namespace: opts.namespace });
+    this.configs = new Informer<InternalServicesConfig>(
+      'internal/internalservicesconfigs',
+      opts.internal.resource<InternalServicesConfig>(INTERNAL_SERVICES_CONFIG),
+      {
+        onAdd: (c) => this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration loaded'),
+        onUpdate: (_o, c) => this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration changed'),
+        onDelete: () => this.log.warn('configuration deleted; using defaults (no namespace allowed)'),
+      },
+      this.log,
+      { ...inf, namespace: opts.namespace, fieldSelector: `metadata.name=${CONFIG_NAME}` },
+    );
+  }
+
+  private get informers() {
+    return [this.requests, this.pipelineRuns, this.pipelines, this.configs];
+  }
+
+  /** Starts the caches; workers start once every cache has synced. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    for (const i of this.informers) i.start();
+    await Promise.all(this.informers.map((i) => i.waitForSync()));
+    if (this.stopping) return;
+    const n = this.opts.workers ?? 4;
+    this.log.info({ workers: n, requests: this.requests.size, pipelineRuns: this.pipelineRuns.size }, 'caches synced; starting workers');
+    this.sweep();
+    for (let i = 0; i < n; i++) this.workers.push(this.work());
+  }
+
+  /** Caches synced and both clusters answering. */
+  get ready(): boolean {
+    return this.started && this.informers.every((i) => i.synced) && this.requests.health.connected && this.pipelineRuns.health.connected;
+  }
+
+  /**
+   * Stops taking work, lets in-flight reconciles finish (bounded by
+   * graceMs), then stops the caches.
+   */
+  async stop(graceMs = 8_000): Promise<void> {
+    this.stopping = true;
+    this.queue.shutdown();
+    const timedOut = await Promise.race([
+      Promise.all(this.workers).then(() => false),
+      new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
+    ]);
+    if (timedOut) this.log.warn({ graceMs }, 'in-flight work did not finish in time');
+    await Promise.all(this.informers.map((i) => i.stop()));
+    this.opts.remote.close();
+    this.opts.internal.close();
+  }
+
+  /** Enqueues the request of every PipelineRun we own: the reconcile removes orphans. */
+  private sweep(): void {
+    if (!this.requests.synced || !this.pipelineRuns.synced) return;
+    for (const key of this.prIndex.keys()) this.queue.add(key);
+    const now = Date.now();
+    for (const [name, e] of this.createdOverlay) if (now - e.at > 120_000) this.createdOverlay.delete(name);
+  }
+
+  private async work(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      const t0 = performance.now();
+      let failed = false;
+      try {
+        await this.reconcile(key);
+        this.queue.forget(key);
+      } catch (e) {
+        failed = true;
+        const delay = this.stopping ? 0 : this.queue.addRateLimited(key);
+        const code = statusCode(e);
+        const level = this.queue.retries(key) > 5 ? 'warn' : 'info';
+        this.log[level]({ request: key, err: describeError(e), code, retryInMs: Math.round(delay) }, 'reconcile failed; will retry');
+      } finally {
+        this.queue.done(key);
+        this.opts.metrics?.reconciled?.((performance.now() - t0) / 1000, failed);
+      }
+    }
+  }
+
+  /** The request as we last know it: our own write if the cache has not caught up. */
+  private currentRequest(key: string): InternalRequest | undefined {
+    const cached = this.requests.get(key);
+    const w = this.writtenOverlay.get(key);
+    if (w) {
+      if (cached && cached.metadata.uid === w.obj.metadata.uid && cached.metadata.resourceVersion === w.basedOn) return w.obj;
+      this.writtenOverlay.delete(key);
+    }
+    return cached;
+  }
+
+  private pipelineRunsFor(key: string): PipelineRun[] {
+    const out: PipelineRun[] = [];
+    for (const name of this.prIndex.get(key) ?? []) {
+      const pr = this.pipelineRuns.get(`${this.opts.namespace}/${name}`);
+      if (pr) out.push(pr);
+    }
+    for (const { pr } of this.createdOverlay.values()) {
+      if (requestKeyOf(pr) === key && !out.some((p) => p.metadata.name === pr.metadata.name)) out.push(pr);
+    }
+    return out;
+  }
+
+  /** Reconciles one request key. Exported for tests through the class. */
+  async reconcile(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
+    const request = fresh ?? this.currentRequest(key);
+    const ns = this.opts.namespace;
+    const config = effectiveConfig(this.configs.get(`${ns}/${CONFIG_NAME}`), ns);
+    let prs = this.pipelineRunsFor(key);
+    const uid = request?.metadata.uid;
+    const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
+    const needPipeline = request && !isFinished(request) && !ours;
+    let pipeline = needPipeline ? this.pipelines.get(`${ns}/${request.spec.request}`) : undefined;
+    let failedTasks: string[] | undefined;
+    if (request && ours && !isFinished(request)) {
+      const out = outcomeOf(ours);
+      if (out.done && !out.succeeded) failedTasks = await this.failedTasksOf(ours);
+    }
+    const observe = (): Observation => ({ namespace: ns, request, pipelineRuns: prs, config, pipeline, now: this.now(), ...(failedTasks ? { failedTasks } : {}) });
+    let actions = decide(observe());
+
+    // Negative answers from a cache are checked against the cluster before
+    // they become a requester-visible outcome.
+    const status = actions.find((a) => a.type === 'writeStatus');
+    if (status?.type === 'writeStatus' && status.code === 'REQUEST_PIPELINE_NOT_FOUND' && request) {
+      pipeline = await this.pipelineClient.tryGet(ns, request.spec.request);
+      if (pipeline) actions = decide(observe());
+    } else if (status?.type === 'writeStatus' && status.code === 'PIPELINERUN_MISSING' && uid) {
+      const live = await this.prClient.tryGet(ns, pipelineRunName(uid));
+      if (live) {
+        prs = [...prs, live];
+        actions = decide(observe());
+      }
+    }
+
+    for (const action of actions) {
+      const ok = await this.act(key, request, action, attempt);
+      this.opts.metrics?.acted?.(action.type, ok);
+      if (!ok) return;
+    }
+  }
+
+  /** Carries out one action. Returns false when the rest of the plan must not run. */
+  private async act(key: string, request: InternalRequest | undefined, action: Action, attempt: number): Promise<boolean> {
+    const ns = this.opts.namespace;
+    switch (action.type) {
+      case 'createPipelineRun': {
+        const pr = action.pipelineRun;
+        try {
+          const created = await this.prClient.create(ns, pr);
+          this.createdOverlay.set(pr.metadata.name!, { pr: created, at: Date.now() });
+          this.log.info({ request: key, pipelineRun: `${ns}/${pr.metadata.name}`, pipeline: pr.spec.pipelineRef?.name }, 'PipelineRun created');
+        } catch (e) {
+          const code = statusCode(e);
+          if (code === 409) {
+            // Already there: made by an earlier attempt. The API server, not a cache, decides.
+            this.log.info({ request: key, pipelineRun: pr.metadata.name }, 'PipelineRun already exists');
+            return true;
+          }
+          if ((code === 400 || code === 422) && request) {
+            // The internal cluster refuses the PipelineRun this request produces.
+            const msg = `the internal cluster refused the PipelineRun for this request: ${describeError(e)}`;
+            await this.writeStatus(key, request, rejectStatus(request, msg, this.now()), { type: 'Warning', reason: 'Rejected', message: msg }, attempt);
+            return false;
+          }
+          throw e;
+        }
+        return true;
+      }
+      case 'writeStatus':
+        if (!request) return false;
+        return this.writeStatus(key, request, action.status, action.event, attempt);
+      case 'cancelPipelineRun': {
+        const name = action.pipelineRun.metadata.name!;
+        try {
+          await this.prClient.patchMerge(ns, name, { spec: { status: 'Cancelled' } });
+          this.log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun cancelled');
+        } catch (e) {
+          if (statusCode(e) !== 404) throw e;
+        }
+        return true;
+      }
+      case 'deletePipelineRun': {
+        const name = action.pipelineRun.metadata.name!;
+        try {
+          await this.prClient.delete(ns, name, action.pipelineRun.metadata.uid);
+        } catch (e) {
+          if (statusCode(e) !== 409) throw e; // 409: precondition failed, a newer object of that name
+        }
+        this.createdOverlay.delete(name);
+        this.log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted');
+        return true;
+      }
+    }
+  }
+
+  /**
+   * PUT on the status subresource, conditional on the resourceVersion we
+   * decided on. On a conflict, the request is read fresh and the whole
+   * decision is made again (it may have changed meanwhile).
+   */
+  private async writeStatus(
+    key: string,
+    request: InternalRequest,
+    status: NonNullable<InternalRequest['status']>,
+    event: { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined,
+    attempt: number,
+  ): Promise<boolean> {
+    if (JSON.stringify(request.status ?? {}) === JSON.stringify(status)) return true;
+    const ns = request.metadata.namespace!;
+    const name = request.metadata.name!;
+    const body: InternalRequest = { ...request, status };
+    let written: InternalRequest;
+    try {
+      written = await this.requestClient.replaceStatus(ns, name, body);
+    } catch (e) {
+      const code = statusCode(e);
+      if (code === 404) return false; // deleted meanwhile; its delete event follows
+      if (code === 409 && attempt < CONFLICT_RETRIES) {
+        const fresh = await this.requestClient.tryGet(ns, name);
+        if (!fresh) return false;
+        this.log.debug({ request: key, attempt }, 'status conflict; deciding again on a fresh read');
+        await this.reconcile(key, fresh, attempt + 1);
+        return false;
+      }
+      if (code === 422 && status.results && Object.keys(status.results).length) {
+        // The results do not fit (size limits of the remote cluster): record
+        // the outcome without them rather than lose it.
+        const msg = `the results of the PipelineRun could not be stored on the request: ${describeError(e)}`;
+        return this.writeStatus(key, request, rejectStatus(request, msg, this.now(), 'Failed'), { type: 'Warning', reason: 'Failed', message: msg }, attempt);
+      }
+      throw e;
+    }
+    this.writtenOverlay.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written });
+    const c = status.conditions?.[0];
+    this.log.info({ request: key, reason: c?.reason, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
+    if (c && c.status !== 'Unknown') {
+      const created = Date.parse(request.metadata.creationTimestamp ?? '');
+      this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0);
+    }
+    if (event) void this.events.record(written, event.type, event.reason, event.message, this.now());
+    return true;
+  }
+
+  /** Names of the pipeline tasks whose TaskRuns failed (best effort). */
+  private async failedTasksOf(pr: PipelineRun): Promise<string[]> {
+    const refs = (pr.status?.childReferences ?? []).filter((c) => !c.kind || c.kind === 'TaskRun');
+    const failed: string[] = [];
+    await Promise.all(
+      refs.map(async (ref) => {
+        try {
+          const tr = await this.taskRunClient.tryGet(this.opts.namespace, ref.name);
+          const c = tr?.status?.conditions?.find((x) => x.type === 'Succeeded');
+          if (c?.status === 'False') failed.push(ref.pipelineTaskName ?? ref.name);
+        } catch (e) {
+          this.log.debug({ taskRun: ref.name, err: describeError(e) }, 'cannot read TaskRun');
+        }
+      }),
+    );
+    return failed.sort();
+  }
+}
+
+function rejectStatus(req: InternalRequest, message: string, now: Date, reason = 'Rejected'): NonNullable<InternalRequest['status']> {
+  const ts = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return {
+    ...req.status,
+    results: undefined,
+    conditions: [
+      { type: 'Succeeded', status: 'False', reason, message, lastTransitionTime: ts, ...(req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {}) },
+      ...(req.status?.conditions ?? []).filter((c) => c.type !== 'Succeeded'),
+    ],
+    completionTime: ts,
+  };
+}
+
+function effectiveSummary(c: InternalServicesConfig, ns: string) {
+  const e = effectiveConfig(c, ns);
+  return { allowList: [...e.allowList], debug: e.debug, volumeClaim: e.volumeClaim, allowedServiceAccounts: [...e.allowedServiceAccounts] };
+}

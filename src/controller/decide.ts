@@ -1,0 +1,174 @@
+/**
+ * The life of a request, as one pure function: given what the two clusters
+ * show, what to do next. No I/O, no clock (the time is an input), so every rule
+ * is covered by a table of cases in test/unit/decide.test.ts. The numbered
+ * steps follow the request flow of the design (seed 000/001).
+ */
+import { isFinished, Reason, succeededCondition, withSucceeded, rfc3339 } from '../api/conditions.js';
+import type { InternalRequest, InternalRequestStatus } from '../api/types.js';
+import type { ErrorCode } from '../errors.js';
+import { buildPipelineRun, outcomeOf, pipelineRunName, requestUidOf } from '../tekton/pipelinerun.js';
+import { checkParams } from '../tekton/params.js';
+import type { Pipeline, PipelineRun } from '../tekton/types.js';
+import type { EffectiveConfig } from './config.js';
+
+export interface Observation {
+  /** The controller's namespace on the internal cluster. */
+  namespace: string;
+  /** The request; undefined when it no longer exists on the remote cluster. */
+  request: InternalRequest | undefined;
+  /** PipelineRuns labelled as made for this request key (any uid). */
+  pipelineRuns: PipelineRun[];
+  config: EffectiveConfig;
+  /** The Pipeline named by spec.request in the controller's namespace; undefined: not found. */
+  pipeline: Pipeline | undefined;
+  /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed. */
+  failedTasks?: string[];
+  now: Date;
+}
+
+export interface EventSpec {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+export type Action =
+  | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
+  | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
+  | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string }
+  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string };
+
+export function decide(o: Observation): Action[] {
+  const actions: Action[] = [];
+  const req = o.request && !o.request.metadata.deletionTimestamp ? o.request : undefined;
+  const uid = req?.metadata.uid;
+
+  // PipelineRuns whose request is gone (deleted, or re-created under the same
+  // name with a new uid): stop them, and remove them unless debugging.
+  for (const pr of o.pipelineRuns) {
+    if (uid && requestUidOf(pr) === uid) continue;
+    const out = outcomeOf(pr);
+    if (!out.done && !out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
+    if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
+  }
+  if (!req || !uid) return actions;
+
+  const ours = o.pipelineRuns.find((pr) => requestUidOf(pr) === uid && pr.metadata.name === pipelineRunName(uid));
+  const generation = req.metadata.generation;
+
+  // 1. A finished request is left alone; only our own leftover PipelineRun is
+  //    cleaned up (e.g. after a restart between the status write and the delete).
+  if (isFinished(req)) {
+    if (ours && outcomeOf(ours).done && !o.config.debug) {
+      actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'the request is finished' });
+    }
+    return actions;
+  }
+
+  if (!ours) {
+    // The request was marked Running but its PipelineRun is gone: someone
+    // deleted it. It cannot be re-run (that would run the work twice).
+    if (req.status?.pipelineRun) {
+      actions.push(finish(req, o, 'False', Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new InternalRequest to try again`, {}, 'PIPELINERUN_MISSING'));
+      return actions;
+    }
+    // 2. Only allowed namespaces are served.
+    const ns = req.metadata.namespace ?? '';
+    if (!o.config.allowList.has(ns)) {
+      return [...actions, reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED')];
+    }
+    // 3. Only Pipelines of the controller's own namespace run.
+    if (!o.pipeline) {
+      return [...actions, reject(req, o, `no Pipeline named "${req.spec.request}" in namespace "${o.namespace}" of the internal cluster; only Pipelines installed there can be requested`, 'REQUEST_PIPELINE_NOT_FOUND')];
+    }
+    // 4. Params must match the Pipeline; a service account must be allowed.
+    const params = checkParams(req.spec.request, o.pipeline, req.spec.params);
+    if (!params.ok) return [...actions, reject(req, o, params.message, 'REQUEST_PARAMS_INVALID')];
+    const sa = req.spec.serviceAccount;
+    if (sa && !o.config.allowedServiceAccounts.has(sa)) {
+      const allowed = [...o.config.allowedServiceAccounts].sort();
+      const msg = allowed.length
+        ? `serviceAccount "${sa}" is not allowed by ${o.config.source}; allowed: ${allowed.join(', ')}`
+        : `serviceAccount "${sa}" is not allowed: ${o.config.source} allows no service accounts; omit spec.serviceAccount`;
+      return [...actions, reject(req, o, msg, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED')];
+    }
+    // 5. Exactly one PipelineRun (its name is derived from the request's uid).
+    const pr = buildPipelineRun(req, o.pipeline, { namespace: o.namespace, volumeClaim: o.config.volumeClaim, params: params.params });
+    actions.push({ type: 'createPipelineRun', pipelineRun: pr });
+    // 6. Marked Running.
+    actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`));
+    return actions;
+  }
+
+  const ref = `${o.namespace}/${ours.metadata.name}`;
+  const out = outcomeOf(ours);
+  if (!out.done) {
+    const c = succeededCondition(req);
+    if (c?.reason !== Reason.Running || req.status?.pipelineRun !== ref || req.status?.observedGeneration !== generation) {
+      actions.push(running(req, o, ref));
+    }
+    return actions;
+  }
+
+  // 7. The PipelineRun finished: outcome and results go back to the request.
+  if (out.succeeded) {
+    actions.push(finish(req, o, 'True', Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime));
+  } else {
+    const failed = o.failedTasks?.length ? `; failed tasks: ${[...o.failedTasks].sort().join(', ')}` : '';
+    const why = [out.reason, out.message].filter(Boolean).join(': ');
+    actions.push(
+      finish(req, o, 'False', Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime),
+    );
+  }
+  // 8. Then the PipelineRun is removed, unless debugging.
+  if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'it finished and its outcome was recorded' });
+  return actions;
+}
+
+function running(req: InternalRequest, o: Observation, ref: string): Action {
+  const status: InternalRequestStatus = {
+    ...req.status,
+    conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Running, message: `PipelineRun ${ref} is running`, ...gen(req) }, o.now),
+    startTime: req.status?.startTime ?? rfc3339(o.now),
+    pipelineRun: ref,
+    ...gen(req),
+  };
+  return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster` } };
+}
+
+function reject(req: InternalRequest, o: Observation, message: string, code: ErrorCode): Action {
+  const status: InternalRequestStatus = {
+    ...req.status,
+    conditions: withSucceeded(req.status?.conditions, { status: 'False', reason: Reason.Rejected, message, ...gen(req) }, o.now),
+    completionTime: rfc3339(o.now),
+    ...gen(req),
+  };
+  return { type: 'writeStatus', status, event: { type: 'Warning', reason: Reason.Rejected, message }, code };
+}
+
+function finish(
+  req: InternalRequest,
+  o: Observation,
+  status: 'True' | 'False',
+  reason: string,
+  message: string,
+  results: Record<string, string>,
+  code?: ErrorCode,
+  startTime?: string,
+  completionTime?: string,
+): Action {
+  const s: InternalRequestStatus = {
+    ...req.status,
+    conditions: withSucceeded(req.status?.conditions, { status, reason, message, ...gen(req) }, o.now),
+    startTime: req.status?.startTime ?? startTime ?? rfc3339(o.now),
+    completionTime: completionTime ?? rfc3339(o.now),
+    ...gen(req),
+  };
+  if (Object.keys(results).length) s.results = results;
+  return { type: 'writeStatus', status: s, event: { type: status === 'True' ? 'Normal' : 'Warning', reason, message }, ...(code ? { code } : {}) };
+}
+
+function gen(req: InternalRequest): { observedGeneration?: number } {
+  return req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {};
+}

@@ -1,0 +1,37 @@
+/**
+ * One registry of the project's error codes (<AREA>_<PROBLEM>). Every error a
+ * user or requester can see carries one of these codes, so logs, docs
+ * (docs/errors.md) and tests refer to the same names.
+ */
+export const ErrorCodes = {
+  CONFIG_FLAG: 'A command-line flag or its environment variable is missing or invalid.',
+  CONFIG_KUBECONFIG: 'A kubeconfig file cannot be read or names no cluster.',
+  REQUEST_NAMESPACE_NOT_ALLOWED: "The request's namespace is not on the allowList of the InternalServicesConfig.",
+  REQUEST_PIPELINE_NOT_FOUND: "No Pipeline of the requested name exists in the controller's namespace.",
+  REQUEST_PARAMS_INVALID: "The request's params do not match the Pipeline's declared params.",
+  REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED: 'The request names a service account that is not in allowedServiceAccounts.',
+  REQUEST_INVALID: 'The request object is malformed (it did not pass validation the controller repeats).',
+  PIPELINERUN_FAILED: 'The PipelineRun ended unsuccessfully.',
+  PIPELINERUN_MISSING: 'The PipelineRun of a running request disappeared before it finished.',
+  CLUSTER_UNREACHABLE: 'A cluster cannot be reached; the controller retries with backoff.',
+} as const;
+
+export type ErrorCode = keyof typeof ErrorCodes;
+
+export class InternalServicesError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'InternalServicesError';
+  }
+}
+
+/** Bad flags, unreadable kubeconfig: the process prints one line and exits non-zero. */
+export class ConfigError extends InternalServicesError {
+  constructor(code: 'CONFIG_FLAG' | 'CONFIG_KUBECONFIG', message: string) {
+    super(code, message);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,292 @@
+/**
+ * Connections to one cluster, built on @kubernetes/client-node.
+ *
+ * Two things are added to the library's defaults:
+ * - one keep-alive HTTPS agent per cluster (the library makes a new agent, and
+ *   so a new TLS handshake, for every request);
+ * - a timeout on every non-watch request, so a half-open connection can never
+ *   hold a worker forever.
+ */
+import https from 'node:https';
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  ServerConfiguration,
+  Watch,
+  createConfiguration,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
+import { ConfigError } from '../errors.js';
+
+export type ClusterName = 'remote' | 'internal';
+
+export interface RequestObserver {
+  (cluster: ClusterName, method: string, url: string, code: number | 'error', seconds: number): void;
+}
+
+export interface ClusterOptions {
+  /** Timeout of each non-watch request. */
+  requestTimeoutMs?: number;
+  observer?: RequestObserver;
+}
+
+export class Cluster {
+  readonly custom: CustomObjectsApi;
+  readonly core: CoreV1Api;
+  readonly coordination: CoordinationV1Api;
+  readonly watcher: Watch;
+  readonly server: string;
+
+  constructor(
+    readonly name: ClusterName,
+    readonly kc: KubeConfig,
+    private readonly agent: https.Agent | undefined,
+    opts: ClusterOptions = {},
+  ) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new ConfigError('CONFIG_KUBECONFIG', `${name} kubeconfig has no current cluster`);
+    this.server = cluster.server;
+    const timeoutMs = opts.requestTimeoutMs ?? 30_000;
+    const observer = opts.observer;
+    const started = new WeakMap<RequestContext, number>();
+    const sharedAgent = this.agent;
+    const config = createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: kc },
+      promiseMiddleware: [
+        {
+          pre: async (ctx: RequestContext) => {
+            if (sharedAgent) ctx.setAgent(sharedAgent);
+            if (!ctx.getSignal()) ctx.setSignal(AbortSignal.timeout(timeoutMs));
+            if (observer) started.set(ctx, performance.now());
+            return ctx;
+          },
+          post: async (res: ResponseContext) => res,
+        },
+      ],
+    });
+    // Response codes are observed by wrapping the HTTP library, which sees both
+    // the request and its outcome.
+    if (observer) {
+      (config as { httpApi: typeof config.httpApi }).httpApi = observedHttp(config.httpApi, (req, code) => {
+        const t0 = started.get(req);
+        observer(name, req.getHttpMethod().toString(), req.getUrl(), code, t0 === undefined ? 0 : (performance.now() - t0) / 1000);
+      });
+    }
+    this.custom = new CustomObjectsApi(config);
+    this.core = new CoreV1Api(config);
+    this.coordination = new CoordinationV1Api(config);
+    this.watcher = new Watch(kc);
+  }
+
+  resource<T extends KubeObject = KubeObject>(ref: ResourceRef): ResourceClient<T> {
+    return new ResourceClient<T>(this, ref);
+  }
+
+  close(): void {
+    this.agent?.destroy();
+  }
+}
+
+function observedHttp(http: ReturnType<typeof createConfiguration>['httpApi'], record: (req: RequestContext, code: number | 'error') => void) {
+  return {
+    send(req: RequestContext) {
+      const obs = http.send(req);
+      const promise = obs.toPromise().then(
+        (res) => {
+          record(req, res.httpStatusCode);
+          return res;
+        },
+        (err: unknown) => {
+          record(req, 'error');
+          throw err;
+        },
+      );
+      return fromPromise(promise, obs);
+    },
+  } as typeof http;
+}
+
+// The generated client's Observable is a thin stub around a promise; build one
+// of the same class from our promise.
+function fromPromise<T>(promise: Promise<T>, like: object) {
+  const Ctor = like.constructor as new (p: Promise<T>) => unknown;
+  return new Ctor(promise);
+}
+
+/** Loads a kubeconfig file (or in-cluster config when path is undefined and allowed). */
+export async function connect(name: ClusterName, source: { kubeconfig?: string; inCluster?: boolean }, opts: ClusterOptions = {}): Promise<Cluster> {
+  const kc = new KubeConfig();
+  try {
+    if (source.kubeconfig) kc.loadFromFile(source.kubeconfig);
+    else if (source.inCluster) kc.loadFromCluster();
+    else kc.loadFromDefault();
+  } catch (e) {
+    throw new ConfigError('CONFIG_KUBECONFIG', `cannot read the ${name} kubeconfig ${source.kubeconfig ?? ''}: ${(e as Error).message}`.replace('  ', ' '));
+  }
+  if (!kc.getCurrentCluster()) {
+    throw new ConfigError('CONFIG_KUBECONFIG', `the ${name} kubeconfig ${source.kubeconfig ?? ''} names no current context/cluster`.replace('  ', ' '));
+  }
+  const agent = await keepAliveAgent(kc);
+  return new Cluster(name, kc, agent, opts);
+}
+
+export async function fromKubeConfig(name: ClusterName, kc: KubeConfig, opts: ClusterOptions = {}): Promise<Cluster> {
+  return new Cluster(name, kc, await keepAliveAgent(kc), opts);
+}
+
+async function keepAliveAgent(kc: KubeConfig): Promise<https.Agent | undefined> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster || !cluster.server.startsWith('https:') || cluster.proxyUrl) return undefined;
+  const o: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(o);
+  return new https.Agent({
+    keepAlive: true,
+    maxSockets: 32,
+    ca: o.ca,
+    cert: o.cert,
+    key: o.key,
+    pfx: o.pfx,
+    passphrase: o.passphrase,
+    ...(cluster.skipTLSVerify ? { rejectUnauthorized: false } : {}),
+    ...(cluster.tlsServerName ? { servername: cluster.tlsServerName } : {}),
+  });
+}
+
+export interface ResourceRef {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    deletionTimestamp?: string;
+    creationTimestamp?: string;
+  };
+}
+
+export interface ListResult<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+/** Typed access to one custom resource on one cluster. */
+export class ResourceClient<T extends KubeObject = KubeObject> {
+  constructor(
+    readonly cluster: Cluster,
+    readonly ref: ResourceRef,
+  ) {}
+
+  /** Path for watches; namespace undefined means all namespaces. */
+  path(namespace?: string): string {
+    const { group, version, plural } = this.ref;
+    return namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
+  }
+
+  /** Lists all pages (500 a page) and returns the list's resourceVersion. */
+  async list(namespace: string | undefined, opts: { labelSelector?: string; fieldSelector?: string } = {}): Promise<ListResult<T>> {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const base = { ...this.ref, limit: 500, _continue: cont, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
+      const page = (namespace
+        ? await this.cluster.custom.listNamespacedCustomObject({ ...base, namespace })
+        : await this.cluster.custom.listClusterCustomObject(base)) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
+      items.push(...(page.items ?? []));
+      rv = page.metadata?.resourceVersion ?? rv;
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+    return { items, resourceVersion: rv };
+  }
+
+  async get(namespace: string, name: string): Promise<T> {
+    return (await this.cluster.custom.getNamespacedCustomObject({ ...this.ref, namespace, name })) as T;
+  }
+
+  /** Returns undefined on 404. */
+  async tryGet(namespace: string, name: string): Promise<T | undefined> {
+    try {
+      return await this.get(namespace, name);
+    } catch (e) {
+      if (statusCode(e) === 404) return undefined;
+      throw e;
+    }
+  }
+
+  async create(namespace: string, body: T): Promise<T> {
+    return (await this.cluster.custom.createNamespacedCustomObject({ ...this.ref, namespace, body })) as T;
+  }
+
+  /** PUT on the status subresource; the body's resourceVersion makes it conditional. */
+  async replaceStatus(namespace: string, name: string, body: T): Promise<T> {
+    return (await this.cluster.custom.replaceNamespacedCustomObjectStatus({ ...this.ref, namespace, name, body })) as T;
+  }
+
+  async replace(namespace: string, name: string, body: T): Promise<T> {
+    return (await this.cluster.custom.replaceNamespacedCustomObject({ ...this.ref, namespace, name, body })) as T;
+  }
+
+  /** JSON merge patch of the object (not its status). */
+  async patchMerge(namespace: string, name: string, patch: object): Promise<T> {
+    return (await this.cluster.custom.patchNamespacedCustomObject(
+      { ...this.ref, namespace, name, body: patch },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )) as T;
+  }
+
+  /** Deletes; 404 counts as done. With uid, only that incarnation of the name is deleted. */
+  async delete(namespace: string, name: string, uid?: string): Promise<void> {
+    try {
+      await this.cluster.custom.deleteNamespacedCustomObject({
+        ...this.ref,
+        namespace,
+        name,
+        propagationPolicy: 'Background',
+        body: uid ? { preconditions: { uid } } : {},
+      });
+    } catch (e) {
+      if (statusCode(e) === 404) return;
+      throw e;
+    }
+  }
+}
+
+/** HTTP status of an API error, undefined for network-level failures. */
+export function statusCode(e: unknown): number | undefined {
+  if (e instanceof ApiException) return e.code;
+  const c = (e as { code?: unknown; statusCode?: unknown } | null)?.statusCode ?? (e as { code?: unknown } | null)?.code;
+  return typeof c === 'number' ? c : undefined;
+}
+
+/** A readable one-line description of an API or network error. */
+export function describeError(e: unknown): string {
+  if (e instanceof ApiException) {
+    let msg = '';
+    try {
+      const body = typeof e.body === 'string' ? JSON.parse(e.body) : e.body;
+      msg = (body as { message?: string })?.message ?? '';
+    } catch {
+      msg = String(e.body).slice(0, 300);
+    }
+    return `HTTP ${e.code}${msg ? `: ${msg}` : ''}`;
+  }
+  if (e instanceof Error) return e.message;
+  return String(e);
+}

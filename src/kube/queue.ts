@@ -1,0 +1,154 @@
+/**
+ * A work queue of keys with the semantics controllers rely on (as client-go's):
+ * - a key waiting in the queue is held once, however often it is added;
+ * - a key being processed is never handed to a second worker; if it is added
+ *   meanwhile, it is queued again when the first worker calls done();
+ * - per-key exponential backoff for retries, reset by forget().
+ */
+export interface QueueObserver {
+  added?(depth: number): void;
+  /** Seconds the key waited in the queue before a worker took it. */
+  taken?(waitSeconds: number, depth: number): void;
+  retried?(): void;
+}
+
+export interface QueueOptions {
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  observer?: QueueObserver;
+}
+
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private head = 0;
+  private readonly queued = new Map<string, number>(); // key -> time it was queued
+  private readonly processing = new Set<string>();
+  private readonly dirty = new Set<string>(); // added while processing
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private waiters: Array<(key: string | undefined) => void> = [];
+  private idleWaiters: Array<() => void> = [];
+  private shuttingDown = false;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly observer: QueueObserver;
+
+  constructor(opts: QueueOptions = {}) {
+    this.baseDelayMs = opts.baseDelayMs ?? 10;
+    this.maxDelayMs = opts.maxDelayMs ?? 60_000;
+    this.observer = opts.observer ?? {};
+  }
+
+  get depth(): number {
+    return this.queue.length - this.head;
+  }
+
+  get inFlight(): number {
+    return this.processing.size;
+  }
+
+  add(key: string): void {
+    if (this.shuttingDown) return;
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.processing.add(key);
+      this.observer.taken?.(0, this.depth);
+      waiter(key);
+      return;
+    }
+    this.queued.set(key, performance.now());
+    this.queue.push(key);
+    this.observer.added?.(this.depth);
+  }
+
+  /** Adds the key after a delay; a later call with a shorter delay wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.shuttingDown) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const existing = this.timers.get(key);
+    if (existing) clearTimeout(existing);
+    const t = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    t.unref();
+    this.timers.set(key, t);
+  }
+
+  /** Retry with per-key exponential backoff. Returns the delay chosen. */
+  addRateLimited(key: string): number {
+    const n = this.failures.get(key) ?? 0;
+    this.failures.set(key, n + 1);
+    const delay = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** n);
+    this.observer.retried?.();
+    this.addAfter(key, delay);
+    return delay;
+  }
+
+  retries(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  /** The next key to process, or undefined once the queue is shut down. */
+  get(): Promise<string | undefined> {
+    const key = this.take();
+    if (key !== undefined) return Promise.resolve(key);
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private take(): string | undefined {
+    while (this.head < this.queue.length) {
+      const key = this.queue[this.head++]!;
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue.splice(0, this.head);
+        this.head = 0;
+      }
+      const since = this.queued.get(key);
+      if (since === undefined) continue;
+      this.queued.delete(key);
+      this.processing.add(key);
+      this.observer.taken?.((performance.now() - since) / 1000, this.depth);
+      return key;
+    }
+    return undefined;
+  }
+
+  done(key: string): void {
+    this.processing.delete(key);
+    if (this.dirty.delete(key)) this.add(key);
+    if (this.processing.size === 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      w.forEach((f) => f());
+    }
+  }
+
+  /** Stops handing out keys; workers waiting in get() receive undefined. */
+  shutdown(): void {
+    this.shuttingDown = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    const w = this.waiters;
+    this.waiters = [];
+    w.forEach((f) => f(undefined));
+  }
+
+  /** Resolves when no key is being processed. */
+  idle(): Promise<void> {
+    if (this.processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}

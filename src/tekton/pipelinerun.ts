@@ -1,0 +1,123 @@
+/** Building PipelineRuns for requests, and reading their outcome. */
+import type { InternalRequest } from '../api/types.js';
+import type { ParamValue, Pipeline, PipelineRun } from './types.js';
+
+/** Labels and annotations that tie a PipelineRun to its request. */
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'internal-services';
+export const LABEL_REQUEST_UID = 'internal-services.appstudio.redhat.com/request-uid';
+export const LABEL_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
+/** Request names may be 253 characters, more than a label value holds: the name goes in an annotation. */
+export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/request-name';
+export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
+/** Selects every PipelineRun this controller made. */
+export const OWNED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_REQUEST_UID}`;
+
+/**
+ * The one name a request's PipelineRun can have. Derived from the request's
+ * uid, so the API server itself refuses a second one (AlreadyExists), whatever
+ * a cache says, and a deleted-then-recreated request gets a new PipelineRun.
+ */
+export function pipelineRunName(requestUid: string): string {
+  return `ir-${requestUid.toLowerCase()}`;
+}
+
+/** The request key (namespace/name) a PipelineRun belongs to, from its annotations. */
+export function requestKeyOf(pr: Pick<PipelineRun, 'metadata'>): string | undefined {
+  const a = pr.metadata.annotations ?? {};
+  const ns = a[ANNOTATION_REQUEST_NAMESPACE];
+  const name = a[ANNOTATION_REQUEST_NAME];
+  return ns && name ? `${ns}/${name}` : undefined;
+}
+
+export function requestUidOf(pr: Pick<PipelineRun, 'metadata'>): string | undefined {
+  return pr.metadata.labels?.[LABEL_REQUEST_UID];
+}
+
+export interface BuildOptions {
+  namespace: string;
+  volumeClaim: { name: string; size: string };
+  /** Params already converted to the Pipeline's declared types. */
+  params: Array<{ name: string; value: ParamValue }>;
+}
+
+export function buildPipelineRun(req: InternalRequest, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
+  const uid = req.metadata.uid ?? '';
+  const ns = req.metadata.namespace ?? '';
+  const spec: PipelineRun['spec'] = { pipelineRef: { name: req.spec.request } };
+  if (opts.params.length) spec.params = opts.params;
+  const t = req.spec.timeouts;
+  if (t && (t.pipeline || t.tasks || t.finally)) {
+    spec.timeouts = {
+      ...(t.pipeline ? { pipeline: t.pipeline } : {}),
+      ...(t.tasks ? { tasks: t.tasks } : {}),
+      ...(t.finally ? { finally: t.finally } : {}),
+    };
+  }
+  if (req.spec.serviceAccount) spec.taskRunTemplate = { serviceAccountName: req.spec.serviceAccount };
+  if (pipeline.spec?.workspaces?.some((w) => w.name === opts.volumeClaim.name)) {
+    spec.workspaces = [
+      {
+        name: opts.volumeClaim.name,
+        volumeClaimTemplate: {
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: opts.volumeClaim.size } } },
+        },
+      },
+    ];
+  }
+  return {
+    apiVersion: 'tekton.dev/v1',
+    kind: 'PipelineRun',
+    metadata: {
+      name: pipelineRunName(uid),
+      namespace: opts.namespace,
+      labels: {
+        [LABEL_MANAGED_BY]: MANAGED_BY,
+        [LABEL_REQUEST_UID]: uid,
+        [LABEL_REQUEST_NAMESPACE]: ns,
+      },
+      annotations: {
+        [ANNOTATION_REQUEST_NAMESPACE]: ns,
+        [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '',
+      },
+    },
+    spec,
+  };
+}
+
+export type Outcome =
+  | { done: false; cancelled: boolean }
+  | {
+      done: true;
+      succeeded: boolean;
+      reason: string;
+      message: string;
+      startTime?: string;
+      completionTime?: string;
+      results: Record<string, string>;
+    };
+
+/** Reads a PipelineRun's Succeeded condition the way Tekton writes it. */
+export function outcomeOf(pr: PipelineRun): Outcome {
+  const c = pr.status?.conditions?.find((x) => x.type === 'Succeeded');
+  if (!c || (c.status !== 'True' && c.status !== 'False')) return { done: false, cancelled: pr.spec.status === 'Cancelled' };
+  return {
+    done: true,
+    succeeded: c.status === 'True',
+    reason: c.reason ?? '',
+    message: c.message ?? '',
+    ...(pr.status?.startTime ? { startTime: pr.status.startTime } : {}),
+    ...(pr.status?.completionTime ? { completionTime: pr.status.completionTime } : {}),
+    results: convertResults(pr.status?.results),
+  };
+}
+
+/** Strings as they are; arrays and objects as JSON text. */
+export function convertResults(results: Array<{ name: string; value: unknown }> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const r of results ?? []) {
+    if (!r || typeof r.name !== 'string') continue;
+    out[r.name] = typeof r.value === 'string' ? r.value : JSON.stringify(r.value ?? null);
+  }
+  return out;
+}

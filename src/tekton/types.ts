@@ -1,0 +1,70 @@
+/** The parts of Tekton's tekton.dev/v1 API this project reads and writes. */
+import type { Condition, ObjectMeta } from '../api/types.js';
+
+export const TEKTON_GROUP = 'tekton.dev';
+export const TEKTON_VERSION = 'v1';
+export const PIPELINE = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'pipelines' } as const;
+export const PIPELINERUN = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'pipelineruns' } as const;
+export const TASKRUN = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'taskruns' } as const;
+
+export type ParamType = 'string' | 'array' | 'object';
+export type ParamValue = string | string[] | Record<string, string>;
+
+export interface ParamSpec {
+  name: string;
+  type?: ParamType;
+  default?: ParamValue;
+  description?: string;
+}
+
+export interface Pipeline {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: {
+    params?: ParamSpec[];
+    workspaces?: Array<{ name: string; optional?: boolean }>;
+    results?: Array<{ name: string; value?: unknown; description?: string }>;
+    tasks?: Array<{ name: string }>;
+  };
+}
+
+export interface PipelineRunResult {
+  name: string;
+  value: unknown;
+}
+
+export interface ChildReference {
+  apiVersion?: string;
+  kind?: string;
+  name: string;
+  pipelineTaskName?: string;
+}
+
+export interface PipelineRun {
+  apiVersion: 'tekton.dev/v1';
+  kind: 'PipelineRun';
+  metadata: ObjectMeta;
+  spec: {
+    pipelineRef?: { name: string };
+    params?: Array<{ name: string; value: ParamValue }>;
+    timeouts?: { pipeline?: string; tasks?: string; finally?: string };
+    taskRunTemplate?: { serviceAccountName?: string };
+    workspaces?: Array<Record<string, unknown>>;
+    status?: string;
+  };
+  status?: {
+    conditions?: Array<Partial<Condition> & { type: string; status: string }>;
+    startTime?: string;
+    completionTime?: string;
+    results?: PipelineRunResult[];
+    childReferences?: ChildReference[];
+  };
+}
+
+export interface TaskRun {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+}
