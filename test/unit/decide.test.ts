@@ -1,0 +1,161 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decide, type Action, type Observation } from '../../src/controller/decide.js';
+import type { InternalRequestStatus } from '../../src/api/types.js';
+import { effectiveConfig } from '../../src/controller/config.js';
+import { config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus } from './fixtures.js';
+
+function observe(o: Partial<Observation>): Observation {
+  return { namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...o };
+}
+const types = (a: Action[]) => a.map((x) => x.type);
+const statusOf = (a: Action[]) => {
+  const w = a.find((x) => x.type === 'writeStatus');
+  assert.ok(w && w.type === 'writeStatus', 'expected a status write');
+  return w;
+};
+const terminal = (reason: string, st: 'True' | 'False' = 'False'): InternalRequestStatus => ({
+  conditions: [{ type: 'Succeeded', status: st, reason, message: 'm', lastTransitionTime: '2026-11-22T09:00:00Z' }],
+});
+
+test('a new allowed request gets exactly one PipelineRun, then is marked Running', () => {
+  const a = decide(observe({}));
+  assert.deepEqual(types(a), ['createPipelineRun', 'writeStatus']);
+  const create = a[0]!;
+  assert.ok(create.type === 'createPipelineRun');
+  assert.equal(create.pipelineRun.metadata.name, 'ir-u-1');
+  const w = statusOf(a);
+  assert.equal(w.status.conditions?.[0]?.reason, 'Running');
+  assert.equal(w.status.conditions?.[0]?.status, 'Unknown');
+  assert.equal(w.status.pipelineRun, `${NS}/ir-u-1`);
+  assert.equal(w.status.startTime, '2026-11-22T10:00:00Z');
+  assert.equal(w.status.observedGeneration, 1);
+});
+
+test('rejections carry a message a requester can act on', () => {
+  const cases: Array<{ name: string; o: Partial<Observation>; code: string; message: RegExp }> = [
+    { name: 'no config: default deny', o: { config: effectiveConfig(undefined, NS) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /namespace "team-a" is not on the allowList of defaults/ },
+    { name: 'namespace not allowed', o: { config: config({ allowList: ['team-b'] }) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /namespace "team-a" is not on the allowList of InternalServicesConfig internal-services\/config/ },
+    { name: 'empty allowList', o: { config: config({ allowList: [] }) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /team-a/ },
+    { name: 'pipeline missing', o: { pipeline: undefined }, code: 'REQUEST_PIPELINE_NOT_FOUND', message: /no Pipeline named "sign" in namespace "internal-services"/ },
+    { name: 'required param missing', o: { request: request({ params: {} }) }, code: 'REQUEST_PARAMS_INVALID', message: /missing required params: image/ },
+    { name: 'undeclared param', o: { request: request({ params: { image: 'x', evil: 'y' } }) }, code: 'REQUEST_PARAMS_INVALID', message: /undeclared params: evil/ },
+    { name: 'service account with none allowed', o: { request: request({ serviceAccount: 'root' }) }, code: 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED', message: /allows no service accounts/ },
+    { name: 'service account not in list', o: { request: request({ serviceAccount: 'root' }), config: config({ allowList: ['team-a'], allowedServiceAccounts: ['signer'] }) }, code: 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED', message: /allowed: signer/ },
+  ];
+  for (const c of cases) {
+    const a = decide(observe(c.o));
+    assert.deepEqual(types(a), ['writeStatus'], c.name);
+    const w = statusOf(a);
+    assert.equal(w.code, c.code, c.name);
+    const cond = w.status.conditions?.[0];
+    assert.equal(cond?.type, 'Succeeded', c.name);
+    assert.equal(cond?.status, 'False', c.name);
+    assert.equal(cond?.reason, 'Rejected', c.name);
+    assert.match(cond?.message ?? '', c.message, c.name);
+    assert.equal(w.event?.type, 'Warning', c.name);
+    assert.ok(w.status.completionTime, c.name);
+  }
+});
+
+test('the allowList is checked before anything about the Pipeline', () => {
+  const a = decide(observe({ config: config({ allowList: [] }), pipeline: undefined }));
+  assert.equal(statusOf(a).code, 'REQUEST_NAMESPACE_NOT_ALLOWED');
+});
+
+test('an allowed service account is used for the TaskRuns', () => {
+  const a = decide(observe({ request: request({ serviceAccount: 'signer' }), config: config({ allowList: ['team-a'], allowedServiceAccounts: ['signer'] }) }));
+  const c = a[0]!;
+  assert.ok(c.type === 'createPipelineRun');
+  assert.deepEqual(c.pipelineRun.spec.taskRunTemplate, { serviceAccountName: 'signer' });
+});
+
+test('a finished request is left alone', () => {
+  for (const reason of ['Succeeded', 'Failed', 'Rejected']) {
+    const req = request({}, {}, terminal(reason, reason === 'Succeeded' ? 'True' : 'False'));
+    assert.deepEqual(decide(observe({ request: req, config: config({ allowList: [] }), pipeline: undefined })), [], reason);
+  }
+});
+
+test('a finished request with its finished PipelineRun still there: the PipelineRun is removed, unless debug', () => {
+  const req = request({}, {}, terminal('Succeeded', 'True'));
+  const pr = pipelineRun('u-1', done(true));
+  assert.deepEqual(types(decide(observe({ request: req, pipelineRuns: [pr] }))), ['deletePipelineRun']);
+  assert.deepEqual(decide(observe({ request: req, pipelineRuns: [pr], config: config({ allowList: ['team-a'], debug: true }) })), []);
+});
+
+test('PipelineRun exists (created before a restart) but request not yet Running: only the status is written', () => {
+  const a = decide(observe({ pipelineRuns: [pipelineRun('u-1')] }));
+  assert.deepEqual(types(a), ['writeStatus']);
+  assert.equal(statusOf(a).status.conditions?.[0]?.reason, 'Running');
+});
+
+test('running request whose status is current: nothing to do', () => {
+  const req = request({}, {}, {
+    conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running', message: 'x', lastTransitionTime: '2026-11-22T09:00:00Z', observedGeneration: 1 }],
+    pipelineRun: `${NS}/ir-u-1`,
+    observedGeneration: 1,
+    startTime: '2026-11-22T09:00:00Z',
+  });
+  assert.deepEqual(decide(observe({ request: req, pipelineRuns: [pipelineRun('u-1', runningStatus())] })), []);
+});
+
+test('a succeeded PipelineRun: results copied, Succeeded True, then the PipelineRun deleted', () => {
+  const pr = pipelineRun('u-1', done(true, { results: [{ name: 'sig', value: 'abc' }, { name: 'list', value: ['a', 'b'] }, { name: 'obj', value: { k: 'v' } }] }));
+  const a = decide(observe({ pipelineRuns: [pr] }));
+  assert.deepEqual(types(a), ['writeStatus', 'deletePipelineRun']);
+  const w = statusOf(a);
+  assert.equal(w.status.conditions?.[0]?.status, 'True');
+  assert.equal(w.status.conditions?.[0]?.reason, 'Succeeded');
+  assert.deepEqual(w.status.results, { sig: 'abc', list: '["a","b"]', obj: '{"k":"v"}' });
+  assert.equal(w.status.completionTime, '2026-11-22T09:59:50Z');
+});
+
+test('debug keeps the PipelineRun', () => {
+  const pr = pipelineRun('u-1', done(true));
+  const a = decide(observe({ pipelineRuns: [pr], config: config({ allowList: ['team-a'], debug: true }) }));
+  assert.deepEqual(types(a), ['writeStatus']);
+});
+
+test('a failed PipelineRun: Failed with reason, message and failed task names', () => {
+  const a = decide(observe({ pipelineRuns: [pipelineRun('u-1', done(false))], failedTasks: ['sign', 'build'] }));
+  assert.deepEqual(types(a), ['writeStatus', 'deletePipelineRun']);
+  const c = statusOf(a).status.conditions?.[0];
+  assert.equal(c?.status, 'False');
+  assert.equal(c?.reason, 'Failed');
+  assert.match(c?.message ?? '', /PipelineRun internal-services\/ir-u-1 failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: build, sign/);
+});
+
+test('request deleted: its running PipelineRun is cancelled and removed', () => {
+  const pr = pipelineRun('u-1', runningStatus());
+  assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pr] }))), ['cancelPipelineRun', 'deletePipelineRun']);
+  // being deleted (deletionTimestamp set) counts as deleted
+  const deleting = request({}, { deletionTimestamp: '2026-11-22T09:59:59Z' });
+  assert.deepEqual(types(decide(observe({ request: deleting, pipelineRuns: [pr] }))), ['cancelPipelineRun', 'deletePipelineRun']);
+  // already finished: only removed; with debug: cancelled only
+  assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pipelineRun('u-1', done(true))] }))), ['deletePipelineRun']);
+  assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pr], config: config({ debug: true }) }))), ['cancelPipelineRun']);
+});
+
+test('request re-created under the same name: the old PipelineRun is an orphan, the new request gets its own', () => {
+  const old = pipelineRun('u-old', runningStatus());
+  const a = decide(observe({ request: request({}, { uid: 'u-new' }), pipelineRuns: [old] }));
+  assert.deepEqual(types(a), ['cancelPipelineRun', 'deletePipelineRun', 'createPipelineRun', 'writeStatus']);
+  const c = a[2]!;
+  assert.ok(c.type === 'createPipelineRun');
+  assert.equal(c.pipelineRun.metadata.name, 'ir-u-new');
+});
+
+test('Running request whose PipelineRun disappeared: Failed, never run twice', () => {
+  const req = request({}, {}, { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running', message: 'x', lastTransitionTime: '2026-11-22T09:00:00Z' }], pipelineRun: `${NS}/ir-u-1` });
+  const a = decide(observe({ request: req }));
+  assert.deepEqual(types(a), ['writeStatus']);
+  assert.equal(statusOf(a).code, 'PIPELINERUN_MISSING');
+  assert.equal(statusOf(a).status.conditions?.[0]?.reason, 'Failed');
+});
+
+test('the Succeeded condition stays entry 0 and other conditions are kept', () => {
+  const req = request({}, {}, { conditions: [{ type: 'Approved', status: 'True', reason: 'Approved', message: 'ok', lastTransitionTime: '2026-11-22T09:00:00Z' }] });
+  const w = statusOf(decide(observe({ request: req })));
+  assert.deepEqual(w.status.conditions?.map((c) => c.type), ['Succeeded', 'Approved']);
+});

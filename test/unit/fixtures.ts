@@ -1,0 +1,50 @@
+import type { InternalRequest } from '../../src/api/types.js';
+import { effectiveConfig } from '../../src/controller/config.js';
+import type { Pipeline, PipelineRun } from '../../src/tekton/types.js';
+import { pipelineRunName, LABEL_REQUEST_UID, ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE } from '../../src/tekton/pipelinerun.js';
+
+export const NS = 'internal-services';
+export const NOW = new Date('2026-11-22T10:00:00Z');
+
+export function request(over: Partial<InternalRequest['spec']> = {}, meta: Partial<InternalRequest['metadata']> = {}, status?: InternalRequest['status']): InternalRequest {
+  return {
+    apiVersion: 'appstudio.redhat.com/v1alpha1',
+    kind: 'InternalRequest',
+    metadata: { name: 'req', namespace: 'team-a', uid: 'u-1', resourceVersion: '10', generation: 1, creationTimestamp: '2026-11-22T09:59:00Z', ...meta },
+    spec: { request: 'sign', params: { image: 'quay.io/x' }, ...over },
+    ...(status ? { status } : {}),
+  };
+}
+
+export function pipeline(params: Pipeline['spec'] extends infer S ? S extends { params?: infer P } ? P : never : never = [{ name: 'image' }], workspaces?: string[]): Pipeline {
+  return { metadata: { name: 'sign', namespace: NS }, spec: { params, ...(workspaces ? { workspaces: workspaces.map((name) => ({ name })) } : {}) } };
+}
+
+export function config(spec: Record<string, unknown> = { allowList: ['team-a'] }) {
+  return effectiveConfig({ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec }, NS);
+}
+
+export function pipelineRun(uid = 'u-1', status?: PipelineRun['status'], key = { ns: 'team-a', name: 'req' }): PipelineRun {
+  return {
+    apiVersion: 'tekton.dev/v1',
+    kind: 'PipelineRun',
+    metadata: {
+      name: pipelineRunName(uid),
+      namespace: NS,
+      uid: `pr-${uid}`,
+      labels: { [LABEL_REQUEST_UID]: uid },
+      annotations: { [ANNOTATION_REQUEST_NAME]: key.name, [ANNOTATION_REQUEST_NAMESPACE]: key.ns },
+    },
+    spec: { pipelineRef: { name: 'sign' } },
+    ...(status ? { status } : {}),
+  };
+}
+
+export const done = (ok: boolean, extra: Partial<NonNullable<PipelineRun['status']>> = {}): PipelineRun['status'] => ({
+  conditions: [{ type: 'Succeeded', status: ok ? 'True' : 'False', reason: ok ? 'Succeeded' : 'Failed', message: ok ? 'Tasks Completed: 1' : 'Tasks Completed: 2 (Failed: 1, Cancelled 0), Skipped: 0' }],
+  startTime: '2026-11-22T09:59:10Z',
+  completionTime: '2026-11-22T09:59:50Z',
+  ...extra,
+});
+
+export const runningStatus = (): PipelineRun['status'] => ({ conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] });

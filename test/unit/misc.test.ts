@@ -1,0 +1,82 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { crdFiles } from '../../src/api/crd.js';
+import { renderCrdYaml, repoRoot } from '../../src/api/crd-render.js';
+import { ErrorCodes } from '../../src/errors.js';
+import { parseDuration } from '../../src/util/duration.js';
+import { WorkQueue } from '../../src/kube/queue.js';
+import { withSucceeded } from '../../src/api/conditions.js';
+import { parseBindAddress } from '../../src/cli/health.js';
+
+test('config/crd/bases is generated from src/api (run npm run gen:crds after changing the API)', () => {
+  for (const [file, obj] of Object.entries(crdFiles)) {
+    const onDisk = readFileSync(join(repoRoot(), 'config', 'crd', 'bases', file), 'utf8');
+    assert.equal(onDisk, renderCrdYaml(obj), `${file} is stale`);
+  }
+});
+
+test('every error code is documented in docs/errors.md', () => {
+  const doc = readFileSync(join(repoRoot(), 'docs', 'errors.md'), 'utf8');
+  for (const code of Object.keys(ErrorCodes)) assert.ok(doc.includes(`\`${code}\``), `${code} missing from docs/errors.md`);
+});
+
+test('Go durations', () => {
+  assert.equal(parseDuration('1h30m'), 5_400_000);
+  assert.equal(parseDuration('1.5h'), 5_400_000);
+  assert.equal(parseDuration('250ms'), 250);
+  assert.equal(parseDuration('0'), 0);
+  for (const bad of ['', '1', 'h', '1d', '1h 30m', '-1s', '1hh']) assert.equal(parseDuration(bad), undefined, bad);
+});
+
+test('bind addresses', () => {
+  assert.deepEqual(parseBindAddress('--x', ':8080'), { port: 8080 });
+  assert.deepEqual(parseBindAddress('--x', '127.0.0.1:0'), { host: '127.0.0.1', port: 0 });
+  assert.deepEqual(parseBindAddress('--x', '[::1]:9'), { host: '::1', port: 9 });
+  assert.equal(parseBindAddress('--x', '0'), undefined);
+  assert.throws(() => parseBindAddress('--x', '8080'), /not an address/);
+  assert.throws(() => parseBindAddress('--x', ':99999'), /not an address/);
+});
+
+test('condition transition time moves only when the status changes', () => {
+  const t1 = new Date('2026-01-01T00:00:00Z');
+  const t2 = new Date('2026-01-01T01:00:00Z');
+  const a = withSucceeded(undefined, { status: 'Unknown', reason: 'Running', message: 'm' }, t1);
+  const b = withSucceeded(a, { status: 'Unknown', reason: 'Running', message: 'm2' }, t2);
+  assert.equal(b[0]!.lastTransitionTime, '2026-01-01T00:00:00Z');
+  const c = withSucceeded(b, { status: 'True', reason: 'Succeeded', message: 'ok' }, t2);
+  assert.equal(c[0]!.lastTransitionTime, '2026-01-01T01:00:00Z');
+});
+
+test('work queue: deduplicated, never two workers on one key, re-queued when added during processing', async () => {
+  const q = new WorkQueue();
+  q.add('a');
+  q.add('a');
+  q.add('b');
+  assert.equal(q.depth, 2);
+  const k1 = await q.get();
+  assert.equal(k1, 'a');
+  q.add('a'); // while processing: held back
+  const k2 = await q.get();
+  assert.equal(k2, 'b');
+  let third: string | undefined;
+  const p = q.get().then((k) => (third = k));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(third, undefined, 'a is not handed out while a worker holds it');
+  q.done('a');
+  await p;
+  assert.equal(third, 'a');
+  q.done('a');
+  q.done('b');
+  q.shutdown();
+  assert.equal(await q.get(), undefined);
+});
+
+test('work queue: per-key exponential backoff, reset by forget', () => {
+  const q = new WorkQueue({ baseDelayMs: 10, maxDelayMs: 35 });
+  assert.deepEqual([q.addRateLimited('k'), q.addRateLimited('k'), q.addRateLimited('k'), q.addRateLimited('k')], [10, 20, 35, 35]);
+  q.forget('k');
+  assert.equal(q.addRateLimited('k'), 10);
+  q.shutdown();
+});

@@ -1,0 +1,82 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildPipelineRun, convertResults, outcomeOf, requestKeyOf } from '../../src/tekton/pipelinerun.js';
+import { checkParams } from '../../src/tekton/params.js';
+import { NS, pipeline, pipelineRun, request, done } from './fixtures.js';
+
+const opts = { namespace: NS, volumeClaim: { name: 'workspace', size: '2Gi' }, params: [{ name: 'image', value: 'quay.io/x' }] };
+
+test('PipelineRun: pipelineRef, params, timeouts, labels and annotations identify the request', () => {
+  const long = 'r'.repeat(253);
+  const req = request({ timeouts: { pipeline: '1h', tasks: '50m', finally: '10m' } }, { name: long });
+  const pr = buildPipelineRun(req, pipeline(), opts);
+  assert.equal(pr.metadata.name, 'ir-u-1');
+  assert.equal(pr.metadata.namespace, NS);
+  assert.deepEqual(pr.spec.pipelineRef, { name: 'sign' });
+  assert.deepEqual(pr.spec.params, [{ name: 'image', value: 'quay.io/x' }]);
+  assert.deepEqual(pr.spec.timeouts, { pipeline: '1h', tasks: '50m', finally: '10m' });
+  assert.equal(pr.spec.taskRunTemplate, undefined);
+  assert.equal(pr.spec.workspaces, undefined);
+  assert.equal(pr.metadata.labels?.['internal-services.appstudio.redhat.com/request-uid'], 'u-1');
+  assert.equal(pr.metadata.labels?.['internal-services.appstudio.redhat.com/request-namespace'], 'team-a');
+  for (const v of Object.values(pr.metadata.labels ?? {})) assert.ok(v.length <= 63, 'label values fit');
+  assert.equal(requestKeyOf(pr), `team-a/${long}`);
+});
+
+test('PipelineRun: the configured workspace is bound to a volumeClaimTemplate only when the Pipeline declares it', () => {
+  const with_ = buildPipelineRun(request(), pipeline([{ name: 'image' }], ['workspace']), opts);
+  assert.deepEqual(with_.spec.workspaces, [
+    { name: 'workspace', volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } } } } },
+  ]);
+  const other = buildPipelineRun(request(), pipeline([{ name: 'image' }], ['data']), opts);
+  assert.equal(other.spec.workspaces, undefined);
+});
+
+test('results: strings as they are, arrays and objects as JSON text', () => {
+  assert.deepEqual(convertResults([{ name: 'a', value: 'x "y"' }, { name: 'b', value: ['1', '2'] }, { name: 'c', value: { k: 'v' } }, { name: 'd', value: '' }]), {
+    a: 'x "y"',
+    b: '["1","2"]',
+    c: '{"k":"v"}',
+    d: '',
+  });
+  assert.deepEqual(convertResults(undefined), {});
+});
+
+test('outcome: running, succeeded, failed, cancelled', () => {
+  assert.deepEqual(outcomeOf(pipelineRun()), { done: false, cancelled: false });
+  const cancelled = pipelineRun();
+  cancelled.spec.status = 'Cancelled';
+  assert.deepEqual(outcomeOf(cancelled), { done: false, cancelled: true });
+  const ok = outcomeOf(pipelineRun('u-1', done(true, { results: [{ name: 'r', value: 'v' }] })));
+  assert.ok(ok.done && ok.succeeded);
+  assert.deepEqual(ok.done && ok.results, { r: 'v' });
+  const bad = outcomeOf(pipelineRun('u-1', done(false)));
+  assert.ok(bad.done && !bad.succeeded && bad.reason === 'Failed');
+});
+
+test('params: defaults make a param optional; array and object params take JSON text', () => {
+  const p = pipeline([{ name: 'a' }, { name: 'b', default: 'x' }, { name: 'list', type: 'array', default: [] }, { name: 'obj', type: 'object', default: {} }]);
+  const ok = checkParams('sign', p, { a: '1', list: '["x","y"]', obj: '{"k":"v"}' });
+  assert.ok(ok.ok);
+  assert.deepEqual(ok.ok && ok.params, [
+    { name: 'a', value: '1' },
+    { name: 'list', value: ['x', 'y'] },
+    { name: 'obj', value: { k: 'v' } },
+  ]);
+  const bad = checkParams('sign', p, { b: '2', list: 'not json', obj: '[1]', zzz: '' });
+  assert.ok(!bad.ok);
+  assert.deepEqual(!bad.ok && bad.missing, ['a']);
+  assert.deepEqual(!bad.ok && bad.undeclared, ['zzz']);
+  assert.equal(!bad.ok && bad.malformed.length, 2);
+  assert.equal(
+    !bad.ok && bad.message,
+    'params do not match Pipeline "sign": missing required params: a; undeclared params: zzz; ' +
+      'malformed params: list (expected a JSON array of strings), obj (expected a JSON object of strings) (it declares: a, b, list, obj)',
+  );
+});
+
+test('params: unicode and 100 KiB values pass through unchanged', () => {
+  const big = 'ü✓'.repeat(100 * 1024 / 2);
+  const r = checkParams('sign', pipeline([{ name: 'image' }]), { image: big });
+  assert.ok(r.ok && r.params[0]!.value === big);
+});
