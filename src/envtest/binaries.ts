@@ -1,0 +1,125 @@
+/**
+ * Locates (and on first use builds) the binaries of the test control plane by
+ * running hack/envtest/install.sh, which prints one JSON line describing them.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export interface EnvtestAssets {
+  /** Directory holding kube-apiserver, etcd and kubectl. */
+  binDir: string;
+  /** Directory holding the Tekton CRD manifests (300-*.yaml). */
+  tektonCrdDir: string;
+  /** e.g. "v1.35.4" — what the apiserver reports as gitVersion. */
+  kubernetesVersion: string;
+  etcdVersion: string;
+  tektonVersion: string;
+}
+
+export type LogFn = (msg: string) => void;
+
+let cachedRepoRoot: string | undefined;
+
+/**
+ * The repository root, found by walking up from this module until
+ * hack/envtest/install.sh appears. Walking (rather than a fixed "../..")
+ * keeps this correct both for the compiled file (dist/src/envtest/) and for
+ * tools that run the .ts source directly.
+ */
+export function repoRoot(): string {
+  if (cachedRepoRoot !== undefined) return cachedRepoRoot;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'hack', 'envtest', 'install.sh'))) {
+      cachedRepoRoot = dir;
+      return dir;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) {
+      throw new Error(`cannot find hack/envtest/install.sh above ${fileURLToPath(import.meta.url)}`);
+    }
+    dir = parent;
+  }
+}
+
+let pending: Promise<EnvtestAssets> | undefined;
+
+/**
+ * Runs hack/envtest/install.sh once per process (later calls share the
+ * result) and returns the assets it reports. The script's progress messages
+ * (stderr) go to `log`, or to process.stderr when no logger is given.
+ */
+export function ensureBinaries(log?: LogFn): Promise<EnvtestAssets> {
+  if (pending === undefined) {
+    pending = runInstall(log);
+    // A failed attempt must not poison later calls (e.g. Go was missing and got installed).
+    pending.catch(() => {
+      pending = undefined;
+    });
+  }
+  return pending;
+}
+
+function runInstall(log: LogFn | undefined): Promise<EnvtestAssets> {
+  const script = join(repoRoot(), 'hack', 'envtest', 'install.sh');
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    const stderrTail: string[] = [];
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      stderrTail.push(line);
+      if (stderrTail.length > 40) stderrTail.shift();
+      if (log) log(line);
+      else process.stderr.write(line + '\n');
+    });
+    child.on('error', (err) => reject(new Error(`cannot run ${script}: ${err.message}`)));
+    child.on('close', (code, signal) => {
+      if (code !== 0) {
+        reject(
+          new Error(
+            `${script} failed (${signal ?? `exit code ${String(code)}`}); last output:\n${stderrTail.join('\n')}`,
+          ),
+        );
+        return;
+      }
+      const line = stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .reverse()
+        .find((l) => l.startsWith('{'));
+      if (line === undefined) {
+        reject(new Error(`${script} printed no JSON line; stdout was: ${JSON.stringify(stdout)}`));
+        return;
+      }
+      try {
+        resolve(parseAssets(JSON.parse(line) as unknown));
+      } catch (err) {
+        reject(new Error(`${script} printed unexpected output ${line}: ${(err as Error).message}`));
+      }
+    });
+  });
+}
+
+function parseAssets(value: unknown): EnvtestAssets {
+  if (typeof value !== 'object' || value === null) throw new Error('not an object');
+  const rec = value as Record<string, unknown>;
+  const str = (key: keyof EnvtestAssets): string => {
+    const v = rec[key];
+    if (typeof v !== 'string' || v === '') throw new Error(`field ${key} missing`);
+    return v;
+  };
+  return {
+    binDir: str('binDir'),
+    tektonCrdDir: str('tektonCrdDir'),
+    kubernetesVersion: str('kubernetesVersion'),
+    etcdVersion: str('etcdVersion'),
+    tektonVersion: str('tektonVersion'),
+  };
+}

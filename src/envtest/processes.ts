@@ -1,0 +1,212 @@
+/**
+ * Child-process plumbing for the test control plane: spawning with output
+ * captured to a log file, stopping with a grace period, and making sure
+ * nothing outlives the Node process that started it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+/** Every child this module started that has not exited yet (any environment). */
+const liveChildren = new Set<ChildProcess>();
+/** Temporary directories to delete if the process exits without stopping its environments. */
+const dirsToRemoveOnExit = new Set<string>();
+let exitHookInstalled = false;
+
+/** Registers (or, with remove=false, unregisters) a directory to delete on process exit. */
+export function removeOnExit(dir: string, remove = true): void {
+  installExitHook();
+  if (remove) dirsToRemoveOnExit.add(dir);
+  else dirsToRemoveOnExit.delete(dir);
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // 'exit' listeners must be synchronous; a SIGKILL is the only thing we can
+  // still do here. Covers normal exit and uncaught exceptions; death by a
+  // signal is covered by the watchdog (see startWatchdog).
+  process.on('exit', () => {
+    for (const child of liveChildren) {
+      try {
+        child.kill('SIGKILL');
+      } catch {
+        // best effort
+      }
+    }
+    for (const dir of dirsToRemoveOnExit) {
+      try {
+        // Retries cover files still being written by a child that is dying.
+        rmSync(dir, { recursive: true, force: true, maxRetries: 3, retryDelay: 50 });
+      } catch {
+        // best effort
+      }
+    }
+  });
+}
+
+/** Returns the last `maxLines` lines (at most ~16 KiB) of a file, or '' if unreadable. */
+export function tailFile(path: string, maxLines = 40): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const size = fstatSync(fd).size;
+    const len = Math.min(size, 16 * 1024);
+    const buf = Buffer.alloc(len);
+    readSync(fd, buf, 0, len, size - len);
+    const lines = buf.toString('utf8').split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    return lines.slice(-maxLines).join('\n');
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * One long-running binary (etcd, kube-apiserver) that can be started,
+ * stopped and started again with identical arguments. Its stdout and stderr
+ * are appended to `logPath` (file descriptors handed straight to the child, so
+ * no output is lost or buffered in Node even if the event loop is busy).
+ */
+export class ManagedProcess {
+  private child: ChildProcess | undefined;
+  private exitPromise: Promise<void> | undefined;
+  private exitDescription: string | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly command: string,
+    readonly args: readonly string[],
+    readonly logPath: string,
+    private readonly onChange: () => void = () => {},
+  ) {}
+
+  get running(): boolean {
+    return this.child !== undefined && this.exitDescription === undefined;
+  }
+
+  get pid(): number | undefined {
+    return this.running ? this.child?.pid : undefined;
+  }
+
+  /** How the last run ended ("exit code 1", "signal SIGKILL"), if it has. */
+  get exitInfo(): string | undefined {
+    return this.exitDescription;
+  }
+
+  start(): void {
+    if (this.running) throw new Error(`${this.name} is already running`);
+    installExitHook();
+    const fd = openSync(this.logPath, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(this.command, this.args, { stdio: ['ignore', fd, fd] });
+    } finally {
+      closeSync(fd); // the child holds its own copy
+    }
+    this.child = child;
+    this.exitDescription = undefined;
+    liveChildren.add(child);
+    this.exitPromise = new Promise<void>((resolve) => {
+      const done = (description: string): void => {
+        if (this.child === child && this.exitDescription === undefined) this.exitDescription = description;
+        liveChildren.delete(child);
+        this.onChange();
+        resolve();
+      };
+      child.once('exit', (code, signal) => done(signal !== null ? `signal ${signal}` : `exit code ${String(code)}`));
+      child.once('error', (err) => done(`spawn error: ${err.message}`));
+    });
+    this.onChange();
+  }
+
+  /** Resolves when the current run ends (immediately if not running). */
+  exited(): Promise<void> {
+    return this.running && this.exitPromise ? this.exitPromise : Promise.resolve();
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs` (at once if 0); resolves once the process is gone. */
+  async stop(graceMs = 5000): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running || !this.exitPromise) return;
+    if (graceMs <= 0) {
+      child.kill('SIGKILL');
+      await this.exitPromise;
+      return;
+    }
+    child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const killed = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve();
+      }, graceMs);
+    });
+    await Promise.race([this.exitPromise, killed]);
+    clearTimeout(timer);
+    await this.exitPromise;
+  }
+
+  /** The tail of this process' log, for error messages. */
+  logTail(lines = 40): string {
+    return tailFile(this.logPath, lines);
+  }
+}
+
+/**
+ * Reserves `count` distinct free TCP ports on 127.0.0.1. All listeners are
+ * held open until every port is known (so the ports differ), then released;
+ * there is an unavoidable small window in which another process could take one.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<import('node:net').Server>((resolve, reject) => {
+          const srv = createServer();
+          srv.once('error', reject);
+          srv.listen(0, '127.0.0.1', () => resolve(srv));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => {
+    const addr = s.address();
+    if (addr === null || typeof addr === 'string') throw new Error('unexpected listener address');
+    return addr.port;
+  });
+  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  return ports;
+}
+
+/**
+ * A watchdog for abnormal deaths of the Node process (SIGKILL, or a signal
+ * with no handler) where no 'exit' listener runs: a small shell loop that
+ * polls the parent PID and, once it is gone, SIGKILLs every PID listed in
+ * `pidFile` (then deletes `removeDir`, if given). Callers keep `pidFile`
+ * current via writePidFile(). It is killed
+ * by stop() when the environment shuts down normally.
+ */
+export function startWatchdog(pidFile: string, removeDir?: string): ChildProcess {
+  const script =
+    'parent=$1; pidfile=$2; dir=$3; ' +
+    'while kill -0 "$parent" 2>/dev/null; do sleep 1; done; ' +
+    '[ -f "$pidfile" ] && kill -9 $(cat "$pidfile") 2>/dev/null; ' +
+    'if [ -n "$dir" ]; then sleep 1; rm -rf -- "$dir"; fi; exit 0';
+  const child = spawn('sh', ['-c', script, 'envtest-watchdog', String(process.pid), pidFile, removeDir ?? ''], {
+    stdio: 'ignore',
+  });
+  // The watchdog must not keep the event loop alive.
+  child.unref();
+  return child;
+}
+
+export function writePidFile(pidFile: string, pids: Array<number | undefined>): void {
+  try {
+    writeFileSync(pidFile, pids.filter((p): p is number => p !== undefined).join(' ') + '\n');
+  } catch {
+    // the directory may already be gone during teardown
+  }
+}

@@ -1,0 +1,344 @@
+/**
+ * The request flow on two real control planes (kube-apiserver + etcd), with
+ * the controller running as its real CLI process under the project's RBAC,
+ * and the simulated Tekton executor writing PipelineRun status.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CoreV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
+import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
+import type { PipelineRun } from '../../src/tekton/types.js';
+import type { InternalRequestSpec } from '../../src/api/types.js';
+import {
+  api, createRequest, getRequest, IR, NS, pipelineRunsFor, PR, reasonOf, startController, waitFor, waitForReason, type ControllerProcess,
+} from './helpers.js';
+
+const ALLOWED = ['team-a', 'team-b', 'team-c'];
+let env: Environment;
+let remoteAdmin: KubeConfig;
+let internalAdmin: KubeConfig;
+let requester: KubeConfig;
+let executor: SimulatedTektonExecutor;
+let controller: ControllerProcess | undefined;
+
+const pipelines = [
+  {
+    apiVersion: 'tekton.dev/v1',
+    kind: 'Pipeline',
+    metadata: { name: 'sign', namespace: NS },
+    spec: {
+      params: [{ name: 'image', type: 'string' }, { name: 'note', type: 'string', default: '' }, { name: 'tags', type: 'array', default: [] }],
+      workspaces: [{ name: 'workspace' }],
+      results: [{ name: 'signature', value: '$(tasks.sign.results.signature)' }],
+      tasks: [{ name: 'sign', taskSpec: { steps: [{ name: 'sign', image: 'registry.example/signer:1', script: 'sign' }] } }],
+    },
+  },
+  {
+    apiVersion: 'tekton.dev/v1',
+    kind: 'Pipeline',
+    metadata: { name: 'build-and-sign', namespace: NS },
+    spec: {
+      tasks: [
+        { name: 'build', taskSpec: { steps: [{ name: 'b', image: 'registry.example/b:1', script: 'b' }] } },
+        { name: 'sign', runAfter: ['build'], taskSpec: { steps: [{ name: 's', image: 'registry.example/s:1', script: 's' }] } },
+      ],
+    },
+  },
+];
+
+async function setConfig(spec: Record<string, unknown>): Promise<void> {
+  await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec } as never]);
+}
+
+async function theOnlyPipelineRun(uid: string): Promise<PipelineRun> {
+  return waitFor(`the PipelineRun of ${uid}`, async () => {
+    const prs = await pipelineRunsFor(internalAdmin, uid);
+    assert.ok(prs.length <= 1, `more than one PipelineRun for ${uid}`);
+    return prs[0];
+  });
+}
+
+async function events(namespace: string, name: string): Promise<string[]> {
+  const core = remoteAdmin.makeApiClient(CoreV1Api);
+  const list = await core.listNamespacedEvent({ namespace });
+  return list.items.filter((e) => e.involvedObject.name === name).map((e) => `${e.type}/${e.reason}`).sort();
+}
+
+before(async () => {
+  env = await startEnvironment();
+  await installProject(env);
+  remoteAdmin = env.remote.identities.admin.kubeConfig();
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  requester = env.remote.identities.requester!.kubeConfig();
+  for (const ns of [...ALLOWED, 'outside']) await grantRequester(env, ns);
+  await applyObjects(internalAdmin, pipelines as never);
+  await setConfig({ allowList: ALLOWED, allowedServiceAccounts: ['signer'] });
+  executor = new SimulatedTektonExecutor(internalAdmin);
+});
+
+after(async () => {
+  await controller?.kill('SIGKILL');
+  await env?.stop();
+});
+
+describe('the API, enforced by the real apiserver', () => {
+  test('InternalServicesConfig: defaults filled in, invalid values refused', async () => {
+    await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'defaults', namespace: NS }, spec: {} } as never]);
+    const got = (await api(internalAdmin).getNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalservicesconfigs', namespace: NS, name: 'defaults' })) as { spec: Record<string, unknown> };
+    assert.deepEqual(got.spec, { debug: false, volumeClaim: { name: 'workspace', size: '1Gi' } });
+    const bad = [
+      { volumeClaim: { size: 'lots' } },
+      { allowList: ['Not_A_Namespace'] },
+      { allowedServiceAccounts: ['UPPER'] },
+      { debug: 'yes' },
+    ];
+    for (const spec of bad) {
+      await assert.rejects(
+        api(internalAdmin).createNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalservicesconfigs', namespace: NS, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { generateName: 'bad-' }, spec } }),
+        (e: { code?: number }) => e.code === 422,
+        JSON.stringify(spec),
+      );
+    }
+  });
+
+  test('InternalRequest: invalid specs refused; spec immutable', async () => {
+    const bad: unknown[] = [{}, { request: 'Bad Name' }, { request: 'p', timeouts: { pipeline: '1 hour' } }, { request: 'p', serviceAccount: 'Not-OK' }, { request: 'p', params: { a: 1 } }];
+    for (const spec of bad) {
+      await assert.rejects(
+        api(requester).createNamespacedCustomObject({ ...IR, namespace: 'outside', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { generateName: 'bad-' }, spec } }),
+        (e: { code?: number }) => e.code === 422,
+        JSON.stringify(spec),
+      );
+    }
+    const r = await createRequest(requester, 'outside', 'immutable', { request: 'sign', params: { image: 'a' } });
+    await assert.rejects(
+      api(remoteAdmin).replaceNamespacedCustomObject({ ...IR, namespace: 'outside', name: 'immutable', body: { ...r, spec: { request: 'other' } } }),
+      (e: { code?: number; body?: string }) => e.code === 422 && String(e.body).includes('spec is immutable'),
+    );
+  });
+
+  test('a requester cannot fake its own success; an outsider cannot request at all', async () => {
+    const r = await createRequest(requester, 'outside', 'faker', { request: 'sign', params: { image: 'a' } });
+    await assert.rejects(
+      api(requester).replaceNamespacedCustomObjectStatus({ ...IR, namespace: 'outside', name: 'faker', body: { ...r, status: { conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded', message: 'fake', lastTransitionTime: '2026-01-01T00:00:00Z' }] } } }),
+      (e: { code?: number }) => e.code === 403,
+    );
+    // status sent with create or update of the main resource is dropped by the apiserver
+    const withStatus = (await api(requester).createNamespacedCustomObject({ ...IR, namespace: 'outside', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'faker2' }, spec: { request: 'sign' }, status: { results: { signature: 'forged' } } } })) as { status?: unknown };
+    assert.equal(withStatus.status, undefined);
+    await assert.rejects(createRequest(env.remote.identities.outsider!.kubeConfig(), 'team-a', 'x', { request: 'sign' }), (e: { code?: number }) => e.code === 403);
+    // and a requester is limited to the namespaces it was granted
+    await grantRequester(env, 'not-granted').catch(() => undefined);
+    await assert.rejects(createRequest(requester, 'default', 'x', { request: 'sign' }), (e: { code?: number }) => e.code === 403);
+  });
+});
+
+describe('the request flow', () => {
+  before(async () => {
+    controller = await startController(env);
+  });
+
+  test('allowed request: one PipelineRun with params, timeouts, service account, workspace; Running; results back; PipelineRun removed', async () => {
+    const r = await createRequest(requester, 'team-a', 'sign-1', {
+      request: 'sign',
+      params: { image: 'quay.io/org/app@sha256:abc', tags: '["v1","latest"]' },
+      timeouts: { pipeline: '1h', tasks: '45m', finally: '15m' },
+      serviceAccount: 'signer',
+    });
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    assert.equal(pr.metadata.name, `ir-${r.metadata.uid}`);
+    assert.deepEqual(pr.spec.pipelineRef, { name: 'sign' });
+    assert.deepEqual(pr.spec.params, [{ name: 'image', value: 'quay.io/org/app@sha256:abc' }, { name: 'tags', value: ['v1', 'latest'] }]);
+    assert.deepEqual(pr.spec.timeouts, { pipeline: '1h', tasks: '45m', finally: '15m' });
+    assert.deepEqual(pr.spec.taskRunTemplate, { serviceAccountName: 'signer' });
+    assert.deepEqual(pr.spec.workspaces, [{ name: 'workspace', volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } }]);
+    assert.equal(pr.metadata.annotations?.['internal-services.appstudio.redhat.com/request-name'], 'sign-1');
+    assert.equal(pr.metadata.labels?.['internal-services.appstudio.redhat.com/request-namespace'], 'team-a');
+
+    const running = await waitForReason(requester, 'team-a', 'sign-1', ['Running']);
+    assert.equal(running.status?.conditions?.[0]?.status, 'Unknown');
+    assert.equal(running.status?.pipelineRun, `${NS}/${pr.metadata.name}`);
+    assert.ok(running.status?.startTime);
+
+    await executor.markRunning(NS, pr.metadata.name!);
+    await executor.succeed(NS, pr.metadata.name!, { signature: 'sig-ü', list: ['a', 'b'], obj: { k: 'v' } });
+    const done = await waitForReason(requester, 'team-a', 'sign-1', ['Succeeded']);
+    assert.equal(done.status?.conditions?.[0]?.status, 'True');
+    assert.deepEqual(done.status?.results, { signature: 'sig-ü', list: '["a","b"]', obj: '{"k":"v"}' });
+    assert.ok(done.status?.completionTime);
+    await waitFor('the PipelineRun to be deleted', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0);
+    await waitFor('Running and Succeeded events', async () => {
+      const ev = await events('team-a', 'sign-1');
+      return ev.includes('Normal/Running') && ev.includes('Normal/Succeeded') ? ev : undefined;
+    });
+  });
+
+  test('rejections: namespace not allowed, no such Pipeline, params, service account — each with a message, no PipelineRun', async () => {
+    const cases: Array<{ ns: string; name: string; spec: InternalRequestSpec; msg: RegExp }> = [
+      { ns: 'outside', name: 'not-allowed', spec: { request: 'sign', params: { image: 'x' } }, msg: /namespace "outside" is not on the allowList of InternalServicesConfig internal-services\/config/ },
+      { ns: 'team-a', name: 'no-pipeline', spec: { request: 'does-not-exist' }, msg: /no Pipeline named "does-not-exist" in namespace "internal-services"/ },
+      { ns: 'team-a', name: 'bad-params', spec: { request: 'sign', params: { nope: '1' } }, msg: /missing required params: image; undeclared params: nope/ },
+      { ns: 'team-a', name: 'bad-sa', spec: { request: 'sign', params: { image: 'x' }, serviceAccount: 'root' }, msg: /serviceAccount "root" is not allowed .* allowed: signer/ },
+    ];
+    for (const c of cases) {
+      const r = await createRequest(requester, c.ns, c.name, c.spec);
+      const got = await waitForReason(requester, c.ns, c.name, ['Rejected', 'Running']);
+      assert.equal(reasonOf(got), 'Rejected', c.name);
+      assert.equal(got.status?.conditions?.[0]?.status, 'False', c.name);
+      assert.match(got.status?.conditions?.[0]?.message ?? '', c.msg, c.name);
+      assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0, c.name);
+      await waitFor(`Rejected event of ${c.name}`, async () => (await events(c.ns, c.name)).includes('Warning/Rejected'));
+    }
+  });
+
+  test('a Pipeline created after the cache started is found (a miss is checked against the cluster)', async () => {
+    await applyObjects(internalAdmin, [{ ...pipelines[1]!, metadata: { name: 'late', namespace: NS } } as never]);
+    const r = await createRequest(requester, 'team-b', 'late', { request: 'late' });
+    await theOnlyPipelineRun(r.metadata.uid!);
+    await waitForReason(requester, 'team-b', 'late', ['Running']);
+  });
+
+  test('failed PipelineRun: Failed with its reason, message and failed task names', async () => {
+    const r = await createRequest(requester, 'team-b', 'fails', { request: 'build-and-sign' });
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    await executor.fail(NS, pr.metadata.name!, { failedTasks: ['sign'], succeededTasks: ['build'] });
+    const got = await waitForReason(requester, 'team-b', 'fails', ['Failed']);
+    assert.equal(got.status?.conditions?.[0]?.status, 'False');
+    assert.match(got.status?.conditions?.[0]?.message ?? '', /PipelineRun internal-services\/ir-.* failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: sign$/);
+    await waitFor('the PipelineRun to be deleted', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0);
+    await waitFor('Failed event', async () => (await events('team-b', 'fails')).includes('Warning/Failed'));
+  });
+
+  test('a 253-character name, unicode and 100 KiB param values', async () => {
+    const name = `n${'x'.repeat(251)}z`;
+    assert.equal(name.length, 253);
+    const big = `ünïcødé ✓ 🚀 ${'0123456789abcdef'.repeat(6400)}`; // > 100 KiB
+    assert.ok(Buffer.byteLength(big) > 100 * 1024);
+    const r = await createRequest(requester, 'team-c', name, { request: 'sign', params: { image: big, note: '日本語' } });
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    assert.deepEqual(pr.spec.params, [{ name: 'image', value: big }, { name: 'note', value: '日本語' }]);
+    assert.equal(pr.metadata.annotations?.['internal-services.appstudio.redhat.com/request-name'], name);
+    await waitForReason(requester, 'team-c', name, ['Running']);
+    await executor.succeed(NS, pr.metadata.name!, { signature: '✓' });
+    const done = await waitForReason(requester, 'team-c', name, ['Succeeded']);
+    assert.deepEqual(done.status?.results, { signature: '✓' });
+  });
+
+  test('debug keeps PipelineRuns', async () => {
+    await setConfig({ allowList: ALLOWED, allowedServiceAccounts: ['signer'], debug: true });
+    try {
+      const r = await createRequest(requester, 'team-a', 'debugged', { request: 'build-and-sign' });
+      const pr = await theOnlyPipelineRun(r.metadata.uid!);
+      await waitForReason(requester, 'team-a', 'debugged', ['Running']);
+      await executor.succeed(NS, pr.metadata.name!, {});
+      await waitForReason(requester, 'team-a', 'debugged', ['Succeeded']);
+      // give the controller every chance to (wrongly) delete it
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 1);
+    } finally {
+      await setConfig({ allowList: ALLOWED, allowedServiceAccounts: ['signer'] });
+    }
+  });
+
+  test('request deleted while its PipelineRun runs: the PipelineRun is cancelled, then removed', async () => {
+    const r = await createRequest(requester, 'team-a', 'deleted-mid-run', { request: 'build-and-sign' });
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    await waitForReason(requester, 'team-a', 'deleted-mid-run', ['Running']);
+    await executor.markRunning(NS, pr.metadata.name!);
+    // Watch the PipelineRun to see the cancellation that precedes its removal.
+    const seen: string[] = [];
+    const gone = new Promise<void>((resolve, reject) => {
+      void new Watch(internalAdmin).watch(
+        `/apis/tekton.dev/v1/namespaces/${NS}/pipelineruns`,
+        { fieldSelector: `metadata.name=${pr.metadata.name}`, resourceVersion: pr.metadata.resourceVersion },
+        (type, obj: PipelineRun) => {
+          seen.push(`${type}:${obj.spec?.status ?? ''}`);
+          if (type === 'DELETED') resolve();
+        },
+        (err) => (err ? reject(err) : undefined),
+      );
+    });
+    await api(requester).deleteNamespacedCustomObject({ ...IR, namespace: 'team-a', name: 'deleted-mid-run' });
+    await Promise.race([gone, new Promise((_, rej) => setTimeout(() => rej(new Error(`not deleted; saw ${seen.join(',')}`)), 20_000))]);
+    assert.ok(seen.includes('MODIFIED:Cancelled'), `cancelled before deletion; saw ${seen.join(',')}`);
+  });
+
+  test('SIGTERM: stops taking work and exits 0 within 10 s', async () => {
+    const t0 = Date.now();
+    const code = await controller!.kill('SIGTERM');
+    assert.equal(code, 0);
+    assert.ok(Date.now() - t0 < 10_000);
+    controller = undefined;
+  });
+});
+
+describe('restarts: nothing lost, nothing duplicated', () => {
+  test('killed between PipelineRun creation and the status write: after a restart, one PipelineRun and the request completes', async () => {
+    // Take away the controller's right to write request status on the remote
+    // cluster: it creates the PipelineRun, then its status write fails (403).
+    const rbac = await import('@kubernetes/client-node');
+    const rb = remoteAdmin.makeApiClient(rbac.RbacAuthorizationV1Api);
+    const role = await rb.readClusterRole({ name: 'internal-services-remote' });
+    const saved = structuredClone(role.rules ?? []);
+    await rb.replaceClusterRole({ name: 'internal-services-remote', body: { ...role, rules: saved.filter((r) => !(r.resources ?? []).includes('internalrequests/status')) } });
+    let c = await startController(env);
+    try {
+      const r = await createRequest(requester, 'team-b', 'crash', { request: 'build-and-sign' });
+      await theOnlyPipelineRun(r.metadata.uid!);
+      await c.waitForLog((l) => l.msg === 'reconcile failed; will retry' && l.request === 'team-b/crash' && l.code === 403);
+      await c.kill('SIGKILL');
+      assert.equal(reasonOf(await getRequest(requester, 'team-b', 'crash')), undefined, 'no status was written');
+      const fresh = await rb.readClusterRole({ name: 'internal-services-remote' });
+      await rb.replaceClusterRole({ name: 'internal-services-remote', body: { ...fresh, rules: saved } });
+      c = await startController(env);
+      await waitForReason(requester, 'team-b', 'crash', ['Running']);
+      const prs = await pipelineRunsFor(internalAdmin, r.metadata.uid!);
+      assert.equal(prs.length, 1);
+      await executor.succeed(NS, prs[0]!.metadata.name!, {});
+      await waitForReason(requester, 'team-b', 'crash', ['Succeeded']);
+      assert.equal(c.lines.filter((l) => l.msg === 'PipelineRun created' && l.request === 'team-b/crash').length, 0, 'the restarted controller created no second PipelineRun');
+    } finally {
+      const fresh = await rb.readClusterRole({ name: 'internal-services-remote' });
+      await rb.replaceClusterRole({ name: 'internal-services-remote', body: { ...fresh, rules: saved } });
+      await c.kill('SIGKILL');
+    }
+  });
+
+  test('request deleted while the controller is down: the orphan is swept after a restart', async () => {
+    let c = await startController(env);
+    const r = await createRequest(requester, 'team-c', 'orphaned', { request: 'build-and-sign' });
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    await waitForReason(requester, 'team-c', 'orphaned', ['Running']);
+    await c.kill('SIGKILL');
+    await api(requester).deleteNamespacedCustomObject({ ...IR, namespace: 'team-c', name: 'orphaned' });
+    assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 1, 'still there while the controller is down');
+    c = await startController(env);
+    try {
+      await waitFor('the orphan to be removed', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0);
+      await c.waitForLog((l) => l.msg === 'PipelineRun cancelled' && l.pipelineRun === `${NS}/${pr.metadata.name}`);
+    } finally {
+      await c.kill('SIGKILL');
+    }
+  });
+
+  test('remote apiserver unreachable: retries with backoff, logged once, recovers by itself', async () => {
+    const c = await startController(env, ['--resync-period', '1h']);
+    try {
+      await env.remote.stopApiserver();
+      await c.waitForLog((l) => l.msg === 'cannot reach the cluster; retrying with backoff' && l.informer === 'remote/internalrequests', 20_000);
+      await new Promise((r) => setTimeout(r, 3000));
+      await env.remote.startApiserver();
+      await c.waitForLog((l) => l.msg === 'connection recovered' && l.informer === 'remote/internalrequests', 40_000);
+      const warnings = c.lines.filter((l) => l.msg === 'cannot reach the cluster; retrying with backoff' && l.informer === 'remote/internalrequests');
+      assert.equal(warnings.length, 1, 'one warning for the whole outage');
+      const r = await createRequest(requester, 'team-a', 'after-outage', { request: 'build-and-sign' });
+      const pr = await theOnlyPipelineRun(r.metadata.uid!);
+      await executor.succeed(NS, pr.metadata.name!, {});
+      await waitForReason(requester, 'team-a', 'after-outage', ['Succeeded']);
+    } finally {
+      await c.kill('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,153 @@
+/** Shared pieces of the integration tests: a running controller process, requests, polling. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { repoRoot } from '../../src/api/crd-render.js';
+import type { Environment } from '../../src/envtest/environment.js';
+import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
+import type { PipelineRun } from '../../src/tekton/types.js';
+
+export const NS = 'internal-services';
+export const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' };
+export const PR = { group: 'tekton.dev', version: 'v1', plural: 'pipelineruns' };
+
+export const CLI = join(repoRoot(), 'dist', 'src', 'cli', 'main.js');
+
+export interface ControllerProcess {
+  proc: ChildProcess;
+  /** Every log line so far, parsed when JSON. */
+  lines: Array<Record<string, unknown>>;
+  stderr(): string;
+  waitForLog(pred: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Resolves with the exit code (or signal name). */
+  exited: Promise<number | string>;
+  kill(signal?: NodeJS.Signals): Promise<number | string>;
+  healthPort?: number;
+}
+
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): ControllerProcess {
+  const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: Array<Record<string, unknown>> = [];
+  let raw = '';
+  let buf = '';
+  const waiters: Array<() => void> = [];
+  proc.stderr!.on('data', (d: Buffer) => {
+    raw += d.toString();
+    buf += d.toString();
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ msg: line, raw: true });
+      }
+    }
+    waiters.splice(0).forEach((w) => w());
+  });
+  proc.stdout!.on('data', (d: Buffer) => (raw += d.toString()));
+  const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
+  const cp: ControllerProcess = {
+    proc,
+    lines,
+    stderr: () => raw,
+    exited,
+    async waitForLog(pred, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const hit = lines.find(pred);
+        if (hit) return hit;
+        if (Date.now() > deadline) throw new Error(`log line not seen in ${timeoutMs} ms; output:\n${raw.slice(-3000)}`);
+        if (proc.exitCode !== null) throw new Error(`process exited (${proc.exitCode}) before the log line; output:\n${raw.slice(-3000)}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 200);
+        });
+      }
+    },
+    async kill(signal = 'SIGKILL') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+  return cp;
+}
+
+/** Starts the controller CLI under the controller identities of both clusters and waits until it works. */
+export async function startController(env: Environment, extra: string[] = []): Promise<ControllerProcess> {
+  const cp = runCli([
+    'controller',
+    '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath,
+    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
+    '--namespace', NS,
+    '--metrics-bind-address', '0',
+    '--health-probe-bind-address', '127.0.0.1:0',
+    '--log-level', 'debug',
+    ...extra,
+  ]);
+  const serving = await cp.waitForLog((l) => l.msg === 'serving health probes');
+  cp.healthPort = Number(String(serving.address).split(':').pop());
+  await cp.waitForLog((l) => l.msg === 'caches synced; starting workers');
+  return cp;
+}
+
+export async function waitFor<T>(what: string, f: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await f();
+      if (v !== undefined && v !== false) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export function api(kc: KubeConfig): CustomObjectsApi {
+  return kc.makeApiClient(CustomObjectsApi);
+}
+
+export async function createRequest(kc: KubeConfig, namespace: string, name: string, spec: InternalRequestSpec, labels?: Record<string, string>): Promise<InternalRequest> {
+  return (await api(kc).createNamespacedCustomObject({
+    ...IR,
+    namespace,
+    body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace, ...(labels ? { labels } : {}) }, spec },
+  })) as InternalRequest;
+}
+
+export async function getRequest(kc: KubeConfig, namespace: string, name: string): Promise<InternalRequest> {
+  return (await api(kc).getNamespacedCustomObject({ ...IR, namespace, name })) as InternalRequest;
+}
+
+export function reasonOf(r: InternalRequest): string | undefined {
+  return r.status?.conditions?.[0]?.reason;
+}
+
+/** Waits until the request's Succeeded condition has one of the reasons. */
+export async function waitForReason(kc: KubeConfig, namespace: string, name: string, reasons: string[], timeoutMs = 20_000): Promise<InternalRequest> {
+  return waitFor(`${namespace}/${name} to be ${reasons.join('|')}`, async () => {
+    const r = await getRequest(kc, namespace, name);
+    return reasons.includes(reasonOf(r) ?? '') ? r : undefined;
+  }, timeoutMs);
+}
+
+export async function listPipelineRuns(kc: KubeConfig): Promise<PipelineRun[]> {
+  const l = (await api(kc).listNamespacedCustomObject({ ...PR, namespace: NS })) as { items: PipelineRun[] };
+  return l.items;
+}
+
+export async function pipelineRunsFor(kc: KubeConfig, uid: string): Promise<PipelineRun[]> {
+  return (await listPipelineRuns(kc)).filter((p) => p.metadata.labels?.['internal-services.appstudio.redhat.com/request-uid'] === uid);
+}
+
+export async function httpStatus(url: string): Promise<number> {
+  try {
+    return (await fetch(url)).status;
+  } catch {
+    return -1;
+  }
+}
