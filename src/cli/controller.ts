@@ -7,7 +7,10 @@ import { Controller } from '../controller/controller.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { parseDuration } from '../util/duration.js';
-import { startHealthServer, parseBindAddress } from './health.js';
+import { randomUUID } from 'node:crypto';
+import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
+import { LeaderElector } from '../kube/leader.js';
+import { createMetrics } from '../metrics.js';
 
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -20,12 +23,24 @@ export interface ControllerFlags {
   workers: number;
   resyncPeriod: number;
   logLevel: string;
+  leaderElect: boolean;
+  leaderElectionId: string;
+  leaderElectionNamespace?: string;
+  leaseDuration: number;
+  renewDeadline: number;
+  retryPeriod: number;
 }
 
 function positiveInt(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1 || n > 256) throw new InvalidArgumentError('must be an integer from 1 to 256');
   return n;
+}
+
+function shortDuration(v: string): number {
+  const ms = parseDuration(v);
+  if (ms === undefined || ms < 100) throw new InvalidArgumentError('must be a duration of at least 100ms, like 2s');
+  return ms;
 }
 
 function duration(v: string): number {
@@ -44,6 +59,12 @@ export function controllerCommand(): Command {
     .addOption(new Option('--health-probe-bind-address <addr>', 'address of /healthz and /readyz; 0 disables').env('HEALTH_PROBE_BIND_ADDRESS').default(':8081'))
     .addOption(new Option('--workers <n>', 'requests reconciled in parallel').env('WORKERS').default(4).argParser(positiveInt))
     .addOption(new Option('--resync-period <duration>', 'full relist and orphan sweep period').env('RESYNC_PERIOD').default(600_000, '10m').argParser(duration))
+    .addOption(new Option('--leader-elect', 'elect a leader among replicas with a Lease; only the leader acts').env('LEADER_ELECT').default(false))
+    .addOption(new Option('--leader-election-id <name>', 'name of the Lease').env('LEADER_ELECTION_ID').default('internal-services-controller'))
+    .addOption(new Option('--leader-election-namespace <name>', 'namespace of the Lease (default: --namespace)').env('LEADER_ELECTION_NAMESPACE'))
+    .addOption(new Option('--lease-duration <duration>', 'how long a standby waits before taking over a lease that is not renewed').default(15_000, '15s').argParser(shortDuration))
+    .addOption(new Option('--renew-deadline <duration>', 'how long the leader tries to renew before it stops acting').default(10_000, '10s').argParser(shortDuration))
+    .addOption(new Option('--retry-period <duration>', 'interval between lease attempts').default(2_000, '2s').argParser(shortDuration))
     .addOption(new Option('--log-level <level>', 'log level').env('LOG_LEVEL').default('info').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .action(async (flags: ControllerFlags) => {
       await runController(flags);
@@ -61,10 +82,16 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   const namespace = resolveNamespace(flags.namespace);
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace)) throw new ConfigError('CONFIG_FLAG', `--namespace "${namespace}" is not a valid namespace name`);
   const healthAddr = parseBindAddress('--health-probe-bind-address', flags.healthProbeBindAddress);
+  const metricsAddr = parseBindAddress('--metrics-bind-address', flags.metricsBindAddress);
+  if (flags.leaderElect && !(flags.renewDeadline < flags.leaseDuration && flags.retryPeriod < flags.renewDeadline)) {
+    throw new ConfigError('CONFIG_FLAG', '--retry-period < --renew-deadline < --lease-duration is required');
+  }
+  const metrics = createMetrics();
   const inCluster = !flags.kubeconfig && !!process.env.KUBERNETES_SERVICE_HOST;
   if (!flags.kubeconfig && !inCluster) throw new ConfigError('CONFIG_FLAG', '--kubeconfig (or KUBECONFIG) is required when not running in a pod');
-  const remote = await connect('remote', { kubeconfig: flags.remoteKubeconfig });
-  const internal = await connect('internal', { kubeconfig: flags.kubeconfig, inCluster });
+  const remote = await connect('remote', { kubeconfig: flags.remoteKubeconfig }, { observer: metrics.apiObserver });
+  const internal = await connect('internal', { kubeconfig: flags.kubeconfig, inCluster }, { observer: metrics.apiObserver });
+  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
 
   const controller = new Controller({
     remote,
@@ -74,8 +101,26 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     workers: flags.workers,
     resyncPeriodMs: flags.resyncPeriod,
     instance: process.env.POD_NAME ?? hostname(),
+    metrics: metrics.controller,
+  });
+  const elector = flags.leaderElect
+    ? new LeaderElector(internal, {
+        namespace: flags.leaderElectionNamespace ?? namespace,
+        name: flags.leaderElectionId,
+        identity,
+        leaseDurationMs: flags.leaseDuration,
+        renewDeadlineMs: flags.renewDeadline,
+        retryPeriodMs: flags.retryPeriod,
+        log,
+      })
+    : undefined;
+  metrics.bind({
+    running: () => controller.runningRequests(),
+    lastContact: () => controller.lastContact(),
+    leader: () => (elector ? elector.isLeader : true),
   });
   const health = healthAddr ? await startHealthServer(healthAddr, () => controller.ready, log) : undefined;
+  const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -88,13 +133,25 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     }, 9_500);
     hard.unref();
     await controller.stop(7_000);
-    await health?.close();
+    await elector?.release();
+    await Promise.all([health?.close(), metricsServer?.close()]);
     log.info('stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  log.info({ namespace, remote: remote.server, internal: internal.server, workers: flags.workers }, 'starting');
-  await controller.start();
+  log.info({ namespace, remote: remote.server, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity }, 'starting');
+  // Caches fill while waiting for leadership, so a standby takes over warm.
+  await controller.startCaches();
+  if (elector) {
+    const leading = await elector.acquire(() => {
+      // Lost the lease: stop acting at once, and exit so the pod restarts as a standby.
+      controller.halt();
+      log.error('leader election lost; exiting');
+      process.exit(1);
+    });
+    if (!leading) return;
+  }
+  if (!stopping) controller.startWorkers();
 }

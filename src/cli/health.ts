@@ -1,6 +1,7 @@
 /** /healthz (the process is alive) and /readyz (both clusters reachable, caches synced). */
 import http from 'node:http';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { ConfigError } from '../errors.js';
 
 export interface BindAddress {
@@ -55,5 +56,23 @@ export function startHealthServer(addr: BindAddress, ready: () => boolean, log: 
     },
     log,
     'health probes',
+  );
+}
+
+export function startMetricsServer(addr: BindAddress, registry: Registry, log: Logger): Promise<Closable> {
+  return listen(
+    addr,
+    (req, res) => {
+      if ((req.url ?? '').split('?')[0] !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (e: unknown) => res.writeHead(500).end(String(e)),
+      );
+    },
+    log,
+    'metrics',
   );
 }

@@ -135,22 +135,51 @@ export class Controller {
     return [this.requests, this.pipelineRuns, this.pipelines, this.configs];
   }
 
-  /** Starts the caches; workers start once every cache has synced. */
-  async start(): Promise<void> {
+  /** Starts the caches and waits until each has synced. */
+  async startCaches(): Promise<void> {
     if (this.started) return;
     this.started = true;
     for (const i of this.informers) i.start();
     await Promise.all(this.informers.map((i) => i.waitForSync()));
-    if (this.stopping) return;
+  }
+
+  /** Starts the workers (after startCaches): from here on the controller acts. */
+  startWorkers(): void {
+    if (this.stopping || this.workers.length) return;
     const n = this.opts.workers ?? 4;
     this.log.info({ workers: n, requests: this.requests.size, pipelineRuns: this.pipelineRuns.size }, 'caches synced; starting workers');
     this.sweep();
     for (let i = 0; i < n; i++) this.workers.push(this.work());
   }
 
-  /** Caches synced and both clusters answering. */
+  /** Starts the caches; workers start once every cache has synced. */
+  async start(): Promise<void> {
+    await this.startCaches();
+    this.startWorkers();
+  }
+
+  /** Caches synced and both clusters answering (no failure streak in progress). */
   get ready(): boolean {
-    return this.started && this.informers.every((i) => i.synced) && this.requests.health.connected && this.pipelineRuns.health.connected;
+    return this.started && this.informers.every((i) => i.synced && i.health.failures === 0);
+  }
+
+  /** Requests whose PipelineRun is running (for the concurrency gauge). */
+  runningRequests(): number {
+    let n = 0;
+    for (const r of this.requests.list()) if (!isFinished(r) && r.status?.pipelineRun) n++;
+    return n;
+  }
+
+  /** Milliseconds since each cache last heard from its cluster. */
+  lastContact(): Array<{ informer: string; ms: number }> {
+    const now = Date.now();
+    return this.informers.map((i) => ({ informer: i.name, ms: i.health.lastContact ? now - i.health.lastContact : now }));
+  }
+
+  /** Stops acting at once (lost leadership): no new work; in-flight calls are abandoned by the caller exiting. */
+  halt(): void {
+    this.stopping = true;
+    this.queue.shutdown();
   }
 
   /**

@@ -57,6 +57,7 @@ export class WorkQueue {
     const waiter = this.waiters.shift();
     if (waiter) {
       this.processing.add(key);
+      this.observer.added?.(this.depth);
       this.observer.taken?.(0, this.depth);
       waiter(key);
       return;

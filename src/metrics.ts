@@ -1,0 +1,138 @@
+/**
+ * Prometheus metrics. The three internal_request_attempt_* series keep the
+ * names and labels of the Go controller this project replaces, so existing
+ * dashboards carry over; the internal_services_* series are what an operator
+ * needs to see the controller itself.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ControllerMetrics } from './controller/controller.js';
+import type { RequestObserver } from './kube/client.js';
+
+export interface Metrics {
+  registry: Registry;
+  controller: ControllerMetrics;
+  apiObserver: RequestObserver;
+  /** Set the callbacks read at scrape time. */
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean }): void;
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const ATTEMPT_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+
+/** Kubernetes verb of a request, from its method and URL (watches do not pass here). */
+export function verbOf(method: string, url: string): string {
+  const m = method.toUpperCase();
+  if (m === 'POST') return 'create';
+  if (m === 'PUT') return 'update';
+  if (m === 'PATCH') return 'patch';
+  if (m === 'DELETE') return 'delete';
+  if (m !== 'GET') return m.toLowerCase();
+  const u = new URL(url, 'https://x');
+  if (u.searchParams.get('watch') === 'true') return 'watch';
+  // /api/v1/... or /apis/group/version/...; then [namespaces/NS/]plural[/name[/sub]]
+  const parts = u.pathname.split('/').filter(Boolean);
+  let rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
+  if (rest[0] === 'namespaces' && rest.length >= 3) rest = rest.slice(2);
+  return rest.length >= 2 ? 'get' : 'list';
+}
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const labels = ['request', 'namespace', 'reason', 'succeeded'] as const;
+  const attempts = new Counter({ name: 'internal_request_attempt_total', help: 'InternalRequests that reached a final state', labelNames: labels, registers: [registry] });
+  const attemptDuration = new Histogram({
+    name: 'internal_request_attempt_duration_seconds',
+    help: 'Time from the creation of an InternalRequest to its final state',
+    labelNames: labels,
+    buckets: ATTEMPT_BUCKETS,
+    registers: [registry],
+  });
+  let sources: Parameters<Metrics['bind']>[0] | undefined;
+  new Gauge({
+    name: 'internal_request_attempt_concurrent_requests',
+    help: 'InternalRequests whose PipelineRun is running',
+    registers: [registry],
+    collect() {
+      this.set(sources?.running() ?? 0);
+    },
+  });
+  const depth = new Gauge({ name: 'internal_services_workqueue_depth', help: 'Requests waiting in the work queue', registers: [registry] });
+  const adds = new Counter({ name: 'internal_services_workqueue_adds_total', help: 'Keys added to the work queue', registers: [registry] });
+  const retries = new Counter({ name: 'internal_services_workqueue_retries_total', help: 'Keys re-queued with backoff after an error', registers: [registry] });
+  const queueLatency = new Histogram({ name: 'internal_services_workqueue_queue_duration_seconds', help: 'Time a key waits in the queue', buckets: LATENCY_BUCKETS, registers: [registry] });
+  const workDuration = new Histogram({ name: 'internal_services_reconcile_duration_seconds', help: 'Time of one reconcile', buckets: LATENCY_BUCKETS, registers: [registry] });
+  const reconciles = new Counter({ name: 'internal_services_reconcile_total', help: 'Reconciles by result', labelNames: ['result'], registers: [registry] });
+  const reconcileErrors = new Counter({ name: 'internal_services_reconcile_errors_total', help: 'Reconciles that failed and will be retried', registers: [registry] });
+  const actions = new Counter({ name: 'internal_services_actions_total', help: 'Actions carried out, by type and outcome', labelNames: ['action', 'ok'], registers: [registry] });
+  const watchEvents = new Counter({ name: 'internal_services_watch_events_total', help: 'Watch events received', labelNames: ['informer', 'type'], registers: [registry] });
+  const reconnects = new Counter({ name: 'internal_services_watch_reconnects_total', help: 'Watch restarts: relist (periodic or 410) or error', labelNames: ['informer', 'reason'], registers: [registry] });
+  new Gauge({
+    name: 'internal_services_watch_last_contact_age_seconds',
+    help: 'Seconds since an informer last heard from its cluster (list, event or bookmark)',
+    labelNames: ['informer'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { informer, ms } of sources?.lastContact() ?? []) this.set({ informer }, ms / 1000);
+    },
+  });
+  const apiRequests = new Counter({ name: 'internal_services_api_requests_total', help: 'Kubernetes API requests by cluster, verb and status code', labelNames: ['cluster', 'verb', 'code'], registers: [registry] });
+  const apiLatency = new Histogram({ name: 'internal_services_api_request_duration_seconds', help: 'Kubernetes API request latency', labelNames: ['cluster', 'verb'], buckets: LATENCY_BUCKETS, registers: [registry] });
+  new Gauge({
+    name: 'internal_services_leader',
+    help: '1 while this instance is the leader (or runs without leader election)',
+    registers: [registry],
+    collect() {
+      this.set(sources?.leader() ? 1 : 0);
+    },
+  });
+
+  return {
+    registry,
+    bind(s) {
+      sources = s;
+    },
+    apiObserver(cluster, method, url, code, seconds) {
+      const verb = verbOf(method, url);
+      apiRequests.inc({ cluster, verb, code: String(code) });
+      apiLatency.observe({ cluster, verb }, seconds);
+    },
+    controller: {
+      queue: {
+        added(d) {
+          adds.inc();
+          depth.set(d);
+        },
+        taken(wait, d) {
+          queueLatency.observe(wait);
+          depth.set(d);
+        },
+        retried() {
+          retries.inc();
+        },
+      },
+      informer: {
+        event(informer, type) {
+          watchEvents.inc({ informer, type });
+        },
+        reconnect(informer, reason) {
+          reconnects.inc({ informer, reason });
+        },
+      },
+      reconciled(seconds, error) {
+        workDuration.observe(seconds);
+        reconciles.inc({ result: error ? 'error' : 'ok' });
+        if (error) reconcileErrors.inc();
+      },
+      acted(action, ok) {
+        actions.inc({ action, ok: String(ok) });
+      },
+      finished(req, reason, succeeded, seconds) {
+        const l = { request: req.spec.request, namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded) };
+        attempts.inc(l);
+        attemptDuration.observe(l, seconds);
+      },
+    },
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * Operating the controller: metrics, /readyz through a remote outage, and
+ * leader election between two real controller processes.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
+import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
+import { createRequest, httpStatus, NS, pipelineRunsFor, runCli, startController, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+
+let env: Environment;
+let internalAdmin: KubeConfig;
+let requester: KubeConfig;
+let executor: SimulatedTektonExecutor;
+const procs: ControllerProcess[] = [];
+
+before(async () => {
+  env = await startEnvironment();
+  await installProject(env);
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  requester = env.remote.identities.requester!.kubeConfig();
+  await grantRequester(env, 'team-a');
+  await applyObjects(internalAdmin, [
+    { apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name: 'sign', namespace: NS }, spec: { params: [{ name: 'image' }], tasks: [{ name: 'sign', taskSpec: { steps: [{ name: 's', image: 'x', script: 's' }] } }] } },
+    { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: ['team-a'] } },
+  ] as never);
+  executor = new SimulatedTektonExecutor(internalAdmin);
+});
+
+after(async () => {
+  await Promise.all(procs.map((p) => p.kill('SIGKILL')));
+  await env?.stop();
+});
+
+async function scrape(port: number): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+}
+
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const ls = m[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => ls.includes(`${k}="${v}"`))) return Number(m[3]);
+  }
+  return undefined;
+}
+
+async function completeRequest(name: string): Promise<void> {
+  const r = await createRequest(requester, 'team-a', name, { request: 'sign', params: { image: name } });
+  const pr = await waitFor(`PipelineRun of ${name}`, async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
+  await waitForReason(requester, 'team-a', name, ['Running']);
+  await executor.succeed(NS, pr.metadata.name!, { signature: `sig-${name}` });
+  await waitForReason(requester, 'team-a', name, ['Succeeded']);
+}
+
+test('metrics change as requests move; names of the Go controller kept', async () => {
+  const c = await startController(env, ['--metrics-bind-address', '127.0.0.1:0']);
+  procs.push(c);
+  const port = Number(String((await c.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
+  const before = await scrape(port);
+  assert.equal(sample(before, 'internal_request_attempt_total', { reason: 'Succeeded' }), undefined);
+  assert.equal(sample(before, 'internal_request_attempt_concurrent_requests'), 0);
+
+  const r = await createRequest(requester, 'team-a', 'metered', { request: 'sign', params: { image: 'x' } });
+  const pr = await waitFor('PipelineRun', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
+  await waitForReason(requester, 'team-a', 'metered', ['Running']);
+  await waitFor('concurrent gauge 1', async () => sample(await scrape(port), 'internal_request_attempt_concurrent_requests') === 1);
+  await executor.succeed(NS, pr.metadata.name!, {});
+  await waitForReason(requester, 'team-a', 'metered', ['Succeeded']);
+  const text = await waitFor('attempt counter', async () => {
+    const t = await scrape(port);
+    return sample(t, 'internal_request_attempt_total', { request: 'sign', namespace: 'team-a', reason: 'Succeeded', succeeded: 'true' }) === 1 ? t : undefined;
+  });
+  assert.equal(sample(text, 'internal_request_attempt_duration_seconds_count', { request: 'sign', reason: 'Succeeded' }), 1);
+  assert.ok((sample(text, 'internal_services_workqueue_adds_total') ?? 0) >= 1);
+  assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'internal', verb: 'create', code: '201' }) ?? 0) >= 1, 'PipelineRun create counted');
+  assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'remote', verb: 'update', code: '200' }) ?? 0) >= 2, 'status writes counted');
+  assert.ok(sample(text, 'internal_services_watch_last_contact_age_seconds', { informer: 'remote/internalrequests' }) !== undefined);
+  assert.equal(sample(text, 'internal_services_leader'), 1);
+  assert.ok((sample(text, 'internal_services_reconcile_total', { result: 'ok' }) ?? 0) >= 2);
+  await waitFor('concurrent gauge back to 0', async () => sample(await scrape(port), 'internal_request_attempt_concurrent_requests') === 0);
+  await c.kill('SIGTERM');
+});
+
+test('/readyz: unready while the remote apiserver is down, ready when it is back; the pending request then completes', async () => {
+  const c = await startController(env);
+  procs.push(c);
+  const readyz = `http://127.0.0.1:${c.healthPort}/readyz`;
+  assert.equal(await httpStatus(`http://127.0.0.1:${c.healthPort}/healthz`), 200);
+  await waitFor('ready', async () => (await httpStatus(readyz)) === 200);
+  const r = await createRequest(requester, 'team-a', 'through-outage', { request: 'sign', params: { image: 'x' } });
+  const pr = await waitFor('PipelineRun', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
+  await waitForReason(requester, 'team-a', 'through-outage', ['Running']);
+  await env.remote.stopApiserver();
+  try {
+    await waitFor('unready', async () => (await httpStatus(readyz)) === 503, 30_000);
+    assert.equal(await httpStatus(`http://127.0.0.1:${c.healthPort}/healthz`), 200, 'still alive');
+    await executor.succeed(NS, pr.metadata.name!, { signature: 'during-outage' }); // finishes while the remote is away
+  } finally {
+    await env.remote.startApiserver();
+  }
+  await waitFor('ready again', async () => (await httpStatus(readyz)) === 200, 60_000);
+  const done = await waitForReason(requester, 'team-a', 'through-outage', ['Succeeded'], 60_000);
+  assert.deepEqual(done.status?.results, { signature: 'during-outage' });
+  await c.kill('SIGTERM');
+});
+
+test('leader election: one of two replicas acts; killing it hands over within the lease duration; nothing twice', async () => {
+  const args = ['--leader-elect', '--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '500ms'];
+  const start = () => {
+    const p = runCli([
+      'controller',
+      '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath,
+      '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
+      '--namespace', NS, '--metrics-bind-address', '0', '--health-probe-bind-address', '0', ...args,
+    ]);
+    procs.push(p);
+    return p;
+  };
+  const a = start();
+  const b = start();
+  const leader = await Promise.any([a, b].map((p) => p.waitForLog((l) => l.msg === 'became leader', 30_000).then(() => p)));
+  const standby = leader === a ? b : a;
+  await standby.waitForLog((l) => l.msg === 'waiting to become leader');
+  for (const n of ['le-1', 'le-2', 'le-3']) await completeRequest(n);
+  assert.equal(standby.lines.filter((l) => l.msg === 'became leader').length, 0, 'only one leader');
+  assert.equal(standby.lines.filter((l) => l.msg === 'PipelineRun created').length, 0, 'the standby did nothing');
+  assert.equal(leader.lines.filter((l) => l.msg === 'PipelineRun created').length, 3);
+
+  await leader.kill('SIGKILL');
+  const killedAt = Date.now();
+  await standby.waitForLog((l) => l.msg === 'became leader', 15_000);
+  const handover = Date.now() - killedAt;
+  assert.ok(handover <= 4_000 + 2_000, `took over in ${handover} ms (lease 4 s, + one retry period and process slack)`);
+  await completeRequest('le-4');
+  assert.equal(standby.lines.filter((l) => l.msg === 'PipelineRun created').length, 1, 'the new leader did only the new request');
+  const all = [...a.lines, ...b.lines].filter((l) => l.msg === 'PipelineRun created').map((l) => l.request);
+  assert.deepEqual(all.sort(), ['team-a/le-1', 'team-a/le-2', 'team-a/le-3', 'team-a/le-4']);
+
+  // A clean shutdown hands the lease back at once.
+  const c = start();
+  await c.waitForLog((l) => l.msg === 'waiting to become leader');
+  const t0 = Date.now();
+  await standby.kill('SIGTERM');
+  await c.waitForLog((l) => l.msg === 'became leader', 10_000);
+  assert.ok(Date.now() - t0 < 3_000, 'released lease taken over quickly');
+});
