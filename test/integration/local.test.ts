@@ -1,0 +1,84 @@
+/**
+ * The one-command local run (`internal-services local`, what `npm start`
+ * runs) as a user runs it: a process that brings up the control planes,
+ * starts the controller, submits the sample requests, prints their outcome,
+ * stops everything and exits 0 when each ended as expected.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { CLI } from './helpers.js';
+
+const RUN_TIMEOUT_MS = 60_000;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('internal-services local runs the sample requests end to end and exits 0', { timeout: RUN_TIMEOUT_MS + 30_000 }, async () => {
+  const proc = spawn(process.execPath, [CLI, 'local'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const started = Date.now();
+  const timer = setTimeout(() => proc.kill('SIGINT'), RUN_TIMEOUT_MS);
+  const code = await new Promise<number | string>((resolve) => proc.on('exit', (c, s) => resolve(c ?? s ?? -1)));
+  clearTimeout(timer);
+  const elapsed = Date.now() - started;
+  const output = `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
+
+  assert.equal(code, 0, `exit ${String(code)} after ${elapsed} ms\n${output}`);
+  assert.ok(elapsed < RUN_TIMEOUT_MS, `took ${elapsed} ms`);
+
+  // Clearly says Tekton is simulated; runs the controller as its CLI process.
+  assert.match(stdout, /Tekton is SIMULATED/);
+  assert.match(stdout, /controller started \(pid \d+\)/);
+  assert.match(stdout, /node \S*main\.js controller --remote-kubeconfig \S+ --kubeconfig \S+ --namespace internal-services --metrics-bind-address 127\.0\.0\.1:\d+ --health-probe-bind-address 127\.0\.0\.1:\d+/);
+  assert.match(stdout, /controller ready/);
+
+  // The four outcomes, each with its condition, message and results.
+  const block = (name: string): string => {
+    const i = stdout.indexOf(`InternalRequest ${name} `);
+    assert.ok(i >= 0, `no outcome printed for ${name}\n${output}`);
+    const rest = stdout.slice(stdout.lastIndexOf('\n', i) + 1);
+    const end = rest.indexOf('\n\n');
+    return end >= 0 ? rest.slice(0, end) : rest;
+  };
+  const ok = block('managed-team-1-tenant/sign-allowed');
+  assert.match(ok, /Succeeded=True, reason Succeeded/);
+  assert.match(ok, /message: +PipelineRun internal-services\/ir-[0-9a-f-]+ succeeded/);
+  assert.match(ok, /signature = signature:\{"image":"quay\.io\/example\/app@sha256:[0-9a-f]+"\}/);
+  assert.match(ok, /log-index = log-index:/);
+
+  const notAllowed = block('unlisted-tenant/sign-not-allowed');
+  assert.match(notAllowed, /Succeeded=False, reason Rejected/);
+  assert.match(notAllowed, /namespace "unlisted-tenant" is not on the allowList/);
+  assert.match(notAllowed, /results: +\(none\)/);
+
+  const missing = block('managed-team-1-tenant/missing-pipeline');
+  assert.match(missing, /Succeeded=False, reason Rejected/);
+  assert.match(missing, /no Pipeline named "no-such-pipeline"/);
+
+  const fails = block('managed-team-1-tenant/sign-fails');
+  assert.match(fails, /Succeeded=False, reason Failed/);
+  assert.match(fails, /PipelineRun internal-services\/ir-[0-9a-f-]+ failed/);
+
+  for (const b of [ok, notAllowed, missing, fails]) assert.match(b, /^\s*\[ok\]/, b);
+  assert.match(stdout, /All 4 requests ended as expected\./);
+  // Progress was shown while the requests ran.
+  assert.match(stdout, /managed-team-1-tenant\/sign-allowed: Running: /);
+
+  // Nothing is left behind: the controller process and the environment's directory are gone.
+  const pid = Number(/controller started \(pid (\d+)\)/.exec(stdout)?.[1]);
+  assert.ok(pid > 0 && !alive(pid), `controller pid ${pid} still alive`);
+  const dir = /dir (\/\S+?)\)/.exec(stdout)?.[1];
+  assert.ok(dir, 'environment directory not printed');
+  assert.ok(!existsSync(dir), `${dir} still exists`);
+});

@@ -1,0 +1,47 @@
+/** The controller process refuses unusable flags with one clear line and a non-zero exit. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoRoot } from '../../src/api/crd-render.js';
+
+const CLI = join(repoRoot(), 'dist', 'src', 'cli', 'main.js');
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const clean = { ...process.env };
+  for (const k of ['KUBECONFIG', 'REMOTE_KUBECONFIG', 'POD_NAMESPACE', 'KUBERNETES_SERVICE_HOST']) delete clean[k];
+  const r = spawnSync(process.execPath, [CLI, 'controller', ...args], { env: { ...clean, ...env }, encoding: 'utf8', timeout: 15_000 });
+  return { code: r.status, lines: r.stderr.trim().split('\n').filter(Boolean) };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'flags-'));
+const garbage = join(dir, 'garbage');
+writeFileSync(garbage, 'this: [is not a kubeconfig');
+const empty = join(dir, 'empty');
+writeFileSync(empty, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+
+test('unusable flags and unreadable kubeconfigs: one line, non-zero exit', () => {
+  const cases: Array<{ args: string[]; env?: Record<string, string>; msg: RegExp }> = [
+    { args: [], msg: /required option '--remote-kubeconfig <path>' not specified/ },
+    { args: ['--remote-kubeconfig', join(dir, 'missing'), '--kubeconfig', garbage, '--namespace', 'ns'], msg: /cannot read the remote kubeconfig .*missing/ },
+    { args: ['--remote-kubeconfig', garbage, '--kubeconfig', garbage, '--namespace', 'ns'], msg: /cannot read the remote kubeconfig/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns'], msg: /remote kubeconfig .* names no current context/ },
+    { args: ['--remote-kubeconfig', empty, '--namespace', 'ns'], msg: /--kubeconfig \(or KUBECONFIG\) is required when not running in a pod/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty], msg: /--namespace \(or POD_NAMESPACE\) is required/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'Bad_NS'], msg: /--namespace "Bad_NS" is not a valid namespace name/ },
+    { args: ['--remote-kubeconfig', empty, '--workers', 'many'], msg: /--workers <n>' argument 'many' is invalid/ },
+    { args: ['--remote-kubeconfig', empty, '--resync-period', '10'], msg: /--resync-period <duration>' argument '10' is invalid/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--metrics-bind-address', 'nowhere'], msg: /--metrics-bind-address "nowhere" is not an address/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--leader-elect', '--renew-deadline', '20s'], msg: /--retry-period < --renew-deadline < --lease-duration/ },
+    { args: ['--remote-kubeconfig', empty, '--bogus'], msg: /unknown option '--bogus'/ },
+    { args: [], env: { REMOTE_KUBECONFIG: join(dir, 'nope'), KUBECONFIG: empty, POD_NAMESPACE: 'ns' }, msg: /cannot read the remote kubeconfig .*nope/ },
+  ];
+  for (const c of cases) {
+    const r = run(c.args, c.env);
+    assert.notEqual(r.code, 0, c.args.join(' '));
+    assert.equal(r.lines.length, 1, `one line for ${c.args.join(' ')}: ${r.lines.join(' | ')}`);
+    assert.match(r.lines[0]!, c.msg, c.args.join(' '));
+  }
+});
