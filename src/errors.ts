@@ -14,6 +14,18 @@ export const ErrorCodes = {
   PIPELINERUN_FAILED: 'The PipelineRun ended unsuccessfully.',
   PIPELINERUN_MISSING: 'The PipelineRun of a running request disappeared before it finished.',
   CLUSTER_UNREACHABLE: 'A cluster cannot be reached; the controller retries with backoff.',
+  CLI_PARAM_INVALID: 'Requester CLI: a -p key=value (or KEY=VALUE argument) is malformed or repeated, or its @file cannot be read.',
+  CLI_LABEL_INVALID: 'Requester CLI: a -l label or label selector is malformed.',
+  CLI_PIPELINE_NAME: 'Requester CLI: no Pipeline name was given, or it is not a valid name.',
+  CLI_DURATION_INVALID: "Requester CLI: a duration flag is not a Go duration, or the timeouts break Tekton's rule tasks + finally <= pipeline.",
+  CLI_OUTPUT_INVALID: 'Requester CLI: --output is not json, yaml or value=KEY, or KEY is not among the results.',
+  CLI_USAGE: 'Requester CLI: flags or arguments that do not go together.',
+  CLI_KUBECONFIG: 'Requester CLI: no kubeconfig, an unreadable one, or an unknown --context.',
+  CLI_CLUSTER_ACCESS: 'Requester CLI: the cluster cannot be reached, refuses the credentials or the action, or lacks the InternalRequest API.',
+  CLI_REQUEST_REFUSED: 'Requester CLI: the API server refused to create the request (name taken, invalid name or spec).',
+  CLI_REQUEST_NOT_FOUND: 'Requester CLI: no InternalRequest of that name, or none matching the selector.',
+  CLI_REQUEST_GONE: 'Requester CLI: a request was deleted while the command waited for it.',
+  CLI_WAIT_TIMEOUT: 'Requester CLI: a request did not finish within --timeout (it keeps running).',
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -1,0 +1,477 @@
+/**
+ * The requester's commands: `internal-services request <cmd>` and, with the
+ * same subcommands, `kubectl internalrequest <cmd>` (kubectl-internalrequest.ts).
+ *
+ * stdout carries only data (results, names, tables); progress and errors go
+ * to stderr, one line each, so `$(…)` in a pipeline step gets exactly the
+ * result. Exit codes: see ExitCode in logic.ts.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { stringify as toYaml } from 'yaml';
+import { API_VERSION, type InternalRequest } from '../../api/types.js';
+import { InternalServicesError } from '../../errors.js';
+import { statusCode } from '../../kube/client.js';
+import { formatDuration } from '../../util/duration.js';
+import {
+  CliError,
+  combineExitCodes,
+  compactResults,
+  exitCodeFor,
+  ExitCode,
+  formatResults,
+  formatResultsByName,
+  outcomeOf,
+  parseDurationFlag,
+  parseLabels,
+  parseOutput,
+  parseParams,
+  progressKey,
+  progressLine,
+  requestRef,
+  requestTable,
+  resultsOf,
+  splitCreateArgs,
+  validateTimeouts,
+  type FinalOutcome,
+  type OutputFormat,
+} from './logic.js';
+import { apiError, openTarget, type Target, type TargetFlags } from './target.js';
+import { waitForRequests, type Tracked } from './waiter.js';
+
+const stderr = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+const stdout = (text: string): void => {
+  process.stdout.write(text);
+};
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** --kubeconfig, --context, -n: on every subcommand, like kubectl. */
+function withTargetOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)'))
+    .addOption(new Option('--context <name>', 'kubeconfig context to use (default: the current one)'))
+    .addOption(new Option('-n, --namespace <namespace>', "namespace of the requests (default: the context's, else \"default\")"));
+}
+
+/**
+ * Runs an action and records its exit code. Errors become one line on
+ * stderr ("error: … [CODE]"). The process exits with the code once the
+ * action's connections are closed; a timer that does not keep the process
+ * alive forces the exit should anything linger.
+ */
+function run<A extends unknown[]>(fn: (...args: A) => Promise<number>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    let code: number;
+    try {
+      code = await fn(...args);
+    } catch (e) {
+      code = reportError(e);
+    }
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 2000).unref();
+  };
+}
+
+export function reportError(e: unknown): number {
+  if (e instanceof CliError) {
+    stderr(`error: ${e.message} [${e.code}]`);
+    return e.exitCode;
+  }
+  if (e instanceof InternalServicesError) {
+    stderr(`error: ${e.message} [${e.code}]`);
+    return ExitCode.BadInput;
+  }
+  stderr(`error: ${e instanceof Error ? e.message : String(e)}`);
+  return ExitCode.Error;
+}
+
+async function withTarget<T>(flags: TargetFlags, fn: (t: Target) => Promise<T>): Promise<T> {
+  const t = await openTarget(flags);
+  try {
+    return await fn(t);
+  } finally {
+    t.close();
+  }
+}
+
+/** Empty strings count as not given (a Tekton Task passes optional params as ""). */
+function given(v: string | undefined): string | undefined {
+  return v === undefined || v.trim() === '' ? undefined : v;
+}
+
+interface WaitFlags {
+  timeout?: string;
+  pollInterval: string;
+}
+
+function waitSettings(flags: WaitFlags): { timeoutMs: number; pollIntervalMs: number } {
+  const timeoutMs = parseDurationFlag('--timeout', given(flags.timeout) ?? '1h');
+  const pollIntervalMs = parseDurationFlag('--poll-interval', flags.pollInterval);
+  if (pollIntervalMs < 100) throw new CliError('CLI_DURATION_INVALID', `--poll-interval ${flags.pollInterval} is shorter than 100ms`);
+  return { timeoutMs, pollIntervalMs };
+}
+
+function withWaitOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--timeout <duration>', 'how long to wait; when it passes the command exits 124 and the request keeps running').default('1h'))
+    .addOption(new Option('--poll-interval <duration>', 'how often to check each request when watching is not possible').default('5s'));
+}
+
+/**
+ * Waits with progress lines; prints final lines for requests that ended,
+ * an error line for those gone or timed out; returns each request's outcome.
+ */
+async function waitWithProgress(t: Target, initial: InternalRequest[], flags: WaitFlags, printInitial: boolean): Promise<Array<{ tracked: Tracked; outcome: FinalOutcome }>> {
+  const { timeoutMs, pollIntervalMs } = waitSettings(flags);
+  const started = Date.now();
+  const last = new Map<string, string>();
+  const report = (r: InternalRequest): void => {
+    const key = progressKey(r);
+    const name = r.metadata.name ?? '';
+    if (last.get(name) === key) return;
+    last.set(name, key);
+    stderr(progressLine(r));
+  };
+  for (const r of initial) {
+    if (printInitial) report(r);
+    else last.set(r.metadata.name ?? '', progressKey(r));
+  }
+  const tracked = await waitForRequests(t, initial, {
+    deadline: started + timeoutMs,
+    pollIntervalMs,
+    onUpdate: report,
+    onGone: () => {},
+    onNote: (m) => stderr(`note: ${m}`),
+  });
+  return tracked.map((x) => {
+    if (x.gone) {
+      stderr(`error: ${requestRef(x.request)} was deleted while waiting for it [CLI_REQUEST_GONE]`);
+      return { tracked: x, outcome: 'Gone' as const };
+    }
+    const o = outcomeOf(x.request);
+    if (o === 'Succeeded' || o === 'Failed' || o === 'Rejected') return { tracked: x, outcome: o };
+    stderr(`error: timed out after ${formatDuration(Date.now() - started)} waiting for ${requestRef(x.request)} (${progressLine(x.request).replace(/^[^:]*: /, '')}); it keeps running [CLI_WAIT_TIMEOUT]`);
+    return { tracked: x, outcome: 'Timeout' as const };
+  });
+}
+
+// --- create ------------------------------------------------------------------
+
+interface CreateFlags extends TargetFlags, WaitFlags {
+  pipeline?: string;
+  param?: string[];
+  label?: string[];
+  serviceAccount?: string;
+  pipelineTimeout?: string;
+  taskTimeout?: string;
+  finallyTimeout?: string;
+  generateName?: string;
+  name?: string;
+  wait: boolean;
+  output: string;
+  resultsFile?: string;
+  nameFile?: string;
+}
+
+/** Everything `create` sends, from its flags; throws CliError (exit 2) on bad input, before any cluster is contacted. */
+export function buildRequest(args: string[], flags: CreateFlags, readFile: (p: string) => string): { body: InternalRequest; output: OutputFormat } {
+  const { pipeline, paramArgs } = splitCreateArgs(args, flags.pipeline, flags.param ?? []);
+  const params = parseParams(paramArgs, readFile);
+  const labels = parseLabels(flags.label ?? []);
+  const timeouts = validateTimeouts({ pipeline: flags.pipelineTimeout, tasks: flags.taskTimeout, finally: flags.finallyTimeout });
+  const output = parseOutput(flags.output);
+  const name = given(flags.name);
+  const generateName = given(flags.generateName);
+  if (name && generateName) throw new CliError('CLI_USAGE', '--name and --generate-name do not go together');
+  const serviceAccount = given(flags.serviceAccount);
+  const body: InternalRequest = {
+    apiVersion: API_VERSION,
+    kind: 'InternalRequest',
+    metadata: {
+      ...(name ? { name } : { generateName: generateName ?? `${pipeline}-` }),
+      ...(Object.keys(labels).length ? { labels } : {}),
+    },
+    spec: {
+      request: pipeline,
+      ...(Object.keys(params).length ? { params } : {}),
+      ...(timeouts ? { timeouts } : {}),
+      ...(serviceAccount ? { serviceAccount } : {}),
+    },
+  };
+  return { body, output };
+}
+
+function createCommand(): Command {
+  const cmd = new Command('create')
+    .description('Create an InternalRequest for a Pipeline of the internal cluster, wait for it, and print its results')
+    .usage('[options] [PIPELINE] [KEY=VALUE...]')
+    .argument('[args...]', 'the Pipeline name (unless --pipeline) and params as KEY=VALUE')
+    .addOption(new Option('--pipeline <name>', 'the Pipeline to run (or give it as the first argument)'))
+    .addOption(new Option('-p, --param <key=value>', 'a param; repeatable. The value may be JSON text (array/object params); key=@file reads it from a file, key=@@x is the literal @x').argParser(collect))
+    .addOption(new Option('-l, --label <key=value>', 'a label of the request; repeatable').argParser(collect))
+    .addOption(new Option('--service-account <name>', 'service account the PipelineRun runs as (must be allowed by the internal cluster)'))
+    .addOption(new Option('--pipeline-timeout <duration>', 'PipelineRun timeout (Go duration, e.g. 1h30m; 0s for none)'))
+    .addOption(new Option('--task-timeout <duration>', 'timeout of the tasks (tasks + finally ≤ pipeline)'))
+    .addOption(new Option('--finally-timeout <duration>', 'timeout of the finally tasks'))
+    .addOption(new Option('--generate-name <prefix>', 'name prefix; a random suffix is added (default: "<pipeline>-")'))
+    .addOption(new Option('--name <name>', 'exact name of the request'))
+    .addOption(new Option('--no-wait', 'print the request name on stdout and exit once it is created'))
+    .addOption(new Option('-o, --output <format>', 'results on stdout: json, yaml or value=KEY').default('json'))
+    .addOption(new Option('--results-file <path>', 'also write the results as compact JSON (no newline) to this file, e.g. a Tekton result'))
+    .addOption(new Option('--name-file <path>', 'write the request name (no newline) to this file once created, e.g. a Tekton result'));
+  withWaitOptions(cmd);
+  withTargetOptions(cmd);
+  return cmd.action(
+    run(async (args: string[], flags: CreateFlags) => {
+      const { body, output } = buildRequest(args, flags, (p) => readFileSync(p, 'utf8'));
+      waitSettings(flags); // validate before creating anything
+      return withTarget(flags, async (t) => {
+        body.metadata.namespace = t.namespace;
+        let created: InternalRequest;
+        try {
+          created = (await t.requests.create(t.namespace, body)) as InternalRequest;
+        } catch (e) {
+          throw apiError(e, t, `create an InternalRequest in namespace "${t.namespace}"`);
+        }
+        const name = created.metadata.name ?? '';
+        stderr(`${requestRef(created)} created (pipeline ${created.spec.request})`);
+        if (flags.nameFile) writeFileSync(flags.nameFile, name);
+        if (!flags.wait) {
+          stdout(`${name}\n`);
+          return ExitCode.Succeeded;
+        }
+        const [res] = await waitWithProgress(t, [created], flags, false);
+        if (!res) return ExitCode.Error;
+        if (res.outcome === 'Succeeded') {
+          const results = resultsOf(res.tracked.request);
+          if (flags.resultsFile) writeFileSync(flags.resultsFile, compactResults(results));
+          stdout(formatResults(results, output));
+        }
+        return exitCodeFor(res.outcome);
+      });
+    }),
+  );
+}
+
+// --- wait ---------------------------------------------------------------------
+
+interface SelectFlags extends TargetFlags {
+  selector?: string;
+}
+
+/** The named requests (each must exist), or those matching -l (at least one). */
+async function selectRequests(t: Target, names: string[], selector: string | undefined, verb: string): Promise<InternalRequest[]> {
+  if (names.length > 0 && selector) throw new CliError('CLI_USAGE', `give request names or -l SELECTOR to ${verb}, not both`);
+  if (names.length === 0 && !selector) throw new CliError('CLI_USAGE', `give the names of the requests to ${verb}, or -l SELECTOR`);
+  if (selector) {
+    let items: InternalRequest[];
+    try {
+      items = (await t.requests.list(t.namespace, { labelSelector: selector })).items as InternalRequest[];
+    } catch (e) {
+      if (statusCode(e) === 400) throw new CliError('CLI_LABEL_INVALID', `label selector "${selector}" is not valid: ${apiError(e, t, 'list').message}`);
+      throw apiError(e, t, `list InternalRequests in namespace "${t.namespace}"`);
+    }
+    if (items.length === 0) throw new CliError('CLI_REQUEST_NOT_FOUND', `no InternalRequests in namespace "${t.namespace}" match -l ${selector}`);
+    return items.sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
+  }
+  const out: InternalRequest[] = [];
+  const missing: string[] = [];
+  for (const name of [...new Set(names)]) {
+    let got: InternalRequest | undefined;
+    try {
+      got = (await t.requests.tryGet(t.namespace, name)) as InternalRequest | undefined;
+    } catch (e) {
+      throw apiError(e, t, `get InternalRequest ${t.namespace}/${name}`);
+    }
+    if (got) out.push(got);
+    else missing.push(name);
+  }
+  if (missing.length) throw new CliError('CLI_REQUEST_NOT_FOUND', `no InternalRequest ${missing.map((n) => `"${n}"`).join(', ')} in namespace "${t.namespace}"`);
+  return out;
+}
+
+interface WaitCmdFlags extends SelectFlags, WaitFlags {
+  output: string;
+}
+
+function waitCommand(): Command {
+  const cmd = new Command('wait')
+    .description('Wait for existing requests (by name, or all matching -l) to finish; exit 0 only if all succeed')
+    .argument('[names...]', 'request names')
+    .addOption(new Option('-l, --selector <selector>', 'label selector, e.g. release=r1,app=x'))
+    .addOption(new Option('-o, --output <format>', 'results on stdout: json, yaml, or value=KEY (one request only); several requests print {name: results}').default('json'));
+  withWaitOptions(cmd);
+  withTargetOptions(cmd);
+  return cmd.action(
+    run(async (names: string[], flags: WaitCmdFlags) => {
+      const output = parseOutput(flags.output);
+      waitSettings(flags);
+      return withTarget(flags, async (t) => {
+        const reqs = await selectRequests(t, names, flags.selector, 'wait for');
+        const single = names.length === 1 && !flags.selector;
+        if (!single && output.format === 'value') formatResultsByName({}, output); // throws: value=KEY needs one request
+        const results = await waitWithProgress(t, reqs, flags, true);
+        const code = combineExitCodes(results.map((r) => exitCodeFor(r.outcome)));
+        if (code === ExitCode.Succeeded) {
+          if (single) stdout(formatResults(resultsOf(results[0]!.tracked.request), output));
+          else stdout(formatResultsByName(Object.fromEntries(results.map((r) => [r.tracked.name, resultsOf(r.tracked.request)])), output));
+        }
+        return code;
+      });
+    }),
+  );
+}
+
+// --- get / list -------------------------------------------------------------------
+
+interface GetFlags extends SelectFlags {
+  output: string;
+  allNamespaces?: boolean;
+}
+
+function printRequests(reqs: InternalRequest[], flags: GetFlags, asList: boolean): void {
+  const format = flags.output;
+  if (format === 'json' || format === 'yaml') {
+    const data = !asList && reqs.length === 1 ? reqs[0] : { apiVersion: 'v1', kind: 'List', items: reqs };
+    stdout(format === 'json' ? `${JSON.stringify(data, null, 2)}\n` : toYaml(data));
+    return;
+  }
+  if (reqs.length === 0) {
+    stderr(`No InternalRequests found${flags.allNamespaces ? '' : ` in namespace "${flags.namespace ?? ''}"`}.`);
+    return;
+  }
+  stdout(requestTable(reqs, Date.now(), { allNamespaces: !!flags.allNamespaces, wide: format === 'wide' }));
+}
+
+function checkTableFormat(output: string): void {
+  if (!['table', 'wide', 'json', 'yaml'].includes(output)) throw new CliError('CLI_OUTPUT_INVALID', `--output "${output}" is not table, wide, json or yaml`);
+}
+
+async function listRequests(t: Target, flags: GetFlags): Promise<InternalRequest[]> {
+  try {
+    const l = await t.requests.list(flags.allNamespaces ? undefined : t.namespace, flags.selector ? { labelSelector: flags.selector } : {});
+    return (l.items as InternalRequest[]).sort((a, b) => {
+      const ka = `${a.metadata.namespace}/${a.metadata.name}`;
+      const kb = `${b.metadata.namespace}/${b.metadata.name}`;
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+  } catch (e) {
+    if (statusCode(e) === 400) throw new CliError('CLI_LABEL_INVALID', `label selector "${flags.selector ?? ''}" is not valid: ${apiError(e, t, 'list').message}`);
+    throw apiError(e, t, `list InternalRequests${flags.allNamespaces ? ' in all namespaces' : ` in namespace "${t.namespace}"`}`);
+  }
+}
+
+function addGetOptions(cmd: Command): Command {
+  cmd
+    .addOption(new Option('-l, --selector <selector>', 'label selector'))
+    .addOption(new Option('-A, --all-namespaces', 'requests of every namespace you may list'))
+    .addOption(new Option('-o, --output <format>', 'table, wide, json or yaml').default('table'));
+  return withTargetOptions(cmd);
+}
+
+function getCommand(): Command {
+  const cmd = new Command('get').description('Show requests in a table (all, or by name); -o json|yaml for the objects').argument('[names...]', 'request names');
+  addGetOptions(cmd);
+  return cmd.action(
+    run(async (names: string[], flags: GetFlags) => {
+      checkTableFormat(flags.output);
+      return withTarget(flags, async (t) => {
+        flags.namespace = t.namespace;
+        if (names.length === 0) {
+          printRequests(await listRequests(t, flags), flags, true);
+          return ExitCode.Succeeded;
+        }
+        if (flags.selector || flags.allNamespaces) throw new CliError('CLI_USAGE', 'give request names or -l/-A, not both');
+        const reqs = await selectRequests(t, names, undefined, 'get');
+        printRequests(reqs, flags, names.length > 1);
+        return ExitCode.Succeeded;
+      });
+    }),
+  );
+}
+
+function listCommand(): Command {
+  const cmd = new Command('list').alias('ls').description('List requests in a table');
+  addGetOptions(cmd);
+  return cmd.action(
+    run(async (flags: GetFlags) => {
+      checkTableFormat(flags.output);
+      return withTarget(flags, async (t) => {
+        flags.namespace = t.namespace;
+        printRequests(await listRequests(t, flags), flags, true);
+        return ExitCode.Succeeded;
+      });
+    }),
+  );
+}
+
+// --- cancel ---------------------------------------------------------------------------
+
+interface CancelFlags extends SelectFlags {
+  ignoreNotFound?: boolean;
+}
+
+function cancelCommand(): Command {
+  const cmd = new Command('cancel')
+    .description('Cancel requests by deleting them; the controller then cancels and removes their PipelineRuns')
+    .argument('[names...]', 'request names')
+    .addOption(new Option('-l, --selector <selector>', 'label selector'))
+    .addOption(new Option('--ignore-not-found', 'a request that does not exist is not an error'));
+  withTargetOptions(cmd);
+  return cmd.action(
+    run(async (names: string[], flags: CancelFlags) =>
+      withTarget(flags, async (t) => {
+        let targets: string[];
+        if (flags.selector || names.length === 0) {
+          try {
+            targets = (await selectRequests(t, names, flags.selector, 'cancel')).map((r) => r.metadata.name ?? '');
+          } catch (e) {
+            if (flags.ignoreNotFound && e instanceof CliError && e.code === 'CLI_REQUEST_NOT_FOUND') return ExitCode.Succeeded;
+            throw e;
+          }
+        } else targets = [...new Set(names)];
+        let code: number = ExitCode.Succeeded;
+        for (const name of targets) {
+          try {
+            const existing = await t.requests.tryGet(t.namespace, name);
+            if (!existing) {
+              if (!flags.ignoreNotFound) {
+                stderr(`error: no InternalRequest "${name}" in namespace "${t.namespace}" [CLI_REQUEST_NOT_FOUND]`);
+                code = ExitCode.BadInput;
+              }
+              continue;
+            }
+            await t.requests.delete(t.namespace, name, existing.metadata?.uid);
+            stdout(`internalrequest ${t.namespace}/${name} cancelled (deleted)\n`);
+          } catch (e) {
+            code = combineExitCodes([code, reportError(apiError(e, t, `delete InternalRequest ${t.namespace}/${name}`))]);
+          }
+        }
+        return code;
+      }),
+    ),
+  );
+}
+
+// --- assembly -------------------------------------------------------------------------
+
+/** The subcommands, configured to throw CommanderError (exit 2) instead of exiting on bad flags. */
+export function requestSubcommands(): Command[] {
+  return [createCommand(), waitCommand(), getCommand(), listCommand(), cancelCommand()].map((c) =>
+    c.exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) }).showHelpAfterError(false),
+  );
+}
+
+/** `internal-services request …` */
+export function requestCommand(): Command {
+  const cmd = new Command('request')
+    .description("The requester's side: create InternalRequests on the remote cluster, wait for them, get their results")
+    .exitOverride();
+  for (const c of requestSubcommands()) cmd.addCommand(c);
+  return cmd;
+}
