@@ -18,22 +18,14 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { statusCode } from '../kube/client.js';
 import { repoRoot, type LogFn } from './binaries.js';
 import { CONTROLLER_NAMESPACE, type Environment } from './environment.js';
 
 /** A manifest object: at least apiVersion, kind and metadata.name. */
 export type Manifest = KubernetesObject & Record<string, unknown>;
 
-/** HTTP status of a client-node error, if it carries one. */
-export function statusCode(err: unknown): number | undefined {
-  if (err instanceof ApiException) return err.code;
-  if (typeof err === 'object' && err !== null) {
-    const e = err as { code?: unknown; statusCode?: unknown };
-    if (typeof e.code === 'number') return e.code;
-    if (typeof e.statusCode === 'number') return e.statusCode;
-  }
-  return undefined;
-}
+export { statusCode };
 
 /**
  * Reads manifests from a YAML file (multi-document) or from every *.yaml /

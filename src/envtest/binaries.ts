@@ -3,10 +3,9 @@
  * running hack/envtest/install.sh, which prints one JSON line describing them.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../util/repo.js';
 
 export interface EnvtestAssets {
   /** Directory holding kube-apiserver, etcd and kubectl. */
@@ -21,29 +20,8 @@ export interface EnvtestAssets {
 
 export type LogFn = (msg: string) => void;
 
-let cachedRepoRoot: string | undefined;
 
-/**
- * The repository root, found by walking up from this module until
- * hack/envtest/install.sh appears. Walking (rather than a fixed "../..")
- * keeps this correct both for the compiled file (dist/src/envtest/) and for
- * tools that run the .ts source directly.
- */
-export function repoRoot(): string {
-  if (cachedRepoRoot !== undefined) return cachedRepoRoot;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'hack', 'envtest', 'install.sh'))) {
-      cachedRepoRoot = dir;
-      return dir;
-    }
-    const parent = dirname(dir);
-    if (parent === dir) {
-      throw new Error(`cannot find hack/envtest/install.sh above ${fileURLToPath(import.meta.url)}`);
-    }
-    dir = parent;
-  }
-}
+export { repoRoot };
 
 let pending: Promise<EnvtestAssets> | undefined;
 

@@ -12,7 +12,7 @@ import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import {
-  api, createRequest, getRequest, IR, NS, pipelineRunsFor, PR, reasonOf, startController, waitFor, waitForReason, type ControllerProcess,
+  api, createRequest, getRequest, IR, NS, pipelineRunsFor, reasonOf, startController, waitFor, waitForReason, type ControllerProcess,
 } from './helpers.js';
 
 const ALLOWED = ['team-a', 'team-b', 'team-c'];
