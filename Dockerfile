@@ -18,6 +18,10 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
+# The requester CLI on PATH, for tasks/internal-request.yaml (command: internal-services).
+RUN chmod +x dist/src/cli/main.js dist/src/cli/kubectl-internalrequest.js \
+ && ln -s /app/dist/src/cli/main.js /usr/local/bin/internal-services \
+ && ln -s /app/dist/src/cli/kubectl-internalrequest.js /usr/local/bin/kubectl-internalrequest
 # The image's "node" user, by number so that Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 ENTRYPOINT ["node", "dist/src/cli/main.js"]

@@ -155,7 +155,7 @@ async function waitWithProgress(t: Target, initial: InternalRequest[], flags: Wa
     }
     const o = outcomeOf(x.request);
     if (o === 'Succeeded' || o === 'Failed' || o === 'Rejected') return { tracked: x, outcome: o };
-    stderr(`error: timed out after ${formatDuration(Date.now() - started)} waiting for ${requestRef(x.request)} (${progressLine(x.request).replace(/^[^:]*: /, '')}); it keeps running [CLI_WAIT_TIMEOUT]`);
+    stderr(`error: timed out after ${formatDuration(timeoutMs)} waiting for ${requestRef(x.request)} (${progressLine(x.request).replace(/^[^:]*: /, '')}); it keeps running [CLI_WAIT_TIMEOUT]`);
     return { tracked: x, outcome: 'Timeout' as const };
   });
 }

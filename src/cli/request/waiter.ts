@@ -61,15 +61,16 @@ class Waiter {
     return this.o.deadline - Date.now();
   }
 
+  /** A finished request keeps its outcome, whatever happens to it afterwards. */
   private markGone(x: Tracked): void {
-    if (x.gone) return;
+    if (x.gone || isFinished(x.request)) return;
     x.gone = true;
     this.o.onGone(x.name);
   }
 
   private see(obj: InternalRequest): void {
     const x = this.tracked.get(obj.metadata?.name ?? '');
-    if (!x || x.gone) return;
+    if (!x || x.gone || isFinished(x.request)) return;
     if (x.uid !== undefined && obj.metadata.uid !== x.uid) {
       this.markGone(x);
       return;
