@@ -11,6 +11,9 @@ import { applyObjects, grantRequester, installProject } from '../../src/envtest/
 import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
+import { pino } from 'pino';
+import { Controller } from '../../src/controller/controller.js';
+import { connect } from '../../src/kube/client.js';
 import {
   api, createRequest, getRequest, IR, NS, pipelineRunsFor, reasonOf, startController, waitFor, waitForReason, type ControllerProcess,
 } from './helpers.js';
@@ -339,6 +342,34 @@ describe('restarts: nothing lost, nothing duplicated', () => {
       await waitForReason(requester, 'team-a', 'after-outage', ['Succeeded']);
     } finally {
       await c.kill('SIGKILL');
+    }
+  });
+});
+
+describe('status writes', () => {
+  test('a write based on a stale object conflicts (409) and is decided again on a fresh read', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s) as Record<string, unknown>) });
+    const ctl = new Controller({
+      remote: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }),
+      internal: await connect('internal', { kubeconfig: env.internal.identities.controller.kubeconfigPath }),
+      namespace: NS,
+      log,
+    });
+    try {
+      await ctl.startCaches(); // caches only: no workers, this test drives reconcile itself
+      const r = await createRequest(requester, 'team-a', 'conflicted', { request: 'sign', params: { image: 'x' } });
+      const stale = await waitFor('the request in the cache', async () => ctl.requests.get('team-a/conflicted'));
+      // Someone else changes the object (labels are not part of the immutable spec): the copy above is now stale.
+      await api(remoteAdmin).replaceNamespacedCustomObject({ ...IR, namespace: 'team-a', name: 'conflicted', body: { ...r, metadata: { ...r.metadata, labels: { touched: 'yes' } } } });
+      await ctl.reconcile('team-a/conflicted', structuredClone(stale));
+      assert.ok(lines.some((l) => l.msg === 'status conflict; deciding again on a fresh read' && l.request === 'team-a/conflicted'), 'the conflict happened');
+      const got = await getRequest(requester, 'team-a', 'conflicted');
+      assert.equal(reasonOf(got), 'Running');
+      assert.equal(got.metadata.labels?.touched, 'yes', 'the other change is kept');
+      assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 1);
+    } finally {
+      await ctl.stop(1000);
     }
   });
 });
