@@ -1,6 +1,8 @@
 //go:build tools
 
-// Package tools pins the command this module builds.
+// Package tools pins the commands this module builds.
 package tools
 
-import _ "go.etcd.io/etcd/server/v3"
+import (
+	_ "go.etcd.io/etcd/server/v3"
+)
