@@ -1,0 +1,198 @@
+/**
+ * The controller under test, started from a command template so that any
+ * implementation can be measured on the same setup.
+ *
+ * Placeholders (replaced by shell-quoted values):
+ *   {remoteKubeconfig}    kubeconfig of the controller identity on the remote cluster
+ *   {internalKubeconfig}  kubeconfig of the controller identity on the internal cluster
+ *   {namespace}           the controller's namespace (internal-services)
+ *   {node}                the Node.js binary running the benchmark
+ *   {repo}                the repository root
+ *   {dir}                 the benchmark's working directory (logs, profiles)
+ * The same values are also in the child's environment: REMOTE_KUBECONFIG,
+ * KUBECONFIG, POD_NAMESPACE (and BENCH_DIR).
+ *
+ * The command runs under /bin/sh in its own process group; its stdout and
+ * stderr go to {dir}/controller-<n>.log and are scanned for the "ready" line
+ * and for error-level lines.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export const DEFAULT_CONTROLLER_CMD =
+  '{node} {repo}/dist/src/cli/main.js controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ' +
+  '--namespace {namespace} --metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:0';
+
+/** Matches the ready line of this controller ("caches synced; starting workers") and of controller-runtime ("Starting workers"). */
+export const DEFAULT_READY_LOG = 'caches synced|Starting workers';
+
+export interface ControllerVars {
+  remoteKubeconfig: string;
+  internalKubeconfig: string;
+  namespace: string;
+  node: string;
+  repo: string;
+  dir: string;
+}
+
+function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export function expandTemplate(template: string, vars: ControllerVars): string {
+  const expanded = template.replace(/\{(remoteKubeconfig|internalKubeconfig|namespace|node|repo|dir)\}/g, (_m, k: keyof ControllerVars) => shellQuote(vars[k]));
+  const unknown = /\{[A-Za-z]+\}/.exec(expanded);
+  if (unknown) throw new Error(`--controller-cmd: unknown placeholder ${unknown[0]} (known: {remoteKubeconfig} {internalKubeconfig} {namespace} {node} {repo} {dir})`);
+  return expanded;
+}
+
+/** Error-level lines: JSON logs (pino, zap, logr…) by their level, klog by its E/F prefix, logfmt by level=error. */
+export function isErrorLine(line: string): boolean {
+  const t = line.trim();
+  if (t.startsWith('{')) {
+    try {
+      const o = JSON.parse(t) as Record<string, unknown>;
+      const lvl = o['level'] ?? o['severity'] ?? o['lvl'];
+      if (typeof lvl === 'number') return lvl >= 50; // pino/bunyan: 50 error, 60 fatal
+      if (typeof lvl === 'string') return /^(error|fatal|panic|dpanic|critical|crit|emergency|alert)$/i.test(lvl);
+      return false;
+    } catch {
+      /* not JSON: fall through */
+    }
+  }
+  return /^[EF]\d{4} \d\d:\d\d:\d\d/.test(t) || /\blevel=(error|fatal|panic)\b/i.test(t) || /^(\S+\s+)?(ERROR|FATAL|PANIC)\b/.test(t) || /^panic:/.test(t);
+}
+
+export interface ControllerProcessOptions {
+  command: string;
+  vars: ControllerVars;
+  readyLog: string;
+  /** Index in the log file name (controller-<n>.log). */
+  index: number;
+  extraEnv?: Record<string, string>;
+}
+
+export class ControllerProcess {
+  readonly proc: ChildProcess;
+  readonly logPath: string;
+  /** The command line after placeholder expansion. */
+  readonly command: string;
+  readonly startedAt = performance.now();
+  readyAt: number | undefined;
+  lines = 0;
+  errorLines = 0;
+  readonly errorSamples: string[] = [];
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  exitInfo: { code: number | null; signal: string | null } | undefined;
+  private readonly readyRe: RegExp;
+  private readonly readyWaiters: Array<() => void> = [];
+  private readonly lineWatchers: Array<(line: string) => void> = [];
+  private readonly out: WriteStream;
+  private readonly tail: string[] = [];
+
+  constructor(readonly opts: ControllerProcessOptions) {
+    this.logPath = join(opts.vars.dir, `controller-${opts.index}.log`);
+    this.out = createWriteStream(this.logPath);
+    this.readyRe = new RegExp(opts.readyLog);
+    const expanded = expandTemplate(opts.command, opts.vars);
+    this.command = expanded;
+    // A simple command replaces the shell, so the controller itself is the root of the sampled tree.
+    const cmd = /^\s*exec\s/.test(expanded) || /[;&|()<>`$\n]/.test(expanded) ? expanded : `exec ${expanded}`;
+    this.proc = spawn('/bin/sh', ['-c', cmd], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: opts.vars.repo,
+      env: {
+        ...process.env,
+        REMOTE_KUBECONFIG: opts.vars.remoteKubeconfig,
+        KUBECONFIG: opts.vars.internalKubeconfig,
+        POD_NAMESPACE: opts.vars.namespace,
+        BENCH_DIR: opts.vars.dir,
+        ...opts.extraEnv,
+      },
+    });
+    this.exited = new Promise((resolve) =>
+      this.proc.on('exit', (code, signal) => {
+        this.exitInfo = { code, signal };
+        resolve(this.exitInfo);
+        this.readyWaiters.splice(0).forEach((w) => w());
+      }),
+    );
+    for (const stream of [this.proc.stdout!, this.proc.stderr!]) {
+      stream.on('data', (d: Buffer) => this.out.write(d));
+      createInterface({ input: stream }).on('line', (line) => this.onLine(line));
+    }
+  }
+
+  get pid(): number {
+    return this.proc.pid ?? -1;
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  private onLine(line: string): void {
+    this.lines++;
+    this.tail.push(line);
+    if (this.tail.length > 30) this.tail.shift();
+    if (isErrorLine(line)) {
+      this.errorLines++;
+      if (this.errorSamples.length < 10) this.errorSamples.push(line.slice(0, 500));
+    }
+    if (this.readyAt === undefined && this.readyRe.test(line)) {
+      this.readyAt = performance.now();
+      this.readyWaiters.splice(0).forEach((w) => w());
+    }
+    for (const w of this.lineWatchers) w(line);
+  }
+
+  onLineSeen(f: (line: string) => void): void {
+    this.lineWatchers.push(f);
+  }
+
+  logTail(): string {
+    return this.tail.join('\n');
+  }
+
+  /** Resolves with ms from start to the ready line; rejects on exit or timeout. */
+  async waitReady(timeoutMs: number): Promise<number> {
+    const deadline = performance.now() + timeoutMs;
+    while (this.readyAt === undefined) {
+      if (!this.running) throw new Error(`controller exited before it was ready (${JSON.stringify(this.exitInfo)}); log ${this.logPath}:\n${this.logTail()}`);
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error(`controller not ready after ${timeoutMs} ms (no line matching /${this.opts.readyLog}/); log ${this.logPath}:\n${this.logTail()}`);
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, Math.min(left, 500));
+        this.readyWaiters.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+    return this.readyAt - this.startedAt;
+  }
+
+  /** SIGTERM to the process group, SIGKILL after graceMs. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (this.running) {
+      this.signal('SIGTERM');
+      const t = setTimeout(() => this.signal('SIGKILL'), graceMs);
+      await this.exited;
+      clearTimeout(t);
+    }
+    // Anything left in the group (e.g. a wrapper's children).
+    this.signal('SIGKILL');
+    await new Promise<void>((r) => this.out.end(r));
+  }
+
+  private signal(sig: NodeJS.Signals): void {
+    try {
+      process.kill(-this.pid, sig);
+    } catch {
+      /* group gone */
+    }
+  }
+}

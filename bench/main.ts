@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench -- [flags]`: measures a controller the way its operators
+ * would, on two local control planes. See docs/benchmarks.md.
+ */
+import { writeFileSync } from 'node:fs';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { CONTROLLER_USERNAME } from '../src/envtest/environment.js';
+import { DEFAULT_CONTROLLER_CMD, DEFAULT_READY_LOG } from './controller-process.js';
+import { formatReport } from './report.js';
+import { runBenchmark } from './run.js';
+import type { BenchOptions } from './types.js';
+
+function int(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`must be an integer from ${min} to ${max}`);
+    return n;
+  };
+}
+
+function positive(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
+  return n;
+}
+
+function share(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n >= 1) throw new InvalidArgumentError('must be a number from 0 to below 1');
+  return n;
+}
+
+interface Flags {
+  controllerCmd: string;
+  readyLog: string;
+  controllerUser: string;
+  requests: number;
+  rate?: number;
+  burst?: boolean;
+  concurrency: number;
+  namespaces: number;
+  rejectedShare: number;
+  executorDelay: number;
+  passes: number;
+  json?: string;
+  scale?: number | true;
+  ceiling?: boolean;
+  ceilingClients: number;
+  ceilingSeconds: number;
+  timeout?: number;
+  drain: number;
+  readyTimeout: number;
+  keep?: boolean;
+  quiet?: boolean;
+}
+
+export function benchCommand(): Command {
+  return new Command('bench')
+    .description('Benchmark a controller on two local control planes: throughput, latency, API requests (from audit logs), CPU, memory, correctness')
+    .addOption(
+      new Option('--controller-cmd <template>', 'command starting the controller under test (sh syntax); placeholders {remoteKubeconfig} {internalKubeconfig} {namespace} {node} {repo} {dir}; env REMOTE_KUBECONFIG, KUBECONFIG, POD_NAMESPACE, BENCH_DIR are set too').default(
+        DEFAULT_CONTROLLER_CMD,
+        'this project\'s CLI',
+      ),
+    )
+    .addOption(new Option('--ready-log <regex>', 'a controller log line matching this means it is ready').default(DEFAULT_READY_LOG))
+    .addOption(new Option('--controller-user <name>', "the username the apiservers see for the controller's kubeconfigs").default(CONTROLLER_USERNAME))
+    .addOption(new Option('--requests <n>', 'requests per pass (0: none, e.g. with --ceiling)').default(1000).argParser(int(0, 1_000_000)))
+    .addOption(new Option('--rate <r>', 'create requests at r per second').argParser(positive).conflicts('burst'))
+    .addOption(new Option('--burst', 'create all requests at once (bounded by --concurrency); the default without --rate'))
+    .addOption(new Option('--concurrency <n>', 'creates in flight at most in burst mode').default(32).argParser(int(1, 1024)))
+    .addOption(new Option('--namespaces <k>', 'allowed namespaces the requests are spread over').default(4).argParser(int(1, 1000)))
+    .addOption(new Option('--rejected-share <x>', 'share of requests from namespaces not on the allowList').default(0.1).argParser(share))
+    .addOption(new Option('--executor-delay <ms>', 'the simulated executor completes each PipelineRun after this delay').default(0).argParser(int(0)))
+    .addOption(new Option('--passes <p>', 'run the workload p times against the same controller (pass 1 cold, later ones warm)').default(1).argParser(int(1, 100)))
+    .addOption(new Option('--json <file>', 'also write the result as JSON'))
+    .addOption(new Option('--scale [m]', 'scale mode: m finished requests exist before the controller starts (default 10000); no workload').argParser(int(1, 1_000_000)))
+    .addOption(new Option('--ceiling', "measure the internal apiserver's raw write rate first (create+update+delete of ConfigMaps)"))
+    .addOption(new Option('--ceiling-clients <n>', 'concurrent clients of the ceiling measurement').default(8).argParser(int(1, 256)))
+    .addOption(new Option('--ceiling-seconds <s>', 'duration of the ceiling measurement').default(10).argParser(int(1, 600)))
+    .addOption(new Option('--timeout <s>', 'give up on requests still unfinished this many seconds after the last create (default max(60, N/5))').argParser(int(1)))
+    .addOption(new Option('--drain <s>', 'after all requests are terminal, wait at most this long for their PipelineRuns to be deleted').default(15).argParser(int(0)))
+    .addOption(new Option('--ready-timeout <s>', 'how long the controller may take to log its ready line').default(120).argParser(int(1)))
+    .addOption(new Option('--keep', "keep the environment's directory (logs, audit logs, {dir}) after the run"))
+    .addOption(new Option('--quiet', 'no progress messages on stderr'));
+}
+
+export function toOptions(f: Flags): BenchOptions {
+  return {
+    controllerCmd: f.controllerCmd,
+    readyLog: f.readyLog,
+    controllerUser: f.controllerUser,
+    requests: f.requests,
+    rate: f.burst ? undefined : f.rate,
+    concurrency: f.concurrency,
+    namespaces: f.namespaces,
+    rejectedShare: f.rejectedShare,
+    executorDelayMs: f.executorDelay,
+    passes: f.passes,
+    json: f.json,
+    scale: f.scale === true ? 10_000 : f.scale,
+    ceiling: f.ceiling ?? false,
+    ceilingClients: f.ceilingClients,
+    ceilingSeconds: f.ceilingSeconds,
+    timeoutSeconds: f.timeout,
+    drainSeconds: f.drain,
+    readyTimeoutSeconds: f.readyTimeout,
+    keep: f.keep ?? false,
+    quiet: f.quiet ?? false,
+  };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const cmd = benchCommand();
+  cmd.parse(argv);
+  const opts = toOptions(cmd.opts<Flags>());
+  const t0 = Date.now();
+  const log = opts.quiet ? () => {} : (m: string) => process.stderr.write(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
+  const result = await runBenchmark(opts, log);
+  process.stdout.write(formatReport(result) + '\n');
+  if (opts.json) {
+    writeFileSync(opts.json, JSON.stringify(result, null, 2) + '\n');
+    log(`wrote ${opts.json}`);
+  }
+  return result.ok ? 0 : 1;
+}
+
+main(process.argv).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`bench: error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,201 @@
+/** The human-readable table of a benchmark result. */
+import type { ApiRow } from './analyze.js';
+import type { Distribution } from './stats.js';
+import type { BenchResult, PassResult } from './types.js';
+
+function table(rows: Array<Array<string | number | null>>, alignRight: boolean[] = []): string {
+  const cells = rows.map((r) => r.map((c) => (c === null ? '-' : String(c))));
+  const widths: number[] = [];
+  for (const r of cells) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, [...c].length)));
+  return cells
+    .map((r) => r.map((c, i) => (alignRight[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd())
+    .join('\n');
+}
+
+function indent(s: string, n = 2): string {
+  return s
+    .split('\n')
+    .map((l) => ' '.repeat(n) + l)
+    .join('\n');
+}
+
+function latencyTable(p: PassResult): string {
+  const row = (name: string, d: Distribution) => [name, d.p50, d.p90, d.p99, d.max, d.count];
+  return table(
+    [
+      ['latency (ms)', 'p50', 'p90', 'p99', 'max', 'n'],
+      row('create → Running', p.latencyMs.createToRunning),
+      row('create → PipelineRun exists', p.latencyMs.createToPipelineRun),
+      row('PipelineRun done → terminal', p.latencyMs.pipelineRunDoneToTerminal),
+      row('create → terminal', p.latencyMs.createToTerminal),
+      row('create → Rejected (not allowed)', p.latencyMs.createToRejected),
+    ],
+    [false, true, true, true, true, true],
+  );
+}
+
+export function apiTable(rows: ApiRow[], perRequest: boolean): string {
+  if (rows.length === 0) return '(none)';
+  return table(
+    [
+      ['cluster', 'kind', 'verb', 'resource', 'count', ...(perRequest ? ['per request'] : []), 'server ms p50', 'p99', 'not 2xx'],
+      ...rows.map((r) => [
+        r.cluster,
+        r.category,
+        r.verb,
+        r.resource,
+        r.count,
+        ...(perRequest ? [r.perRequest] : []),
+        r.serverMsP50,
+        r.serverMsP99,
+        Object.entries(r.failed)
+          .map(([c, n]) => `${n}×${c}`)
+          .join(' ') || '',
+      ]),
+    ],
+    [false, false, false, false, true, true, true, true, false],
+  );
+}
+
+function passReport(p: PassResult, controllerUser: string): string {
+  const w = p.workload;
+  const lines: string[] = [];
+  lines.push(
+    `Pass ${p.pass} (${p.label}): ${w.requests} requests (${w.allowed} allowed over ${w.namespaces} namespaces, ${w.rejected} from non-allowed ones), ` +
+      `${w.mode === 'burst' ? `burst, ${w.concurrency} creates in flight` : `${w.rate}/s`}, executor delay ${w.executorDelayMs} ms`,
+  );
+  lines.push(
+    indent(
+      `throughput ${p.throughput} requests/s — all ${w.requests} terminal ${p.allTerminalSeconds} s after the first create ` +
+        `(creates took ${w.submitSeconds} s, ${w.submitRate}/s)`,
+    ),
+  );
+  lines.push(indent(latencyTable(p)));
+  const c = p.controller;
+  lines.push(indent(`controller: CPU ${c.cpuSeconds} s (${c.cpuMsPerRequest} ms per request, ${c.cores} cores on average); RSS peak ${c.rssPeakMB} MB, at the end ${c.rssEndMB} MB (VmHWM ${c.hwmMB} MB)`));
+  const cc = p.cpuCores;
+  lines.push(
+    indent(
+      `CPU (average cores of ${p.windowSeconds} s): controller ${cc['controller']}, remote apiserver ${cc['remoteApiserver']}, internal apiserver ${cc['internalApiserver']}, ` +
+        `etcd ${cc['etcd']}, benchmark+executor ${cc['benchmark']}, other processes on the machine ${cc['otherProcesses']}; machine busy ${cc['machineBusy']}`,
+    ),
+  );
+  const cm = p.cpuMsPerRequest;
+  lines.push(
+    indent(
+      `CPU ms per request: controller ${cm['controller']}, remote apiserver ${cm['remoteApiserver']}, internal apiserver ${cm['internalApiserver']}, etcd ${cm['etcd']}, ` +
+        `benchmark+executor ${cm['benchmark']}; total ${cm['total']} → CPU-bound estimate ${p.cpuBoundThroughput} requests/s on all CPUs of this machine`,
+    ),
+  );
+  lines.push(indent(`API requests by the controller's identity (${p.api.totals.all}, ${p.api.totals.perRequest} per request):`));
+  lines.push(indent(apiTable(p.api.rows, true), 4));
+  const sw = p.api.stateWritesPerAllowed;
+  const kinds = Object.entries(sw.byKind)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
+  lines.push(indent(`state writes per allowed request: mean ${sw.mean ?? '-'}, min ${sw.min ?? '-'}, max ${sw.max ?? '-'} (${kinds || 'none'})`));
+  const rw = p.api.stateWritesPerRejected;
+  if (rw.requests) lines.push(indent(`state writes per rejected request: mean ${rw.mean ?? '-'}, max ${rw.max ?? '-'}`));
+  lines.push(
+    indent(
+      `Events created: ${p.api.eventsCreated} (${p.api.eventsPerRequest} per request, not counted as state writes); reads outside list/watch: ${p.api.readsOutsideListWatch}; other writes: ${p.api.unattributedWrites}`,
+    ),
+  );
+  const f = p.fractionOfCeiling;
+  lines.push(
+    indent(
+      `writes by all identities: remote ${p.api.allIdentitiesWritesPerSecond.remote}/s, internal ${p.api.allIdentitiesWritesPerSecond.internal}/s` +
+        (f ? ` (${Math.round(f.remote * 100)}% and ${Math.round(f.internal * 100)}% of the ceiling)` : ''),
+    ),
+  );
+  lines.push(
+    indent(
+      'requests per benchmark request, by identity: ' +
+        p.api.byIdentity
+          .filter((b) => b.perRequest >= 0.01)
+          .map((b) => `${b.cluster} ${b.user === controllerUser ? 'controller' : b.user} ${b.perRequest} (${b.writes} writes, ${b.reads} gets, ${b.listWatch} list/watch)`)
+          .join('; '),
+    ),
+  );
+  const k = p.correctness;
+  lines.push(
+    indent(
+      `correctness: ${k.ok ? 'OK' : 'FAIL'} — ${k.allowed} allowed: ${k.allowed - k.allowedWithoutPipelineRun - k.allowedWithSeveralPipelineRuns} with exactly 1 PipelineRun ` +
+        `(audit: ${k.pipelineRunCreatesPerAllowed.exactlyOne} created once, ${k.pipelineRunCreatesAudited} creates); ${k.rejected} rejected: ${k.rejectedWithPipelineRun} with a PipelineRun; ` +
+        `${k.neverFinished} never finished; ${k.wrongOutcome} wrong outcomes; ${k.controllerErrorLines} error lines; ${k.pipelineRunsLeft} PipelineRuns left`,
+    ),
+  );
+  for (const fl of k.failures) lines.push(indent(`FAIL: ${fl}`, 4));
+  return lines.join('\n');
+}
+
+export function formatReport(r: BenchResult): string {
+  const m = r.meta;
+  const out: string[] = [];
+  out.push(`Internal Services benchmark — ${m.date} — commit ${m.commit}${m.dirty ? ' (with uncommitted changes)' : ''}`);
+  out.push(`machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGB} GB; Node ${m.node}; load average at start ${m.loadavgAtStart.join(' ')}, at end ${m.loadavgAtEnd.join(' ')}`);
+  out.push(`controller: ${m.controllerCmd}`);
+  out.push(`environment: control planes ready in ${r.environment.startupMs} ms, project installed in ${r.environment.setupMs} ms`);
+  if (r.ceiling) {
+    const c = r.ceiling;
+    out.push('');
+    out.push(`Ceiling (internal apiserver, ${c.clients} clients, ${c.seconds} s): ${c.writesPerSecond} writes/s = ${c.cyclesPerSecond} create+update+delete cycles/s; ${c.errors} errors; benchmark client CPU ${c.clientCpuSeconds} s`);
+    out.push(
+      indent(
+        table(
+          [
+            ['write latency (ms)', 'p50', 'p90', 'p99', 'max', 'n'],
+            ...(['create', 'update', 'delete'] as const).map((k) => [k, c.latencyMs[k].p50, c.latencyMs[k].p90, c.latencyMs[k].p99, c.latencyMs[k].max, c.latencyMs[k].count]),
+          ],
+          [false, true, true, true, true, true],
+        ),
+      ),
+    );
+  }
+  if (r.controllerStart) {
+    const c = r.controllerStart;
+    out.push('');
+    out.push(`Controller start: ready after ${c.readyMs} ms, CPU ${c.cpuSeconds} s, RSS ${c.rssAtReadyMB} MB; API requests by its identity until the first pass:`);
+    out.push(indent(apiTable(c.api, false)));
+  }
+  for (const p of r.passes) {
+    out.push('');
+    out.push(passReport(p, m.controllerUser));
+  }
+  if (r.scale) {
+    const s = r.scale;
+    out.push('');
+    out.push(`Scale: ${s.preexisting} finished requests on the remote cluster before the controller starts (created in ${s.precreateSeconds} s)`);
+    out.push(
+      indent(
+        table([
+          ['ready (ms from start)', s.readyMs],
+          ['ready and one new request processed (ms from start)', s.readyAndOneProcessedMs],
+          ['that request: create → terminal (ms)', s.newRequestCreateToTerminalMs],
+          ['RSS at ready / after one / settled 5 s later (MB)', `${s.rssAtReadyMB} / ${s.rssAfterOneMB} / ${s.rssSettledMB}`],
+          ['RSS peak, sampled (MB) / VmHWM (MB)', `${s.rssPeakMB} / ${s.hwmMB}`],
+          ['CPU to ready / in all (s)', `${s.cpuSecondsToReady} / ${s.cpuSecondsTotal}`],
+          ['writes to already finished requests', s.api.writesToFinishedRequests],
+        ]),
+      ),
+    );
+    out.push(indent("API requests by the controller's identity:"));
+    out.push(indent(apiTable(s.api.rows, false), 4));
+    out.push(indent(`correctness: ${s.correctness.ok ? 'OK' : 'FAIL'}`));
+    for (const f of s.correctness.failures) out.push(indent(`FAIL: ${f}`, 4));
+  }
+  const o = r.observer;
+  if (r.passes.length || r.scale) out.push('');
+  if (r.passes.length || r.scale)
+    out.push(
+    `observer: event-loop delay p50 ${o.eventLoopDelayMs.p50} ms, p99 ${o.eventLoopDelayMs.p99} ms, max ${o.eventLoopDelayMs.max} ms; ${o.gaps} watch gaps; benchmark process CPU ${o.benchCpuSeconds} s (executor, observer, load)`,
+  );
+  if (r.targets.length) {
+    out.push('');
+    out.push('Targets (issue 5)');
+    out.push(indent(table([['target', 'where', 'value', 'status'], ...r.targets.map((t) => [t.target, t.where, t.value, t.status])])));
+  }
+  out.push('');
+  out.push(r.ok ? 'RESULT: OK' : `RESULT: FAIL\n${r.failures.map((f) => `  - ${f}`).join('\n')}`);
+  return out.join('\n');
+}

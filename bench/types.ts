@@ -1,0 +1,146 @@
+/** The benchmark's options and result (the result is also what --json writes). */
+import type { ApiFigures, ApiRow, Correctness, Latencies } from './analyze.js';
+import type { CeilingResult } from './ceiling.js';
+import type { Distribution } from './stats.js';
+
+export interface BenchOptions {
+  controllerCmd: string;
+  readyLog: string;
+  controllerUser: string;
+  requests: number;
+  /** Requests per second; undefined: burst. */
+  rate: number | undefined;
+  concurrency: number;
+  namespaces: number;
+  rejectedShare: number;
+  executorDelayMs: number;
+  passes: number;
+  json: string | undefined;
+  scale: number | undefined;
+  ceiling: boolean;
+  ceilingClients: number;
+  ceilingSeconds: number;
+  timeoutSeconds: number | undefined;
+  drainSeconds: number;
+  readyTimeoutSeconds: number;
+  keep: boolean;
+  quiet: boolean;
+}
+
+export interface ControllerFigures {
+  /** CPU seconds of the controller's process tree in the window. */
+  cpuSeconds: number;
+  cpuMsPerRequest: number;
+  /** Average cores used over the window. */
+  cores: number;
+  /** Peak of the tree's summed RSS over the 200 ms samples of the window. */
+  rssPeakMB: number;
+  /** Largest kernel-tracked peak RSS (VmHWM) of one process of the tree, since it started. */
+  hwmMB: number;
+  rssEndMB: number;
+}
+
+export interface PassResult {
+  pass: number;
+  label: string;
+  workload: {
+    requests: number;
+    allowed: number;
+    rejected: number;
+    mode: 'burst' | 'rate';
+    rate: number | null;
+    concurrency: number;
+    namespaces: number;
+    executorDelayMs: number;
+    /** Seconds from the first create sent to the last one answered, and the creates per second that gave. */
+    submitSeconds: number;
+    submitRate: number;
+  };
+  /** Terminal requests per second, first create sent → last request terminal. */
+  throughput: number;
+  /** Seconds from the first create sent until the last request was terminal. */
+  allTerminalSeconds: number;
+  /** Seconds the pass lasted in all (includes waiting for PipelineRun deletions and a 1 s settle). */
+  windowSeconds: number;
+  latencyMs: Latencies;
+  api: ApiFigures;
+  controller: ControllerFigures;
+  /**
+   * Average cores used during the pass: controller, benchmark (load, observer,
+   * simulated executor), etcd, remoteApiserver, internalApiserver,
+   * otherProcesses (everything else on the machine), machineBusy (total).
+   */
+  cpuCores: Record<string, number>;
+  /** CPU ms per request: controller, remoteApiserver, internalApiserver, etcd, benchmark (load, observer, executor), total. */
+  cpuMsPerRequest: Record<string, number>;
+  /**
+   * Requests/s the machine could sustain if all its CPUs went to these
+   * processes at the measured CPU cost per request (an estimate that other
+   * load on the machine disturbs much less than the throughput itself).
+   */
+  cpuBoundThroughput: number;
+  correctness: Correctness;
+  /** Of the ceiling's writes/s: writes/s of all identities in this pass (needs --ceiling). */
+  fractionOfCeiling: { remote: number; internal: number } | null;
+}
+
+export interface ScaleResult {
+  preexisting: number;
+  precreateSeconds: number;
+  /** ms from the controller's start to its ready line. */
+  readyMs: number;
+  /** ms from the controller's start until one new request (created when ready) was terminal. */
+  readyAndOneProcessedMs: number | null;
+  /** That request, create → terminal, ms. */
+  newRequestCreateToTerminalMs: number | null;
+  rssAtReadyMB: number;
+  rssAfterOneMB: number;
+  /** After a further settle period. */
+  rssSettledMB: number;
+  rssPeakMB: number;
+  hwmMB: number;
+  cpuSecondsToReady: number;
+  cpuSecondsTotal: number;
+  api: { rows: ApiRow[]; writesToFinishedRequests: number; readsOutsideListWatch: number };
+  correctness: { ok: boolean; failures: string[] };
+}
+
+export interface TargetCheck {
+  target: string;
+  value: string;
+  status: 'met' | 'missed' | 'n/a';
+  where: string;
+}
+
+export interface BenchResult {
+  ok: boolean;
+  failures: string[];
+  meta: {
+    date: string;
+    commit: string;
+    dirty: boolean;
+    node: string;
+    cpus: number;
+    cpuModel: string;
+    memoryGB: number;
+    loadavgAtStart: number[];
+    loadavgAtEnd: number[];
+    controllerCmd: string;
+    controllerUser: string;
+    options: Omit<BenchOptions, 'quiet'>;
+    timestamps: string;
+    dir: string | null;
+  };
+  environment: { startupMs: number; setupMs: number };
+  ceiling: CeilingResult | null;
+  controllerStart: {
+    readyMs: number;
+    cpuSeconds: number;
+    rssAtReadyMB: number;
+    api: ApiRow[];
+  } | null;
+  passes: PassResult[];
+  scale: ScaleResult | null;
+  observer: { eventLoopDelayMs: Distribution | { p50: number; p99: number; max: number }; gaps: number; watchRestarts: number; benchCpuSeconds: number };
+  targets: TargetCheck[];
+}

@@ -1,0 +1,147 @@
+/**
+ * Submitting requests as the remote requester identity, at a fixed rate or
+ * all at once, and waiting for them to finish.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
+import { fromKubeConfig, statusCode, describeError, type ResourceClient } from '../src/kube/client.js';
+import type { Observer, RequestRecord } from './observer.js';
+import { sleep } from './stats.js';
+
+export const BENCH_PIPELINE = 'bench';
+
+export interface WorkloadOptions {
+  pass: number;
+  runId: string;
+  requests: number;
+  /** Requests per second; undefined: burst. */
+  rate: number | undefined;
+  /** Creates in flight at most. */
+  concurrency: number;
+  allowedNamespaces: string[];
+  deniedNamespaces: string[];
+  rejectedShare: number;
+  timeoutMs: number;
+  /** After all requests are terminal: how long to wait for their PipelineRuns to be deleted. */
+  drainMs: number;
+  log: (msg: string) => void;
+}
+
+export interface WorkloadOutcome {
+  records: RequestRecord[];
+  firstSentAt: number;
+  /** When the last create was answered. */
+  lastSentAt: number;
+  lastTerminalAt: number | undefined;
+  /** All terminal (or given up) at this time; then PipelineRun deletions were waited for until endAt. */
+  doneAt: number;
+  endAt: number;
+  timedOut: boolean;
+}
+
+/** Which requests go to a non-allowed namespace: evenly spread, share × N of them. */
+export function isRejected(i: number, share: number): boolean {
+  return Math.floor((i + 1) * share) > Math.floor(i * share);
+}
+
+export function requestBody(namespace: string, name: string, i: number): InternalRequest {
+  return {
+    apiVersion: 'appstudio.redhat.com/v1alpha1',
+    kind: 'InternalRequest',
+    metadata: { name, namespace },
+    spec: { request: BENCH_PIPELINE, params: { image: `quay.io/bench/app@sha256:${i.toString(16).padStart(64, '0')}` } },
+  };
+}
+
+export async function requesterClient(kc: KubeConfig): Promise<ResourceClient<InternalRequest>> {
+  return (await fromKubeConfig('remote', kc)).resource<InternalRequest>(INTERNAL_REQUEST);
+}
+
+/** Creates one request, retrying transient failures; a 409 on a retry means an earlier attempt got through. */
+async function createOne(client: ResourceClient<InternalRequest>, observer: Observer, rec: RequestRecord, body: InternalRequest): Promise<void> {
+  rec.sentAt = performance.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const created = await client.create(rec.namespace, body);
+      rec.ackAt = performance.now();
+      if (created.metadata.uid) observer.setUid(rec, created.metadata.uid);
+      return;
+    } catch (e) {
+      const code = statusCode(e);
+      if (code === 409 && attempt > 0) {
+        rec.ackAt = performance.now();
+        const got = await client.tryGet(rec.namespace, rec.name);
+        if (got?.metadata.uid) observer.setUid(rec, got.metadata.uid);
+        return;
+      }
+      if (attempt >= 3 || (code !== undefined && code < 500 && code !== 429)) {
+        rec.createError = describeError(e);
+        return;
+      }
+      await sleep(200 * (attempt + 1));
+    }
+  }
+}
+
+export async function runWorkload(client: ResourceClient<InternalRequest>, observer: Observer, o: WorkloadOptions): Promise<WorkloadOutcome> {
+  const records: RequestRecord[] = [];
+  let allowedIdx = 0;
+  let deniedIdx = 0;
+  for (let i = 0; i < o.requests; i++) {
+    const rejected = o.deniedNamespaces.length > 0 && isRejected(i, o.rejectedShare);
+    const namespace = rejected ? o.deniedNamespaces[deniedIdx++ % o.deniedNamespaces.length]! : o.allowedNamespaces[allowedIdx++ % o.allowedNamespaces.length]!;
+    const name = `${o.runId}-p${o.pass}-${String(i).padStart(5, '0')}`;
+    const rec: RequestRecord = { key: `${namespace}/${name}`, namespace, name, pass: o.pass, allowed: !rejected, prUids: new Set(), prNames: new Set() };
+    records.push(rec);
+    observer.track(rec);
+  }
+
+  const t0 = performance.now();
+  const inflight = new Set<Promise<void>>();
+  const maxInflight = o.rate === undefined ? o.concurrency : Math.max(o.concurrency, 256);
+  for (let i = 0; i < records.length; i++) {
+    if (o.rate !== undefined) {
+      const due = t0 + (i * 1000) / o.rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+    }
+    while (inflight.size >= maxInflight) await Promise.race(inflight);
+    const rec = records[i]!;
+    const p = createOne(client, observer, rec, requestBody(rec.namespace, rec.name, i)).finally(() => inflight.delete(p));
+    inflight.add(p);
+  }
+  await Promise.all(inflight);
+  // The creates are done when the last one is answered.
+  const lastSentAt = Math.max(...records.map((r) => r.ackAt ?? r.sentAt ?? 0));
+  const firstSentAt = Math.min(...records.map((r) => r.sentAt ?? Infinity));
+  const failedCreates = records.filter((r) => r.createError).length;
+  o.log(`pass ${o.pass}: ${records.length - failedCreates} requests created in ${((lastSentAt - t0) / 1000).toFixed(1)} s${failedCreates ? ` (${failedCreates} creates failed)` : ''}; waiting for them to finish`);
+
+  // Counted from the last create, so that slow --rate runs are not cut short.
+  const deadline = performance.now() + o.timeoutMs;
+  let timedOut = false;
+  let lastReport = performance.now();
+  for (;;) {
+    const open = records.filter((r) => !r.createError && r.terminalAt === undefined).length;
+    if (open === 0) break;
+    if (performance.now() > deadline) {
+      timedOut = true;
+      o.log(`pass ${o.pass}: timed out with ${open} requests not finished`);
+      break;
+    }
+    if (performance.now() - lastReport > 10_000) {
+      lastReport = performance.now();
+      o.log(`pass ${o.pass}: ${records.length - open}/${records.length} finished`);
+    }
+    await observer.changed(250);
+  }
+  const doneAt = performance.now();
+  const terminals = records.map((r) => r.terminalAt).filter((x): x is number => x !== undefined);
+  const lastTerminalAt = terminals.length ? Math.max(...terminals) : undefined;
+
+  // The lifecycle ends with the PipelineRun's removal: wait for it (bounded).
+  const drainDeadline = doneAt + o.drainMs;
+  const live = () => records.filter((r) => r.prUids.size > 0 && r.prDeletedAt === undefined).length;
+  while (live() > 0 && performance.now() < drainDeadline) await observer.changed(250);
+  return { records, firstSentAt, lastSentAt, lastTerminalAt, doneAt, endAt: performance.now(), timedOut };
+}

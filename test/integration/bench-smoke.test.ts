@@ -1,0 +1,151 @@
+/**
+ * Smoke test of the benchmark (bench/, docs/benchmarks.md), so that it cannot
+ * rot: a real run with N=50 as a process, checked for correctness and for the
+ * presence of every figure in its JSON — never for speed, which depends on
+ * the machine. Plus the correctness rules themselves on made-up records.
+ */
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoRoot } from '../../src/util/repo.js';
+import { CONTROLLER_USERNAME } from '../../src/envtest/environment.js';
+import { correctness } from '../../bench/analyze.js';
+import type { AuditEvent } from '../../bench/audit.js';
+import { isErrorLine } from '../../bench/controller-process.js';
+import type { RequestRecord } from '../../bench/observer.js';
+import type { BenchResult } from '../../bench/types.js';
+
+const BENCH = join(repoRoot(), 'dist', 'bench', 'main.js');
+const tmp = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+function run(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [BENCH, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const t = setTimeout(() => {
+      p.kill('SIGTERM');
+      reject(new Error(`benchmark did not finish in ${timeoutMs} ms; stderr:\n${stderr.slice(-3000)}`));
+    }, timeoutMs);
+    p.on('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+
+describe('npm run bench', () => {
+  test('N=50: correct, and the JSON has every figure', { timeout: 60_000 }, async () => {
+    const json = join(tmp, 'result.json');
+    const out = await run(['--requests', '50', '--burst', '--rejected-share', '0.2', '--json', json, '--quiet'], 55_000);
+    assert.equal(out.code, 0, `exit code ${out.code}\n${out.stdout}\n${out.stderr.slice(-3000)}`);
+    assert.match(out.stdout, /RESULT: OK/);
+    const r = JSON.parse(readFileSync(json, 'utf8')) as BenchResult;
+    assert.equal(r.ok, true, r.failures.join('\n'));
+    assert.equal(r.passes.length, 1);
+    const p = r.passes[0]!;
+
+    // Correctness: every allowed request got exactly one PipelineRun, no rejected one got any, all finished, no errors.
+    const c = p.correctness;
+    assert.equal(c.ok, true, c.failures.join('\n'));
+    assert.equal(c.allowed, 40);
+    assert.equal(c.rejected, 10);
+    assert.equal(c.allowedWithoutPipelineRun + c.allowedWithSeveralPipelineRuns + c.rejectedWithPipelineRun, 0);
+    assert.equal(c.pipelineRunCreatesPerAllowed.exactlyOne, 40);
+    assert.equal(c.pipelineRunCreatesPerAllowed.forRejected, 0);
+    assert.equal(c.neverFinished, 0);
+    assert.equal(c.wrongOutcome, 0);
+    assert.equal(c.controllerErrorLines, 0);
+
+    // The figures are all there (their values depend on the machine).
+    assert.ok(isNum(p.throughput) && p.throughput > 0);
+    assert.ok(isNum(p.allTerminalSeconds));
+    for (const [name, d] of Object.entries(p.latencyMs)) {
+      for (const k of ['p50', 'p90', 'p99', 'max'] as const) assert.ok(isNum(d[k]), `latency ${name}.${k}`);
+    }
+    assert.equal(p.latencyMs.createToTerminal.count, 40);
+    assert.equal(p.latencyMs.createToRejected.count, 10);
+    const rows = p.api.rows;
+    const has = (cluster: string, verb: string, resource: string) => rows.some((x) => x.cluster === cluster && x.verb === verb && x.resource === resource && x.count > 0);
+    assert.ok(has('internal', 'create', 'pipelineruns'), JSON.stringify(rows));
+    assert.ok(has('remote', 'update', 'internalrequests/status') || has('remote', 'patch', 'internalrequests/status'), JSON.stringify(rows));
+    assert.ok(isNum(p.api.stateWritesPerAllowed.mean) && p.api.stateWritesPerAllowed.mean >= 2);
+    assert.ok(isNum(p.api.readsOutsideListWatch));
+    assert.ok(isNum(p.api.eventsCreated));
+    assert.ok(isNum(p.controller.cpuSeconds) && p.controller.cpuSeconds > 0);
+    assert.ok(isNum(p.controller.cpuMsPerRequest));
+    assert.ok(isNum(p.controller.rssPeakMB) && p.controller.rssPeakMB > 10);
+    assert.ok(isNum(p.controller.rssEndMB) && p.controller.rssEndMB > 10);
+    assert.ok(isNum(p.cpuCores['controller']));
+    assert.ok(r.controllerStart && isNum(r.controllerStart.readyMs));
+    assert.ok(r.targets.length >= 4);
+    assert.match(r.meta.commit, /^[0-9a-f]+$|^unknown$/);
+  });
+});
+
+describe('the correctness rules', () => {
+  const rec = (name: string, allowed: boolean, over: Partial<RequestRecord> = {}): RequestRecord => ({
+    key: `ns/${name}`,
+    namespace: 'ns',
+    name,
+    pass: 1,
+    allowed,
+    uid: `uid-${name}`,
+    ackAt: 0,
+    terminalAt: 10,
+    terminalStatus: allowed ? 'True' : 'False',
+    terminalReason: allowed ? 'Succeeded' : 'Rejected',
+    resultCount: allowed ? 1 : 0,
+    prUids: new Set(allowed ? [`pr-${name}`] : []),
+    prNames: new Set(allowed ? [`ir-uid-${name}`] : []),
+    prDeletedAt: allowed ? 5 : undefined,
+    ...over,
+  });
+  const create = (name: string, code = 201): AuditEvent => ({
+    auditID: `a-${name}-${Math.random()}`,
+    stage: 'ResponseComplete',
+    verb: 'create',
+    user: { username: CONTROLLER_USERNAME },
+    objectRef: { resource: 'pipelineruns', name },
+    responseStatus: { code },
+  });
+  const base = { controllerUser: CONTROLLER_USERNAME, errorLines: 0, errorSamples: [], controllerExited: null, observerGaps: 0 };
+
+  test('a clean run passes; a refused duplicate create (409) is not a second PipelineRun', () => {
+    const c = correctness({ ...base, records: [rec('a', true), rec('r', false)], audit: { remote: [], internal: [create('ir-uid-a'), create('ir-uid-a', 409)] } });
+    assert.equal(c.ok, true, c.failures.join('\n'));
+  });
+
+  test('two PipelineRuns, a PipelineRun for a rejected request, an unfinished request, error lines: each fails', () => {
+    const cases: Array<[string, Parameters<typeof correctness>[0]]> = [
+      ['more than one', { ...base, records: [rec('a', true, { prUids: new Set(['x', 'y']) })], audit: { remote: [], internal: [create('ir-uid-a')] } }],
+      ['audit log: 1 allowed requests had more than one', { ...base, records: [rec('a', true)], audit: { remote: [], internal: [create('ir-uid-a'), create('ir-uid-a')] } }],
+      ['rejected requests got', { ...base, records: [rec('r', false, { prUids: new Set(['x']) })], audit: { remote: [], internal: [] } }],
+      ['never finished', { ...base, records: [rec('a', true, { terminalAt: undefined })], audit: { remote: [], internal: [create('ir-uid-a')] } }],
+      ['wrong outcome', { ...base, records: [rec('a', true, { terminalStatus: 'False', terminalReason: 'Failed' })], audit: { remote: [], internal: [create('ir-uid-a')] } }],
+      ['error-level lines', { ...base, errorLines: 1, errorSamples: ['boom'], records: [rec('a', true)], audit: { remote: [], internal: [create('ir-uid-a')] } }],
+    ];
+    for (const [what, input] of cases) {
+      const c = correctness(input);
+      assert.equal(c.ok, false, what);
+      assert.ok(c.failures.some((f) => f.includes(what)), `${what}: ${c.failures.join('; ')}`);
+    }
+  });
+
+  test('error-level log lines of common formats are recognised', () => {
+    assert.ok(isErrorLine('{"level":"error","msg":"x"}'));
+    assert.ok(isErrorLine('{"level":50,"msg":"x"}'));
+    assert.ok(isErrorLine('E1122 10:00:00.000000       1 controller.go:12] boom'));
+    assert.ok(isErrorLine('2026-11-22T10:00:00Z\tERROR\tsetup\tproblem'));
+    assert.ok(!isErrorLine('{"level":"info","msg":"error budget fine"}'));
+    assert.ok(!isErrorLine('I1122 10:00:00.000000       1 controller.go:12] ok'));
+  });
+});
