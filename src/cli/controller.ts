@@ -23,6 +23,7 @@ export interface ControllerFlags {
   workers: number;
   resyncPeriod: number;
   logLevel: string;
+  events: 'all' | 'warnings' | 'none';
   leaderElect: boolean;
   leaderElectionId: string;
   leaderElectionNamespace?: string;
@@ -59,6 +60,7 @@ export function controllerCommand(): Command {
     .addOption(new Option('--health-probe-bind-address <addr>', 'address of /healthz and /readyz; 0 disables').env('HEALTH_PROBE_BIND_ADDRESS').default(':8081'))
     .addOption(new Option('--workers <n>', 'requests reconciled in parallel').env('WORKERS').default(4).argParser(positiveInt))
     .addOption(new Option('--resync-period <duration>', 'full relist and orphan sweep period').env('RESYNC_PERIOD').default(600_000, '10m').argParser(duration))
+    .addOption(new Option('--events <which>', 'Events recorded on requests: all, warnings (Rejected, Failed) or none').env('EVENTS').default('all').choices(['all', 'warnings', 'none']))
     .addOption(new Option('--leader-elect', 'elect a leader among replicas with a Lease; only the leader acts').env('LEADER_ELECT').default(false))
     .addOption(new Option('--leader-election-id <name>', 'name of the Lease').env('LEADER_ELECTION_ID').default('internal-services-controller'))
     .addOption(new Option('--leader-election-namespace <name>', 'namespace of the Lease (default: --namespace)').env('LEADER_ELECTION_NAMESPACE'))
@@ -102,6 +104,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     resyncPeriodMs: flags.resyncPeriod,
     instance: process.env.POD_NAME ?? hostname(),
     metrics: metrics.controller,
+    events: flags.events,
   });
   const elector = flags.leaderElect
     ? new LeaderElector(internal, {

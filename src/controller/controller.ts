@@ -40,6 +40,12 @@ export interface ControllerOptions {
   instance?: string;
   now?: () => Date;
   metrics?: ControllerMetrics;
+  /**
+   * Which Events to record on requests: all (Running, Succeeded, Failed,
+   * Rejected), warnings (Failed, Rejected) or none. Events are writes on the
+   * remote cluster; busy installations may want fewer.
+   */
+  events?: 'all' | 'warnings' | 'none';
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
 }
@@ -62,6 +68,8 @@ export class Controller {
   private readonly prIndex = new Map<string, Set<string>>();
   /** PipelineRuns created by us that the informer has not shown yet. */
   private readonly createdOverlay = new Map<string, { pr: PipelineRun; at: number }>();
+  /** PipelineRuns deleted by us (name -> uid) that the informer still shows: not deleted twice. */
+  private readonly deletedOverlay = new Map<string, { uid: string | undefined; at: number }>();
   /** Requests whose status we wrote, until the informer catches up: key -> object we wrote over and result. */
   private readonly writtenOverlay = new Map<string, { basedOn: string; obj: InternalRequest }>();
   private workers: Promise<void>[] = [];
@@ -93,12 +101,13 @@ export class Controller {
         for (const r of this.requests.list()) if (!isFinished(r)) enqueue(r);
         this.sweep();
       },
-    }, this.log, inf);
+    }, this.log, { ...inf, transform: slimRequest });
 
     const onPr = (pr: PipelineRun, deleted = false) => {
       const key = requestKeyOf(pr);
       const name = pr.metadata.name ?? '';
       this.createdOverlay.delete(name);
+      if (deleted) this.deletedOverlay.delete(name);
       if (!key) return;
       let set = this.prIndex.get(key);
       if (deleted) {
@@ -115,9 +124,9 @@ export class Controller {
       onUpdate: (_o, pr) => onPr(pr),
       onDelete: (pr) => onPr(pr, true),
       onResync: () => this.sweep(),
-    }, this.log, { ...inf, namespace: opts.namespace, labelSelector: OWNED_SELECTOR });
+    }, this.log, { ...inf, namespace: opts.namespace, labelSelector: OWNED_SELECTOR, transform: slimMeta });
 
-    this.pipelines = new Informer<Pipeline>('internal/pipelines', this.pipelineClient, {}, this.log, { ...inf, namespace: opts.namespace });
+    this.pipelines = new Informer<Pipeline>('internal/pipelines', this.pipelineClient, {}, this.log, { ...inf, namespace: opts.namespace, transform: slimMeta });
     this.configs = new Informer<InternalServicesConfig>(
       'internal/internalservicesconfigs',
       opts.internal.resource<InternalServicesConfig>(INTERNAL_SERVICES_CONFIG),
@@ -205,6 +214,7 @@ export class Controller {
     for (const key of this.prIndex.keys()) this.queue.add(key);
     const now = Date.now();
     for (const [name, e] of this.createdOverlay) if (now - e.at > 120_000) this.createdOverlay.delete(name);
+    for (const [name, e] of this.deletedOverlay) if (now - e.at > 120_000) this.deletedOverlay.delete(name);
   }
 
   private async work(): Promise<void> {
@@ -244,7 +254,8 @@ export class Controller {
     const out: PipelineRun[] = [];
     for (const name of this.prIndex.get(key) ?? []) {
       const pr = this.pipelineRuns.get(`${this.opts.namespace}/${name}`);
-      if (pr) out.push(pr);
+      const gone = this.deletedOverlay.get(name);
+      if (pr && !(gone && gone.uid === pr.metadata.uid)) out.push(pr);
     }
     for (const { pr } of this.createdOverlay.values()) {
       if (requestKeyOf(pr) === key && !out.some((p) => p.metadata.name === pr.metadata.name)) out.push(pr);
@@ -339,6 +350,7 @@ export class Controller {
           if (statusCode(e) !== 409) throw e; // 409: precondition failed, a newer object of that name
         }
         this.createdOverlay.delete(name);
+        this.deletedOverlay.set(name, { uid: action.pipelineRun.metadata.uid, at: Date.now() });
         this.log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted');
         return true;
       }
@@ -389,7 +401,10 @@ export class Controller {
       const created = Date.parse(request.metadata.creationTimestamp ?? '');
       this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0);
     }
-    if (event) void this.events.record(written, event.type, event.reason, event.message, this.now());
+    const mode = this.opts.events ?? 'all';
+    if (event && (mode === 'all' || (mode === 'warnings' && event.type === 'Warning'))) {
+      void this.events.record(written, event.type, event.reason, event.message, this.now());
+    }
     return true;
   }
 
@@ -411,6 +426,36 @@ export class Controller {
     return failed.sort();
   }
 }
+
+/**
+ * What the caches keep. managedFields and kubectl's last-applied annotation
+ * are never read (and a status PUT leaves them as they are when absent). A
+ * finished request is never acted on again, so its params and results, which
+ * may be large, are dropped: with thousands of finished requests in view, this
+ * is most of the cache's memory.
+ */
+function slimMeta<T extends { metadata?: { managedFields?: unknown; annotations?: Record<string, string> } }>(obj: T): T {
+  const md = obj.metadata;
+  if (md) {
+    delete md.managedFields;
+    if (md.annotations?.[LAST_APPLIED]) {
+      delete md.annotations[LAST_APPLIED];
+      if (!Object.keys(md.annotations).length) delete md.annotations;
+    }
+  }
+  return obj;
+}
+
+function slimRequest(req: InternalRequest): InternalRequest {
+  slimMeta(req);
+  if (isFinished(req)) {
+    if (req.spec) delete req.spec.params;
+    if (req.status) delete req.status.results;
+  }
+  return req;
+}
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 function rejectStatus(req: InternalRequest, message: string, now: Date, reason = 'Rejected'): NonNullable<InternalRequest['status']> {
   const ts = now.toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -24,7 +24,7 @@ export interface InformerHandlers<T> {
   onResync?(): void;
 }
 
-export interface InformerOptions {
+export interface InformerOptions<T = unknown> {
   /** Namespace to watch; undefined: all namespaces. */
   namespace?: string;
   labelSelector?: string;
@@ -36,6 +36,12 @@ export interface InformerOptions {
   backoffInitialMs?: number;
   backoffMaxMs?: number;
   observer?: InformerObserver;
+  /**
+   * Applied to every object before it is stored (e.g. to drop fields the
+   * controller never reads, which is most of the memory of a large cache).
+   * It receives a fresh object it may change.
+   */
+  transform?: (obj: T) => T;
 }
 
 export interface InformerObserver {
@@ -71,14 +77,14 @@ export class Informer<T extends KubeObject> {
   private loop?: Promise<void>;
   private syncWaiters: Array<() => void> = [];
   readonly health: InformerHealth = { synced: false, connected: false, lastContact: 0, failures: 0 };
-  private readonly opts: Required<Omit<InformerOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer'>> & InformerOptions;
+  private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform'>> & InformerOptions<T>;
 
   constructor(
     readonly name: string,
     private readonly client: ResourceClient<T>,
     private readonly handlers: InformerHandlers<T>,
     private readonly log: Logger,
-    opts: InformerOptions = {},
+    opts: InformerOptions<T> = {},
   ) {
     this.opts = {
       resyncPeriodMs: 10 * 60_000,
@@ -205,7 +211,8 @@ export class Informer<T extends KubeObject> {
 
   private replace(items: T[]): void {
     const seen = new Set<string>();
-    for (const obj of items) {
+    for (const raw of items) {
+      const obj = this.opts.transform ? this.opts.transform(raw) : raw;
       const key = keyOf(obj);
       seen.add(key);
       this.upsert(key, obj);
@@ -300,7 +307,7 @@ export class Informer<T extends KubeObject> {
               this.store.delete(key);
               this.call(() => this.handlers.onDelete?.(old ?? obj));
             } else {
-              this.upsert(key, obj);
+              this.upsert(key, this.opts.transform ? this.opts.transform(obj) : obj);
             }
           },
           (err: unknown) => finish(err ?? undefined),

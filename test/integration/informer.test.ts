@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { ensureNamespace, installProject } from '../../src/envtest/apply.js';
 import { fromKubeConfig } from '../../src/kube/client.js';
-import { Informer } from '../../src/kube/informer.js';
+import { Informer, type InformerOptions } from '../../src/kube/informer.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../../src/api/types.js';
 import { createRequest, waitFor } from './helpers.js';
 
@@ -78,7 +78,7 @@ after(async () => {
   await env?.stop();
 });
 
-async function informerViaRelay(opts: ConstructorParameters<typeof Informer>[4]) {
+async function informerViaRelay(opts: InformerOptions<InternalRequest>) {
   const kc = new KubeConfig();
   kc.loadFromFile(env.remote.identities.admin.kubeconfigPath);
   const cluster = kc.getCurrentCluster()!;

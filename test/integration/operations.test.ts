@@ -4,7 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
 import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
@@ -148,4 +148,21 @@ test('leader election: one of two replicas acts; killing it hands over within th
   await standby.kill('SIGTERM');
   await c.waitForLog((l) => l.msg === 'became leader', 10_000);
   assert.ok(Date.now() - t0 < 3_000, 'released lease taken over quickly');
+  await c.kill('SIGTERM');
+});
+
+test('--events warnings: only Rejected and Failed Events are recorded', async () => {
+  const c = await startController(env, ['--events', 'warnings']);
+  procs.push(c);
+  try {
+    await completeRequest('quiet');
+    await createRequest(requester, 'team-a', 'quiet-rejected', { request: 'no-such-pipeline' });
+    await waitForReason(requester, 'team-a', 'quiet-rejected', ['Rejected']);
+    const core = env.remote.identities.admin.kubeConfig().makeApiClient(CoreV1Api);
+    const reasons = async (name: string) => (await core.listNamespacedEvent({ namespace: 'team-a' })).items.filter((e) => e.involvedObject.name === name).map((e) => e.reason);
+    await waitFor('the Rejected event', async () => (await reasons('quiet-rejected')).includes('Rejected'));
+    assert.deepEqual(await reasons('quiet'), [], 'no Running/Succeeded events');
+  } finally {
+    await c.kill('SIGTERM');
+  }
 });
