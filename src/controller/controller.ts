@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { CONFIG_NAME, INTERNAL_REQUEST, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalServicesConfig } from '../api/types.js';
-import { isFinished } from '../api/conditions.js';
+import { isFinished, succeededCondition } from '../api/conditions.js';
 import { describeError, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
@@ -447,12 +447,25 @@ function slimMeta<T extends { metadata?: { managedFields?: unknown; annotations?
 }
 
 function slimRequest(req: InternalRequest): InternalRequest {
-  slimMeta(req);
-  if (isFinished(req)) {
-    if (req.spec) delete req.spec.params;
-    if (req.status) delete req.status.results;
-  }
-  return req;
+  if (!isFinished(req)) return slimMeta(req);
+  // A finished request is never acted on again: keep only what tells that it
+  // is finished and which incarnation of the name it is.
+  const md = req.metadata;
+  const c = succeededCondition(req)!;
+  return {
+    apiVersion: req.apiVersion,
+    kind: req.kind,
+    metadata: {
+      name: md.name,
+      namespace: md.namespace,
+      uid: md.uid,
+      resourceVersion: md.resourceVersion,
+      ...(md.generation !== undefined ? { generation: md.generation } : {}),
+      ...(md.deletionTimestamp ? { deletionTimestamp: md.deletionTimestamp } : {}),
+    },
+    spec: { request: req.spec?.request },
+    status: { conditions: [{ type: c.type, status: c.status, reason: c.reason, message: '', lastTransitionTime: c.lastTransitionTime }] },
+  };
 }
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';

@@ -119,6 +119,13 @@ function tasksSummary(completed: number, failed: number, cancelled: number, skip
 
 const CANCEL_STATUSES = new Set(['Cancelled', 'CancelledRunFinally', 'StoppedRunFinally']);
 
+/** Objects the caller already holds, so the executor need not read them again. */
+export interface Known {
+  pr?: PipelineRunObject;
+  /** The run's Pipeline (undefined: none); absent key: look it up. */
+  pipeline?: PipelineObject | undefined;
+}
+
 export class SimulatedTektonExecutor {
   private readonly api: CustomObjectsApi;
 
@@ -159,9 +166,9 @@ export class SimulatedTektonExecutor {
    * (tasks and finally), their childReferences, the given results, and
    * Succeeded=True/Succeeded.
    */
-  async succeed(namespace: string, name: string, results: Results = {}): Promise<PipelineRunObject> {
-    const pr = await this.getPipelineRun(namespace, name);
-    const tasks = await this.pipelineTasks(pr);
+  async succeed(namespace: string, name: string, results: Results = {}, known: Known = {}): Promise<PipelineRunObject> {
+    const pr = known.pr ?? (await this.getPipelineRun(namespace, name));
+    const tasks = await this.pipelineTasks(pr, known);
     const children: ChildReference[] = [];
     for (const task of tasks) children.push(await this.ensureTaskRun(pr, task, true));
     return this.writeStatus('pipelineruns', namespace, name, (status) => ({
@@ -171,7 +178,7 @@ export class SimulatedTektonExecutor {
       completionTime: now(),
       results: Object.entries(results).map(([resultName, value]) => ({ name: resultName, value })),
       childReferences: children,
-    }));
+    }), known.pr);
   }
 
   /**
@@ -179,9 +186,9 @@ export class SimulatedTektonExecutor {
    * Failed) and succeeded tasks, the remaining regular tasks reported as
    * skipped, and Succeeded=False with `reason` (default "Failed").
    */
-  async fail(namespace: string, name: string, opts: FailOptions): Promise<PipelineRunObject> {
-    const pr = await this.getPipelineRun(namespace, name);
-    const tasks = await this.pipelineTasks(pr);
+  async fail(namespace: string, name: string, opts: FailOptions, known: Known = {}): Promise<PipelineRunObject> {
+    const pr = known.pr ?? (await this.getPipelineRun(namespace, name));
+    const tasks = await this.pipelineTasks(pr, known);
     const byName = new Map(tasks.map((t) => [t.name, t]));
     const taskFor = (n: string): PipelineTask => byName.get(n) ?? { name: n, memberOf: 'tasks' };
     const succeeded = opts.succeededTasks ?? [];
@@ -203,7 +210,7 @@ export class SimulatedTektonExecutor {
       ...(skipped.length > 0
         ? { skippedTasks: skipped.map((t) => ({ name: t.name, reason: 'PipelineRun was stopping' })) }
         : {}),
-    }));
+    }), known.pr);
   }
 
   /** What Tekton writes once a run's spec.status asks for cancellation. */
@@ -251,8 +258,8 @@ export class SimulatedTektonExecutor {
     }
   }
 
-  private async pipelineTasks(pr: PipelineRunObject): Promise<PipelineTask[]> {
-    const pipeline = await this.resolvePipeline(pr);
+  private async pipelineTasks(pr: PipelineRunObject, known: Known = {}): Promise<PipelineTask[]> {
+    const pipeline = 'pipeline' in known ? known.pipeline : await this.resolvePipeline(pr);
     const out: PipelineTask[] = [];
     for (const memberOf of ['tasks', 'finally'] as const) {
       const list = pipeline?.spec?.[memberOf];
@@ -302,8 +309,9 @@ export class SimulatedTektonExecutor {
       },
       spec: task.taskSpec !== undefined ? { taskSpec: task.taskSpec } : task.taskRef !== undefined ? { taskRef: task.taskRef } : {},
     };
+    let created: TektonObject | undefined;
     try {
-      await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'taskruns', body });
+      created = (await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'taskruns', body })) as TektonObject;
     } catch (err) {
       if (statusCode(err) !== 409) throw err; // already there (e.g. a retry): just update its status
     }
@@ -320,7 +328,7 @@ export class SimulatedTektonExecutor {
       ],
       startTime: status['startTime'] ?? now(),
       completionTime: now(),
-    }));
+    }), created);
     return { apiVersion: API_VERSION, kind: 'TaskRun', name, pipelineTaskName: task.name };
   }
 
@@ -342,15 +350,14 @@ export class SimulatedTektonExecutor {
     name: string,
     /** Returns the new status, or undefined to leave the object as it is. */
     mutate: (status: Record<string, unknown>) => Record<string, unknown> | undefined,
+    /** The object as last seen (e.g. from a watch event), to skip the first read; a stale one costs a 409 and a read. */
+    known?: TektonObject,
   ): Promise<TektonObject> {
     for (let attempt = 0; ; attempt++) {
-      const current = (await this.api.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural,
-        name,
-      })) as TektonObject;
+      const current =
+        attempt === 0 && known
+          ? known
+          : ((await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name })) as TektonObject);
       const status = mutate(isRecord(current.status) ? current.status : {});
       if (status === undefined) return current;
       const body: TektonObject = { ...current, status };
@@ -543,12 +550,12 @@ class AutoRunner implements AutoHandle {
     if (specStatus === 'PipelineRunPending' || this.seen.has(uid)) return;
     this.seen.add(uid);
     if (this.delayMs <= 0) {
-      this.track(pr, (ns, name) => this.complete(ns, name));
+      this.track(pr, (ns, name) => this.complete(ns, name, pr));
       return;
     }
     this.track(pr, async (ns, name) => {
-      await this.exec.markRunning(ns, name);
-      if (await this.delay(uid)) await this.complete(ns, name);
+      const running = await this.exec.markRunning(ns, name);
+      if (await this.delay(uid)) await this.complete(ns, name, running);
     });
   }
 
@@ -573,16 +580,33 @@ class AutoRunner implements AutoHandle {
     this.cancelTimer.delete(uid);
   }
 
-  private async complete(namespace: string, name: string): Promise<void> {
-    const pr = await this.exec.getPipelineRun(namespace, name);
+  /** Pipelines by name, read at most once a second: Tekton, too, reads them from a cache. */
+  private readonly pipelines = new Map<string, { at: number; pipeline: Promise<PipelineObject | undefined> }>();
+
+  private pipelineOf(pr: PipelineRunObject): Promise<PipelineObject | undefined> {
+    const ref = pr.spec?.['pipelineRef'];
+    const key = isRecord(ref) && typeof ref['name'] === 'string' ? ref['name'] : undefined;
+    if (!key) return this.exec.resolvePipeline(pr);
+    const hit = this.pipelines.get(key);
+    if (hit && Date.now() - hit.at < 1000) return hit.pipeline;
+    const pipeline = this.exec.resolvePipeline(pr);
+    this.pipelines.set(key, { at: Date.now(), pipeline });
+    pipeline.catch(() => this.pipelines.delete(key));
+    return pipeline;
+  }
+
+  /** Completes a run, starting from the object as last seen (a stale one costs one conflict and a read). */
+  private async complete(namespace: string, name: string, seen: PipelineRunObject): Promise<void> {
+    const pr = seen;
     if (isTerminal(pr) || this.cancelling.has(pr.metadata?.uid ?? '')) return;
-    const pipeline = await this.exec.resolvePipeline(pr);
+    const pipeline = await this.pipelineOf(pr);
     const outcome: Outcome = this.opts.outcome
       ? await this.opts.outcome(pr, pipeline)
       : { succeeded: true, results: deterministicResults(pr, pipeline) };
     if (this.stopped) return;
-    if (outcome.succeeded) await this.exec.succeed(namespace, name, outcome.results ?? {});
-    else await this.exec.fail(namespace, name, { ...outcome, failedTasks: outcome.failedTasks ?? [] });
+    const known: Known = { pr, pipeline };
+    if (outcome.succeeded) await this.exec.succeed(namespace, name, outcome.results ?? {}, known);
+    else await this.exec.fail(namespace, name, { ...outcome, failedTasks: outcome.failedTasks ?? [] }, known);
     this.completed++;
   }
 

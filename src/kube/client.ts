@@ -199,8 +199,12 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
     return namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
   }
 
-  /** Lists all pages (500 a page) and returns the list's resourceVersion. */
-  async list(namespace: string | undefined, opts: { labelSelector?: string; fieldSelector?: string } = {}): Promise<ListResult<T>> {
+  /**
+   * Lists all pages (500 a page) and returns the list's resourceVersion.
+   * `transform` is applied page by page, so a large list never holds all its
+   * objects at full size at once.
+   */
+  async list(namespace: string | undefined, opts: { labelSelector?: string; fieldSelector?: string; transform?: (obj: T) => T } = {}): Promise<ListResult<T>> {
     const items: T[] = [];
     let cont: string | undefined;
     let rv = '';
@@ -209,7 +213,7 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
       const page = (namespace
         ? await this.cluster.custom.listNamespacedCustomObject({ ...base, namespace })
         : await this.cluster.custom.listClusterCustomObject(base)) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
-      items.push(...(page.items ?? []));
+      for (const item of page.items ?? []) items.push(opts.transform ? opts.transform(item) : item);
       rv = page.metadata?.resourceVersion ?? rv;
       cont = page.metadata?.continue || undefined;
     } while (cont);

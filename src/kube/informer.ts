@@ -144,6 +144,7 @@ export class Informer<T extends KubeObject> {
         const { items, resourceVersion } = await this.client.list(this.opts.namespace, {
           labelSelector: this.opts.labelSelector,
           fieldSelector: this.opts.fieldSelector,
+          transform: this.opts.transform,
         });
         if (this.stopped) return;
         this.replace(items);
@@ -211,8 +212,7 @@ export class Informer<T extends KubeObject> {
 
   private replace(items: T[]): void {
     const seen = new Set<string>();
-    for (const raw of items) {
-      const obj = this.opts.transform ? this.opts.transform(raw) : raw;
+    for (const obj of items) {
       const key = keyOf(obj);
       seen.add(key);
       this.upsert(key, obj);

@@ -49,6 +49,7 @@ export class LeaderElector {
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
   private observed?: { record: string; at: number };
+  private observedHolder?: string;
   private leading = false;
   private stopped = false;
   private lastRenew = 0;
@@ -79,18 +80,22 @@ export class LeaderElector {
     log.info({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, 'waiting to become leader');
     for (;;) {
       if (this.stopped) return false;
-      if (await this.tryAcquireOrRenew()) break;
+      if ((await this.tryAcquireOrRenew()) === 'acquired') break;
       await sleep(this.retryPeriodMs * (1 + Math.random() * 0.2));
     }
     this.setLeading(true);
     log.info({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, 'became leader');
     const renew = async () => {
       if (this.stopped || !this.leading) return;
-      const ok = await this.tryAcquireOrRenew();
-      if (!this.leading) return;
-      if (!ok && Date.now() - this.lastRenew >= this.renewDeadlineMs) {
+      const result = await this.tryAcquireOrRenew();
+      if (this.stopped || !this.leading) return;
+      const ok = result === 'acquired';
+      if (result === 'taken' || (!ok && Date.now() - this.lastRenew >= this.renewDeadlineMs)) {
         this.setLeading(false);
-        log.error({ lease: `${this.opts.namespace}/${this.opts.name}` }, 'lost leadership: could not renew the lease in time');
+        log.error(
+          { lease: `${this.opts.namespace}/${this.opts.name}`, holder: result === 'taken' ? this.observedHolder : undefined },
+          result === 'taken' ? 'lost leadership: another instance holds the lease' : 'lost leadership: could not renew the lease in time',
+        );
         onLost();
         return;
       }
@@ -105,7 +110,8 @@ export class LeaderElector {
     this.opts.onLeadingChange?.(v);
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /** acquired: we hold the lease now; taken: someone else validly holds it; failed: could not tell (API error, conflict). */
+  private async tryAcquireOrRenew(): Promise<'acquired' | 'taken' | 'failed'> {
     const { namespace, name, identity } = this.opts;
     const now = new Date();
     const spec = (prev?: Lease['spec']): Lease['spec'] => ({
@@ -120,24 +126,22 @@ export class LeaderElector {
       if (!current) {
         current = await this.leases.create(namespace, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: spec() });
         this.took(current);
-        return true;
+        return 'acquired';
       }
       const record = JSON.stringify([current.spec?.holderIdentity, current.spec?.renewTime]);
       if (!this.observed || this.observed.record !== record) this.observed = { record, at: Date.now() };
       const holder = current.spec?.holderIdentity;
       const duration = (current.spec?.leaseDurationSeconds ?? 0) * 1000;
       const expired = !holder || this.observed.at + duration <= Date.now();
-      if (holder !== identity && !expired) {
-        if (this.leading) this.setLeading(false);
-        return false;
-      }
+      this.observedHolder = holder ?? undefined;
+      if (holder !== identity && !expired) return 'taken';
       const updated = await this.leases.replace(namespace, name, { ...current, spec: spec(current.spec) });
       this.took(updated);
-      return true;
+      return 'acquired';
     } catch (e) {
       const code = statusCode(e);
       if (code !== 409) this.opts.log.debug({ err: describeError(e), code }, 'lease update failed');
-      return false;
+      return 'failed';
     }
   }
 

@@ -4,7 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
 import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
@@ -165,4 +165,29 @@ test('--events warnings: only Rejected and Failed Events are recorded', async ()
   } finally {
     await c.kill('SIGTERM');
   }
+});
+
+test('leader election: a leader that finds the lease taken stops acting at once and exits', async () => {
+  const p = runCli([
+    'controller',
+    '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath,
+    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
+    '--namespace', NS, '--metrics-bind-address', '0', '--health-probe-bind-address', '0',
+    '--leader-elect', '--leader-election-id', 'takeover-test', '--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '500ms',
+  ]);
+  procs.push(p);
+  await p.waitForLog((l) => l.msg === 'became leader', 30_000);
+  // Another holder takes the lease (as a partitioned-away leader would find on return).
+  const leases = internalAdmin.makeApiClient(CoordinationV1Api);
+  const lease = await leases.readNamespacedLease({ name: 'takeover-test', namespace: NS });
+  await leases.replaceNamespacedLease({
+    name: 'takeover-test',
+    namespace: NS,
+    body: { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', leaseDurationSeconds: 3600, renewTime: new V1MicroTime() } },
+  });
+  const t0 = Date.now();
+  assert.equal(await p.exited, 1, 'exits non-zero so the pod restarts as a standby');
+  assert.ok(Date.now() - t0 < 3_000, 'within a few retry periods');
+  assert.ok(p.lines.some((l) => l.msg === 'lost leadership: another instance holds the lease' && l.holder === 'intruder'));
+  await leases.deleteNamespacedLease({ name: 'takeover-test', namespace: NS });
 });
