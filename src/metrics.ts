@@ -129,7 +129,7 @@ export function createMetrics(): Metrics {
         actions.inc({ action, ok: String(ok) });
       },
       finished(req, reason, succeeded, seconds) {
-        const l = { request: req.spec.request, namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded) };
+        const l = { request: req.spec?.request ?? '', namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded) };
         attempts.inc(l);
         attemptDuration.observe(l, seconds);
       },

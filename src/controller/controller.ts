@@ -272,7 +272,7 @@ export class Controller {
     const uid = request?.metadata.uid;
     const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
     const needPipeline = request && !isFinished(request) && !ours;
-    let pipeline = needPipeline ? this.pipelines.get(`${ns}/${request.spec.request}`) : undefined;
+    let pipeline = needPipeline ? this.pipelines.get(`${ns}/${request.spec?.request}`) : undefined;
     let failedTasks: string[] | undefined;
     if (request && ours && !isFinished(request)) {
       const out = outcomeOf(ours);

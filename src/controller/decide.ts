@@ -5,7 +5,7 @@
  * steps follow the request flow of the design (seed 000/001).
  */
 import { isFinished, Reason, succeededCondition, withSucceeded, rfc3339 } from '../api/conditions.js';
-import type { InternalRequest, InternalRequestStatus } from '../api/types.js';
+import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
 import { buildPipelineRun, outcomeOf, pipelineRunName, requestUidOf } from '../tekton/pipelinerun.js';
 import { checkParams } from '../tekton/params.js';
@@ -75,6 +75,11 @@ export function decide(o: Observation): Action[] {
     }
     // 2. Only allowed namespaces are served.
     const ns = req.metadata.namespace ?? '';
+    // The API server validates requests against the CRD schema; objects stored
+    // before it (or under an older schema) are checked again here, so that a
+    // malformed one is rejected with a reason instead of failing every retry.
+    const malformed = checkShape(req);
+    if (malformed && o.config.allowList.has(ns)) return [...actions, reject(req, o, malformed, 'REQUEST_INVALID')];
     if (!o.config.allowList.has(ns)) {
       return [...actions, reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED')];
     }
@@ -124,6 +129,36 @@ export function decide(o: Observation): Action[] {
   // 8. Then the PipelineRun is removed, unless debugging.
   if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'it finished and its outcome was recorded' });
   return actions;
+}
+
+const PIPELINE_NAME = new RegExp(DNS_SUBDOMAIN_PATTERN);
+const DURATION = new RegExp(DURATION_PATTERN);
+const SA_NAME = new RegExp(DNS_LABEL_PATTERN);
+
+/** What is wrong with a request's spec, or undefined when it has the shape the schema demands. */
+export function checkShape(req: InternalRequest): string | undefined {
+  const spec = req.spec as unknown;
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return 'spec is missing or not an object';
+  const { request, params, timeouts, serviceAccount } = spec as Record<string, unknown>;
+  if (typeof request !== 'string' || request.length > 253 || !PIPELINE_NAME.test(request)) {
+    return 'spec.request must be the name of a Pipeline (a DNS subdomain of at most 253 characters)';
+  }
+  if (params !== undefined) {
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) return 'spec.params must be a map of strings';
+    const bad = Object.entries(params).filter(([, v]) => typeof v !== 'string').map(([k]) => k);
+    if (bad.length) return `spec.params must be a map of strings; not strings: ${bad.sort().join(', ')}`;
+  }
+  if (timeouts !== undefined) {
+    if (typeof timeouts !== 'object' || timeouts === null || Array.isArray(timeouts)) return 'spec.timeouts must be an object';
+    for (const [k, v] of Object.entries(timeouts)) {
+      if (!['pipeline', 'tasks', 'finally'].includes(k)) return `spec.timeouts.${k} is not a timeout Tekton knows (pipeline, tasks, finally)`;
+      if (typeof v !== 'string' || !DURATION.test(v)) return `spec.timeouts.${k} must be a duration like 1h30m`;
+    }
+  }
+  if (serviceAccount !== undefined && (typeof serviceAccount !== 'string' || serviceAccount.length > 63 || !SA_NAME.test(serviceAccount))) {
+    return 'spec.serviceAccount must be a service account name';
+  }
+  return undefined;
 }
 
 function running(req: InternalRequest, o: Observation, ref: string): Action {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
-import type { InternalRequestStatus } from '../../src/api/types.js';
+import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { effectiveConfig } from '../../src/controller/config.js';
 import { config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus } from './fixtures.js';
 
@@ -158,4 +158,26 @@ test('the Succeeded condition stays entry 0 and other conditions are kept', () =
   const req = request({}, {}, { conditions: [{ type: 'Approved', status: 'True', reason: 'Approved', message: 'ok', lastTransitionTime: '2026-11-22T09:00:00Z' }] });
   const w = statusOf(decide(observe({ request: req })));
   assert.deepEqual(w.status.conditions?.map((c) => c.type), ['Succeeded', 'Approved']);
+});
+
+test('a malformed request (stored under an older schema) is rejected with what is wrong, once the namespace is allowed', () => {
+  const cases: Array<[unknown, RegExp]> = [
+    [undefined, /spec is missing/],
+    [{ params: {} }, /spec.request must be the name of a Pipeline/],
+    [{ request: 'Not A Name' }, /spec.request must be the name/],
+    [{ request: 'sign', params: { image: 1, b: true } }, /not strings: b, image/],
+    [{ request: 'sign', params: ['x'] }, /spec.params must be a map of strings/],
+    [{ request: 'sign', params: { image: 'x' }, timeouts: { pipeline: 'forever' } }, /spec.timeouts.pipeline must be a duration/],
+    [{ request: 'sign', params: { image: 'x' }, timeouts: { total: '1h' } }, /spec.timeouts.total is not a timeout Tekton knows/],
+    [{ request: 'sign', params: { image: 'x' }, serviceAccount: 'Root!' }, /spec.serviceAccount must be a service account name/],
+  ];
+  for (const [spec, msg] of cases) {
+    const req = { ...request(), spec } as unknown as InternalRequest;
+    const w = statusOf(decide(observe({ request: req })));
+    assert.equal(w.code, 'REQUEST_INVALID', JSON.stringify(spec));
+    assert.match(w.status.conditions?.[0]?.message ?? '', msg, JSON.stringify(spec));
+    // from a namespace that is not allowed, the namespace is what is reported
+    const other = { ...req, metadata: { ...req.metadata, namespace: 'elsewhere' } } as InternalRequest;
+    assert.equal(statusOf(decide(observe({ request: other }))).code, 'REQUEST_NAMESPACE_NOT_ALLOWED');
+  }
 });
