@@ -42,6 +42,8 @@ export class Cluster {
   readonly coordination: CoordinationV1Api;
   readonly watcher: Watch;
   readonly server: string;
+  /** Sees every request's outcome; watches report themselves here when they end. */
+  readonly observer: RequestObserver | undefined;
 
   constructor(
     readonly name: ClusterName,
@@ -54,6 +56,7 @@ export class Cluster {
     this.server = cluster.server;
     const timeoutMs = opts.requestTimeoutMs ?? 30_000;
     const observer = opts.observer;
+    this.observer = observer;
     const started = new WeakMap<RequestContext, number>();
     const sharedAgent = this.agent;
     const config = createConfiguration({

@@ -255,9 +255,18 @@ export class Informer<T extends KubeObject> {
       let settled = false;
       let abort: AbortController | undefined;
       let inactivity: NodeJS.Timeout | undefined;
+      const t0 = performance.now();
       const finish = (error?: unknown) => {
         if (settled) return;
         settled = true;
+        const failed = error !== undefined && error !== null;
+        this.client.cluster.observer?.(
+          this.client.cluster.name,
+          'GET',
+          `${this.client.path(this.opts.namespace)}?watch=true`,
+          failed ? (statusCode(error) ?? 'error') : 200,
+          (performance.now() - t0) / 1000,
+        );
         clearTimeout(inactivity);
         clearTimeout(deadline);
         abort?.abort();

@@ -80,6 +80,7 @@ test('metrics change as requests move; names of the Go controller kept', async (
   assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'internal', verb: 'create', code: '201' }) ?? 0) >= 1, 'PipelineRun create counted');
   assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'remote', verb: 'update', code: '200' }) ?? 0) >= 2, 'status writes counted');
   assert.ok(sample(text, 'internal_services_watch_last_contact_age_seconds', { informer: 'remote/internalrequests' }) !== undefined);
+  assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'remote', verb: 'list', code: '200' }) ?? 0) >= 1, 'lists counted');
   assert.equal(sample(text, 'internal_services_leader'), 1);
   assert.ok((sample(text, 'internal_services_reconcile_total', { result: 'ok' }) ?? 0) >= 2);
   await waitFor('concurrent gauge back to 0', async () => sample(await scrape(port), 'internal_request_attempt_concurrent_requests') === 0);
@@ -87,8 +88,9 @@ test('metrics change as requests move; names of the Go controller kept', async (
 });
 
 test('/readyz: unready while the remote apiserver is down, ready when it is back; the pending request then completes', async () => {
-  const c = await startController(env);
+  const c = await startController(env, ['--metrics-bind-address', '127.0.0.1:0']);
   procs.push(c);
+  const metricsPort = Number(String((await c.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
   const readyz = `http://127.0.0.1:${c.healthPort}/readyz`;
   assert.equal(await httpStatus(`http://127.0.0.1:${c.healthPort}/healthz`), 200);
   await waitFor('ready', async () => (await httpStatus(readyz)) === 200);
@@ -106,6 +108,8 @@ test('/readyz: unready while the remote apiserver is down, ready when it is back
   await waitFor('ready again', async () => (await httpStatus(readyz)) === 200, 60_000);
   const done = await waitForReason(requester, 'team-a', 'through-outage', ['Succeeded'], 60_000);
   assert.deepEqual(done.status?.results, { signature: 'during-outage' });
+  // The outage ended the remote watch; ended watches are counted by cluster and verb too.
+  assert.ok((sample(await scrape(metricsPort), 'internal_services_api_requests_total', { cluster: 'remote', verb: 'watch' }) ?? 0) >= 1, 'watches counted');
   await c.kill('SIGTERM');
 });
 
