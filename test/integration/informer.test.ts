@@ -11,7 +11,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { ensureNamespace, installProject } from '../../src/envtest/apply.js';
-import { fromKubeConfig } from '../../src/kube/client.js';
+import { fromKubeConfig, ResourceClient } from '../../src/kube/client.js';
 import { Informer, type InformerOptions } from '../../src/kube/informer.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../../src/api/types.js';
 import { createRequest, waitFor } from './helpers.js';
@@ -130,6 +130,34 @@ test('cut connections: reconnects; a deletion made while disconnected is not los
     await waitFor('periodic relists', async () => resyncs() >= r0 + 2, 10_000);
     assert.equal(inf.health.failures, 0);
     assert.ok(inf.synced);
+  } finally {
+    await inf.stop();
+    remote.close();
+  }
+});
+
+test('410 Gone: a watch from a resourceVersion the apiserver no longer has leads to a full relist', async () => {
+  // The first list reports resourceVersion "1", long gone on the real
+  // apiserver (as after compaction): the real watch answers 410 Gone.
+  class ExpiredOnce extends ResourceClient<InternalRequest> {
+    lists = 0;
+    override async list(ns: string | undefined, o: Parameters<ResourceClient<InternalRequest>['list']>[1]) {
+      const r = await super.list(ns, o);
+      return this.lists++ === 0 ? { ...r, resourceVersion: '1' } : r;
+    }
+  }
+  const remote = await fromKubeConfig('remote', env.remote.identities.admin.kubeConfig());
+  const client = new ExpiredOnce(remote, INTERNAL_REQUEST);
+  let resyncs = 0;
+  const inf = new Informer<InternalRequest>('gone/internalrequests', client, { onResync: () => resyncs++ }, log, { namespace: 'relay' });
+  try {
+    inf.start();
+    await inf.waitForSync();
+    await waitFor('a second list after 410', async () => client.lists >= 2 && resyncs >= 2, 10_000);
+    await createRequest(env.remote.identities.admin.kubeConfig(), 'relay', 'after-gone', { request: 'p' });
+    await waitFor('the watch working after the relist', async () => inf.get('relay/after-gone'), 10_000);
+    assert.equal(client.lists, 2, 'one relist, then the watch holds');
+    assert.equal(inf.health.failures, 0);
   } finally {
     await inf.stop();
     remote.close();
