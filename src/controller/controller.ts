@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { CONFIG_NAME, INTERNAL_REQUEST, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalServicesConfig } from '../api/types.js';
-import { isFinished, succeededCondition } from '../api/conditions.js';
+import { isFinished, rfc3339, succeededCondition, withSucceeded } from '../api/conditions.js';
 import { describeError, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
@@ -386,9 +386,10 @@ export class Controller {
         await this.reconcile(key, fresh, attempt + 1);
         return false;
       }
-      if (code === 422 && status.results && Object.keys(status.results).length) {
-        // The results do not fit (size limits of the remote cluster): record
-        // the outcome without them rather than lose it.
+      if (status.results && Object.keys(status.results).length && (code === 413 || code === 422 || /too large/i.test(describeError(e)))) {
+        // The results do not fit (the remote cluster's size limits: 413, a
+        // 422 from validation, or etcd's "request is too large" as a 500):
+        // record the outcome without them rather than retry forever.
         const msg = `the results of the PipelineRun could not be stored on the request: ${describeError(e)}`;
         return this.writeStatus(key, request, rejectStatus(request, msg, this.now(), 'Failed'), { type: 'Warning', reason: 'Failed', message: msg }, attempt);
       }
@@ -471,15 +472,12 @@ function slimRequest(req: InternalRequest): InternalRequest {
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 function rejectStatus(req: InternalRequest, message: string, now: Date, reason = 'Rejected'): NonNullable<InternalRequest['status']> {
-  const ts = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const gen = req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {};
   return {
     ...req.status,
     results: undefined,
-    conditions: [
-      { type: 'Succeeded', status: 'False', reason, message, lastTransitionTime: ts, ...(req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {}) },
-      ...(req.status?.conditions ?? []).filter((c) => c.type !== 'Succeeded'),
-    ],
-    completionTime: ts,
+    conditions: withSucceeded(req.status?.conditions, { status: 'False', reason, message, ...gen }, now),
+    completionTime: rfc3339(now),
   };
 }
 

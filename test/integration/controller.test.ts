@@ -373,3 +373,24 @@ describe('status writes', () => {
     }
   });
 });
+
+describe('results that do not fit', () => {
+  test('results too large for the remote cluster: Failed with the reason, not retried forever', async () => {
+    const c = await startController(env);
+    try {
+      const r = await createRequest(requester, 'team-a', 'huge-results', { request: 'build-and-sign' });
+      const pr = await theOnlyPipelineRun(r.metadata.uid!);
+      await waitForReason(requester, 'team-a', 'huge-results', ['Running']);
+      // Fits in the PipelineRun as an array, but as JSON text inside the
+      // request every quote is escaped again: past etcd's object size limit.
+      await executor.succeed(NS, pr.metadata.name!, { quotes: ['"'.repeat(500_000)] });
+      const got = await waitForReason(requester, 'team-a', 'huge-results', ['Failed', 'Succeeded'], 30_000);
+      assert.equal(reasonOf(got), 'Failed');
+      assert.match(got.status?.conditions?.[0]?.message ?? '', /the results of the PipelineRun could not be stored on the request: .*too large/);
+      assert.equal(got.status?.results, undefined);
+      await waitFor('the PipelineRun removed', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0);
+    } finally {
+      await c.kill('SIGKILL');
+    }
+  });
+});
