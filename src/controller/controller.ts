@@ -319,7 +319,7 @@ export class Controller {
             this.log.info({ request: key, pipelineRun: pr.metadata.name }, 'PipelineRun already exists');
             return true;
           }
-          if ((code === 400 || code === 422) && request) {
+          if ((code === 400 || code === 413 || code === 422 || /too large/i.test(describeError(e))) && request) {
             // The internal cluster refuses the PipelineRun this request produces.
             const msg = `the internal cluster refused the PipelineRun for this request: ${describeError(e)}`;
             await this.writeStatus(key, request, rejectStatus(request, msg, this.now()), { type: 'Warning', reason: 'Rejected', message: msg }, attempt);
