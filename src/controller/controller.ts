@@ -5,15 +5,15 @@
  */
 import type { Logger } from 'pino';
 import { CONFIG_NAME, INTERNAL_REQUEST, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalServicesConfig } from '../api/types.js';
-import { isFinished, rfc3339, succeededCondition, withSucceeded } from '../api/conditions.js';
-import { describeError, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
+import { isFinished, Reason, succeededCondition } from '../api/conditions.js';
+import { describeError, isRefusedObject, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
 import { WorkQueue, type QueueObserver } from '../kube/queue.js';
 import { OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig } from './config.js';
-import { decide, type Action, type Observation } from './decide.js';
+import { decide, endWithoutResults, type Action, type Observation } from './decide.js';
 
 export interface ControllerMetrics {
   queue?: QueueObserver;
@@ -319,10 +319,11 @@ export class Controller {
             this.log.info({ request: key, pipelineRun: pr.metadata.name }, 'PipelineRun already exists');
             return true;
           }
-          if ((code === 400 || code === 413 || code === 422 || /too large/i.test(describeError(e))) && request) {
+          if (isRefusedObject(e) && request) {
             // The internal cluster refuses the PipelineRun this request produces.
             const msg = `the internal cluster refused the PipelineRun for this request: ${describeError(e)}`;
-            await this.writeStatus(key, request, rejectStatus(request, msg, this.now()), { type: 'Warning', reason: 'Rejected', message: msg }, attempt);
+            const end = endWithoutResults(request, Reason.Rejected, msg, this.now(), 'REQUEST_INVALID');
+            await this.writeStatus(key, request, end.status, end.event, attempt);
             return false;
           }
           throw e;
@@ -386,12 +387,12 @@ export class Controller {
         await this.reconcile(key, fresh, attempt + 1);
         return false;
       }
-      if (status.results && Object.keys(status.results).length && (code === 413 || code === 422 || /too large/i.test(describeError(e)))) {
-        // The results do not fit (the remote cluster's size limits: 413, a
-        // 422 from validation, or etcd's "request is too large" as a 500):
-        // record the outcome without them rather than retry forever.
+      if (status.results && Object.keys(status.results).length && isRefusedObject(e)) {
+        // The results do not fit (the remote cluster's size limits or
+        // validation): record the outcome without them rather than retry forever.
         const msg = `the results of the PipelineRun could not be stored on the request: ${describeError(e)}`;
-        return this.writeStatus(key, request, rejectStatus(request, msg, this.now(), 'Failed'), { type: 'Warning', reason: 'Failed', message: msg }, attempt);
+        const end = endWithoutResults(request, Reason.Failed, msg, this.now(), 'PIPELINERUN_FAILED');
+        return this.writeStatus(key, request, end.status, end.event, attempt);
       }
       throw e;
     }
@@ -470,16 +471,6 @@ function slimRequest(req: InternalRequest): InternalRequest {
 }
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
-function rejectStatus(req: InternalRequest, message: string, now: Date, reason = 'Rejected'): NonNullable<InternalRequest['status']> {
-  const gen = req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {};
-  return {
-    ...req.status,
-    results: undefined,
-    conditions: withSucceeded(req.status?.conditions, { status: 'False', reason, message, ...gen }, now),
-    completionTime: rfc3339(now),
-  };
-}
 
 function effectiveSummary(c: InternalServicesConfig, ns: string) {
   const e = effectiveConfig(c, ns);

@@ -173,13 +173,24 @@ function running(req: InternalRequest, o: Observation, ref: string): Action {
 }
 
 function reject(req: InternalRequest, o: Observation, message: string, code: ErrorCode): Action {
+  return endWithoutResults(req, Reason.Rejected, message, o.now, code);
+}
+
+/**
+ * The request ends unsuccessfully (Rejected, or Failed), with no results:
+ * also used by the controller when the clusters refuse what decide() planned
+ * (a PipelineRun the internal cluster will not store, results the remote one
+ * will not).
+ */
+export function endWithoutResults(req: InternalRequest, reason: string, message: string, now: Date, code: ErrorCode): Action & { type: 'writeStatus' } {
   const status: InternalRequestStatus = {
     ...req.status,
-    conditions: withSucceeded(req.status?.conditions, { status: 'False', reason: Reason.Rejected, message, ...gen(req) }, o.now),
-    completionTime: rfc3339(o.now),
+    conditions: withSucceeded(req.status?.conditions, { status: 'False', reason, message, ...gen(req) }, now),
+    completionTime: rfc3339(now),
     ...gen(req),
   };
-  return { type: 'writeStatus', status, event: { type: 'Warning', reason: Reason.Rejected, message }, code };
+  delete status.results;
+  return { type: 'writeStatus', status, event: { type: 'Warning', reason, message }, code };
 }
 
 function finish(

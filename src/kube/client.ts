@@ -282,6 +282,16 @@ export function statusCode(e: unknown): number | undefined {
   return typeof c === 'number' ? c : undefined;
 }
 
+/**
+ * True when the API server refuses an object for what it is, so that sending
+ * it again can never succeed: invalid (400, 422), too large (413, or etcd's
+ * "request is too large", which reaches clients as a 500).
+ */
+export function isRefusedObject(e: unknown): boolean {
+  const code = statusCode(e);
+  return code === 400 || code === 413 || code === 422 || (code === 500 && /too large/i.test(describeError(e)));
+}
+
 /** A readable one-line description of an API or network error. */
 export function describeError(e: unknown): string {
   if (e instanceof ApiException) {
