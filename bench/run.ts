@@ -245,9 +245,10 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       const readyMs = await controller.waitReady(opts.readyTimeoutSeconds * 1000);
       const atReady = sampler.sample();
       log(`controller ready after ${readyMs.toFixed(0)} ms`);
+      const run: RunContext = { opts, s, observer, controller, sampler, requester, runId, log };
 
       if (opts.scale !== undefined && precreate) {
-        result.scale = await scaleMode(opts, s, observer, controller, sampler, requester, precreate, readyMs, atReady.rssBytes, runId, log);
+        result.scale = await scaleMode(run, precreate, readyMs, atReady.rssBytes);
         if (!result.scale.correctness.ok) result.failures.push(...result.scale.correctness.failures.map((f) => `scale: ${f}`));
       } else {
         await sleep(500);
@@ -255,7 +256,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
         const s0 = sampler.sample();
         result.controllerStart = { readyMs: round(readyMs, 0), cpuSeconds: round(s0.cpuSeconds, 2), rssAtReadyMB: mb(atReady.rssBytes), api: controllerRows(opts, startupAudit) };
         for (let pass = 1; pass <= opts.passes; pass++) {
-          const r = await onePass(opts, s, observer, controller, sampler, requester, pass, runId, log, result.ceiling?.writesPerSecond);
+          const r = await onePass(run, pass, result.ceiling?.writesPerSecond);
           result.passes.push(r);
           if (!r.correctness.ok) result.failures.push(...r.correctness.failures.map((f) => `pass ${pass}: ${f}`));
           log(`pass ${pass}: ${r.throughput} requests/s, p99 create→terminal ${r.latencyMs.createToTerminal.p99 ?? '-'} ms, ${r.correctness.ok ? 'correct' : 'INCORRECT'}`);
@@ -305,18 +306,20 @@ function controllerFigures(sampler: ProcTreeSampler, cpu0: number, requests: num
   };
 }
 
-async function onePass(
-  opts: BenchOptions,
-  s: Setup,
-  observer: Observer,
-  controller: ControllerProcess,
-  sampler: ProcTreeSampler,
-  requester: Awaited<ReturnType<typeof requesterClient>>,
-  pass: number,
-  runId: string,
-  log: (m: string) => void,
-  ceilingWritesPerSecond: number | undefined,
-): Promise<PassResult> {
+/** What every measurement of one run works with. */
+interface RunContext {
+  opts: BenchOptions;
+  s: Setup;
+  observer: Observer;
+  controller: ControllerProcess;
+  sampler: ProcTreeSampler;
+  requester: Awaited<ReturnType<typeof requesterClient>>;
+  runId: string;
+  log: (m: string) => void;
+}
+
+async function onePass(run: RunContext, pass: number, ceilingWritesPerSecond: number | undefined): Promise<PassResult> {
+  const { opts, s, observer, controller, sampler, requester, runId, log } = run;
   readAudit(s); // close the previous window
   const cpuAt = cpuSnapshot(s, sampler);
   const cpu0 = sampler.sample().cpuSeconds;
@@ -464,18 +467,12 @@ async function precreateFinished(s: Setup, m: number, runId: string, log: (msg: 
 }
 
 async function scaleMode(
-  opts: BenchOptions,
-  s: Setup,
-  observer: Observer,
-  controller: ControllerProcess,
-  sampler: ProcTreeSampler,
-  requester: Awaited<ReturnType<typeof requesterClient>>,
+  run: RunContext,
   pre: { count: number; seconds: number; names: Set<string> },
   readyMs: number,
   rssAtReady: number,
-  runId: string,
-  log: (m: string) => void,
 ): Promise<ScaleResult> {
+  const { opts, s, observer, controller, sampler, requester, runId, log } = run;
   const cpuToReady = sampler.sample().cpuSeconds;
   const ns = s.allowed[0]!;
   const name = `${runId}-new`;

@@ -40,7 +40,6 @@ export async function waitForRequests(target: Target, initial: readonly Internal
 
 class Waiter {
   private readonly tracked = new Map<string, Tracked>();
-  private abortWatch: (() => void) | undefined;
 
   constructor(
     private readonly t: Target,
@@ -120,7 +119,6 @@ class Waiter {
         settled = true;
         clearTimeout(guard);
         clearTimeout(deadline);
-        this.abortWatch = undefined;
         if (!aborted) {
           aborted = true;
           ctrl?.abort();
@@ -133,7 +131,6 @@ class Waiter {
         ctrl?.abort();
         finish();
       };
-      this.abortWatch = stop;
       // The server ends the watch after timeoutSeconds; a connection that
       // silently died would not, so give up on it a little later and re-list.
       const guard = setTimeout(stop, (timeoutSeconds + 30) * 1000);
