@@ -6,17 +6,23 @@
 # Why a wrapper: k8s.io/kubernetes (and etcd's server module) carry `replace`
 # directives pointing at in-repo staging directories, so `go install pkg@ver`
 # refuses them. A module that requires them and replaces each staging module
-# with its published twin builds the same commands.
+# with its published twin builds the same commands. Tekton's module carries
+# `replace` lines that pin other published versions; the wrapper repeats them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 . "$here/versions.env"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+only=("$@")   # e.g. "tekton": regenerate only that wrapper
 
 # gen_wrapper NAME MODULE VERSION REPLACED_PATTERN REPLACEMENT_VERSION PACKAGE...
 #   REPLACED_PATTERN: sed -n expression printing, from the upstream go.mod, the
-#   module paths that are replaced by a relative directory upstream.
+#   module paths that are replaced by a relative directory upstream (each
+#   becomes "path => path REPLACEMENT_VERSION"); with REPLACEMENT_VERSION "-",
+#   it prints whole "old => new version" lines, repeated as they are.
 gen_wrapper() {
+  # With arguments, the script regenerates only the wrappers they name.
+  if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" $1 "* ]]; then return 0; fi
   local name=$1 module=$2 version=$3 pattern=$4 replacement=$5
   shift 5
   local dir="$here/$name" gomod
@@ -31,7 +37,11 @@ gen_wrapper() {
     echo "require $module $version"
     echo
     echo "replace ("
-    sed -n "$pattern" "$gomod" | while read -r m; do echo "	$m => $m $replacement"; done
+    if [ "$replacement" = - ]; then
+      sed -n "$pattern" "$gomod" | while read -r line; do echo "	$line"; done
+    else
+      sed -n "$pattern" "$gomod" | while read -r m; do echo "	$m => $m $replacement"; done
+    fi
     echo ")"
   } > "$dir/go.mod"
   {
@@ -54,3 +64,10 @@ gen_wrapper kube k8s.io/kubernetes "$KUBERNETES_VERSION" \
 gen_wrapper etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" \
   's#^\s*\(go.etcd.io/etcd/[a-z0-9/-]*\) => \.\./.*#\1#p' "$ETCD_VERSION" \
   go.etcd.io/etcd/server/v3
+# Tekton: the pipelines controller, the remote resolvers and the webhook.
+# Its go.mod has "replace" both inside a block and as single lines; the
+# pattern prints "old => new version" from either form.
+gen_wrapper tekton github.com/tektoncd/pipeline "$TEKTON_VERSION" \
+  's#^\(replace\)\{0,1\}\s*\([a-zA-Z0-9./_-]* => [a-zA-Z0-9./_-]* v[^ ]*\).*#\2#p' - \
+  github.com/tektoncd/pipeline/cmd/controller github.com/tektoncd/pipeline/cmd/resolvers \
+  github.com/tektoncd/pipeline/cmd/webhook

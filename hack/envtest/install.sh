@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Makes the test control plane's binaries available and prints the directory
-# that holds them (kube-apiserver, etcd, kubectl, tekton-crds/).
+# Makes the test control plane's binaries available and prints, as one JSON
+# line, where they are: kube-apiserver, etcd, kubectl; Tekton's controller,
+# resolvers and webhook; Tekton's own manifests (config/ of its module).
 #
 # Looked for in this order:
 #   1. $KUBEBUILDER_ASSETS, if it holds kube-apiserver and etcd (envtest layout);
 #   2. the per-version cache: ${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services}/envtest/<versions>;
 #   3. built here from Go modules with the machine's Go toolchain, into that cache.
-# The Tekton CRDs always come from the github.com/tektoncd/pipeline module at
-# TEKTON_VERSION and are copied next to the binaries.
+# Tekton (github.com/tektoncd/pipeline at TEKTON_VERSION) has its own lookup,
+# with TEKTON_ASSETS in place of KUBEBUILDER_ASSETS; see below.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -16,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 log() { printf 'envtest: %s\n' "$*" >&2; }
 
 cache_root=${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services}
-dir="$cache_root/envtest/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_tekton-${TEKTON_VERSION}"
+dir="$cache_root/envtest/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
 
 if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/kube-apiserver" ] && [ -x "$KUBEBUILDER_ASSETS/etcd" ]; then
   bin_dir=$KUBEBUILDER_ASSETS
@@ -49,18 +50,41 @@ else
   rmdir "$bin_dir.tmp" 2>/dev/null || true
 fi
 
-crd_dir="$dir/tekton-crds"
-if [ ! -f "$crd_dir/300-pipelinerun.yaml" ]; then
-  log "fetching Tekton CRDs ${TEKTON_VERSION}"
-  src=$(GOFLAGS=-mod=mod go mod download -json "github.com/tektoncd/pipeline@${TEKTON_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -d "$src/config/300-crds" ] || { log "no config/300-crds in github.com/tektoncd/pipeline@${TEKTON_VERSION}"; exit 1; }
-  mkdir -p "$crd_dir"
-  for f in 300-pipeline.yaml 300-pipelinerun.yaml 300-task.yaml 300-taskrun.yaml; do
-    cp "$src/config/300-crds/$f" "$crd_dir/$f"
-    chmod 644 "$crd_dir/$f"
-  done
+# --- Tekton: controller, resolvers and webhook binaries plus the module's own
+# manifests (config/: CRDs, config-* ConfigMaps, resolvers/). Looked for in
+# $TEKTON_ASSETS (a directory with bin/{controller,resolvers,webhook} and
+# config/), then the per-version cache, then built from the wrapper module.
+tekton_dir="$cache_root/tekton/${TEKTON_VERSION}"
+if [ -n "${TEKTON_ASSETS:-}" ] && [ -x "$TEKTON_ASSETS/bin/controller" ] && [ -d "$TEKTON_ASSETS/config/300-crds" ]; then
+  tekton_dir=$TEKTON_ASSETS
+  log "using Tekton from TEKTON_ASSETS=$tekton_dir"
+else
+  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+  if [ ! -f "$tekton_dir/config/300-crds/300-pipelinerun.yaml" ]; then
+    command -v go >/dev/null || { log "Go is needed to fetch Tekton's manifests (nothing cached in $tekton_dir)"; exit 1; }
+    log "fetching Tekton ${TEKTON_VERSION} manifests"
+    src=$(go mod download -json "github.com/tektoncd/pipeline@${TEKTON_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    [ -d "$src/config/300-crds" ] || { log "no config/300-crds in github.com/tektoncd/pipeline@${TEKTON_VERSION}"; exit 1; }
+    rm -rf "$tekton_dir/config.tmp"
+    mkdir -p "$tekton_dir"
+    cp -r "$src/config" "$tekton_dir/config.tmp"
+    chmod -R u+w,a+rX "$tekton_dir/config.tmp"
+    rm -rf "$tekton_dir/config"
+    mv "$tekton_dir/config.tmp" "$tekton_dir/config"
+  fi
+  if [ ! -x "$tekton_dir/bin/controller" ] || [ ! -x "$tekton_dir/bin/resolvers" ] || [ ! -x "$tekton_dir/bin/webhook" ]; then
+    command -v go >/dev/null || { log "Go is needed to build Tekton (no cached binaries in $tekton_dir/bin)"; exit 1; }
+    log "building Tekton ${TEKTON_VERSION} controller, resolvers and webhook (first run only; a few minutes)"
+    rm -rf "$tekton_dir/bin.tmp"
+    mkdir -p "$tekton_dir/bin.tmp"
+    (cd "$here/tekton" && go build -trimpath -ldflags "-s -w" -o "$tekton_dir/bin.tmp/" \
+      github.com/tektoncd/pipeline/cmd/controller github.com/tektoncd/pipeline/cmd/resolvers \
+      github.com/tektoncd/pipeline/cmd/webhook)
+    rm -rf "$tekton_dir/bin"
+    mv "$tekton_dir/bin.tmp" "$tekton_dir/bin"
+  fi
 fi
 
 # One line of machine-readable output for callers (the test harness, CI).
-printf '{"binDir":"%s","tektonCrdDir":"%s","kubernetesVersion":"%s","etcdVersion":"%s","tektonVersion":"%s"}\n' \
-  "$bin_dir" "$crd_dir" "$KUBERNETES_VERSION" "$ETCD_VERSION" "$TEKTON_VERSION"
+printf '{"binDir":"%s","tektonBinDir":"%s","tektonConfigDir":"%s","tektonCrdDir":"%s","kubernetesVersion":"%s","etcdVersion":"%s","tektonVersion":"%s"}\n' \
+  "$bin_dir" "$tekton_dir/bin" "$tekton_dir/config" "$tekton_dir/config/300-crds" "$KUBERNETES_VERSION" "$ETCD_VERSION" "$TEKTON_VERSION"

@@ -12,6 +12,10 @@ export interface EnvtestAssets {
   binDir: string;
   /** Directory holding the Tekton CRD manifests (300-*.yaml). */
   tektonCrdDir: string;
+  /** Directory holding Tekton's controller, resolvers and webhook binaries. */
+  tektonBinDir: string;
+  /** The config/ directory of the github.com/tektoncd/pipeline module (its own manifests). */
+  tektonConfigDir: string;
   /** e.g. "v1.35.4" — what the apiserver reports as gitVersion. */
   kubernetesVersion: string;
   etcdVersion: string;
@@ -96,6 +100,8 @@ function parseAssets(value: unknown): EnvtestAssets {
   return {
     binDir: str('binDir'),
     tektonCrdDir: str('tektonCrdDir'),
+    tektonBinDir: str('tektonBinDir'),
+    tektonConfigDir: str('tektonConfigDir'),
     kubernetesVersion: str('kubernetesVersion'),
     etcdVersion: str('etcdVersion'),
     tektonVersion: str('tektonVersion'),

@@ -18,6 +18,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { ensureBinaries, type EnvtestAssets, type LogFn } from './binaries.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
+import { startTekton, TEKTON_IDENTITIES, type TektonOptions, type TektonPlatform } from './tekton.js';
 
 export type { EnvtestAssets } from './binaries.js';
 
@@ -49,6 +50,10 @@ export interface ControlPlaneIdentities {
   requester?: Identity;
   /** remote only: user "outsider", no grants at all. */
   outsider?: Identity;
+  /** internal only: the ServiceAccounts of Tekton's own manifests (controller, webhook, resolvers). */
+  tektonController?: Identity;
+  tektonWebhook?: Identity;
+  tektonResolvers?: Identity;
 }
 
 export interface ControlPlane {
@@ -76,6 +81,8 @@ export interface Environment {
   assets: EnvtestAssets;
   /** Milliseconds from startEnvironment() until both apiservers were ready (binaries lookup included). */
   startupMs: number;
+  /** Real Tekton on the internal cluster (pods simulated), when started with `tekton`. */
+  tekton?: TektonPlatform;
   /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -89,6 +96,11 @@ export interface StartEnvironmentOptions {
   log?: LogFn;
   /** Give up waiting for readiness after this long (default 60 s). */
   readyTimeoutMs?: number;
+  /**
+   * Also run real Tekton (controller, resolvers, webhook; pods simulated) on
+   * the internal cluster, plus a git server on loopback. See tekton.ts.
+   */
+  tekton?: boolean | TektonOptions;
 }
 
 interface IdentitySpec {
@@ -99,10 +111,21 @@ interface IdentitySpec {
 
 const CONTROLLER_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${CONTROLLER_NAMESPACE}`, 'system:authenticated'];
 
+const serviceAccountGroups = (username: string): string[] => [
+  'system:serviceaccounts',
+  `system:serviceaccounts:${username.split(':')[2] ?? ''}`,
+  'system:authenticated',
+];
+
 const IDENTITIES: Record<ControlPlane['name'], IdentitySpec[]> = {
   internal: [
     { name: 'admin', username: 'admin', groups: ['system:masters'] },
     { name: 'controller', username: CONTROLLER_USERNAME, groups: CONTROLLER_GROUPS },
+    ...(['controller', 'webhook', 'resolvers'] as const).map((k) => ({
+      name: `tekton${k[0]!.toUpperCase()}${k.slice(1)}` as keyof ControlPlaneIdentities,
+      username: TEKTON_IDENTITIES[k],
+      groups: serviceAccountGroups(TEKTON_IDENTITIES[k]),
+    })),
   ],
   remote: [
     { name: 'admin', username: 'admin', groups: ['system:masters'] },
@@ -134,8 +157,11 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
 
   const processes: ManagedProcess[] = [];
+  /** Processes started on top of the control planes (Tekton, git daemon); stopped first. */
+  const adopted: ManagedProcess[] = [];
+  let tekton: TektonPlatform | undefined;
   const pidFile = join(dir, 'pids');
-  const refreshPids = (): void => writePidFile(pidFile, processes.map((p) => p.pid));
+  const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
   let watchdog: ChildProcess | undefined;
   let stopping: Promise<void> | undefined;
   // Concurrent or repeated stop() calls share one teardown.
@@ -146,6 +172,8 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     // A graceful apiserver shutdown takes about a second; when the state is
     // thrown away anyway there is nothing to be graceful about.
     const graceMs = keep ? 3000 : 0;
+    await tekton?.stop().catch(() => {});
+    await Promise.all(adopted.map((p) => p.stop(graceMs)));
     const [etcdProc, ...apiservers] = processes;
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
     await etcdProc?.stop(graceMs);
@@ -230,12 +258,35 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
 
     const startupMs = Date.now() - started;
     log(`envtest: control planes ready after ${startupMs} ms (remote ${planes[0].url}, internal ${planes[1].url}; dir ${dir})`);
+    if (opts.tekton) {
+      const internal = planes[1];
+      tekton = await startTekton(
+        {
+          dir,
+          assets,
+          admin: internal.identities.admin.kubeConfig(),
+          kubeconfigFor: (username) => {
+            const id = Object.values(internal.identities).find((i: Identity | undefined) => i?.username === username);
+            if (!id) throw new Error(`no identity ${username} on the internal cluster`);
+            return id.kubeconfigPath;
+          },
+          adopt: (p) => {
+            adopted.push(p);
+            refreshPids();
+          },
+          onChange: refreshPids,
+          log,
+        },
+        opts.tekton === true ? {} : opts.tekton,
+      );
+    }
     return {
       dir,
       remote: planes[0],
       internal: planes[1],
       assets,
       startupMs,
+      ...(tekton ? { tekton } : {}),
       stop: stopAll,
     };
   } catch (err) {

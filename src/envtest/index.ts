@@ -40,3 +40,15 @@ export {
   type ResultValue,
   type TektonObject,
 } from './executor.js';
+export {
+  startTekton,
+  ensureServiceAccount,
+  tektonAvailable,
+  TEKTON_NAMESPACE,
+  RESOLVERS_NAMESPACE,
+  TEKTON_IDENTITIES,
+  type TektonOptions,
+  type TektonPlatform,
+} from './tekton.js';
+export { SimulatedKubelet, planStep, terminationMessage, TEKTON_POD_SELECTOR, type StepPlan } from './kubelet.js';
+export { startGitServer, type GitRepository, type GitServer } from './git.js';

@@ -81,6 +81,8 @@ export class ManagedProcess {
     readonly args: readonly string[],
     readonly logPath: string,
     private readonly onChange: () => void = () => {},
+    /** The child's environment (default: this process' own). */
+    private readonly env?: NodeJS.ProcessEnv,
   ) {}
 
   get running(): boolean {
@@ -102,7 +104,7 @@ export class ManagedProcess {
     const fd = openSync(this.logPath, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(this.command, this.args, { stdio: ['ignore', fd, fd] });
+      child = spawn(this.command, this.args, { stdio: ['ignore', fd, fd], ...(this.env ? { env: this.env } : {}) });
     } finally {
       closeSync(fd); // the child holds its own copy
     }
