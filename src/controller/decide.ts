@@ -45,11 +45,16 @@ export function decide(o: Observation): Action[] {
   const uid = req?.metadata.uid;
 
   // PipelineRuns whose request is gone (deleted, or re-created under the same
-  // name with a new uid): stop them, and remove them unless debugging.
+  // name with a new uid): stop them, and once Tekton reports them stopped
+  // (cancellation runs finally tasks and ends the pods), remove them unless
+  // debugging. Tekton's update of the run brings the key back here.
   for (const pr of o.pipelineRuns) {
     if (uid && requestUidOf(pr) === uid) continue;
     const out = outcomeOf(pr);
-    if (!out.done && !out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
+    if (!out.done) {
+      if (!out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
+      continue;
+    }
     if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
   }
   if (!req || !uid) return actions;

@@ -249,6 +249,16 @@ export async function ensureNamespace(kc: KubeConfig, name: string): Promise<voi
   }
 }
 
+/** Creates a ServiceAccount if missing (no controller-manager makes "default" here). */
+export async function ensureServiceAccount(kc: KubeConfig, namespace: string, name: string): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  } catch (err) {
+    if (statusCode(err) !== 409) throw wrap(err, `create ServiceAccount ${namespace}/${name}`);
+  }
+}
+
 /** Applies manifests and waits for any CRDs among them; returns what was applied. */
 export async function applyManifests(kc: KubeConfig, objects: readonly Manifest[]): Promise<KubernetesObject[]> {
   const applied = await applyObjects(kc, objects);
@@ -265,7 +275,10 @@ export interface InstallProjectOptions {
    * repository's config/). Missing subdirectories are skipped (and logged).
    */
   configDir?: string;
-  /** Install the Tekton CRDs on the internal cluster (default true). */
+  /**
+   * Install the Tekton CRDs on the internal cluster (default: true, unless the
+   * environment runs real Tekton, which installed all of its own).
+   */
   tekton?: boolean;
   log?: LogFn;
 }
@@ -294,7 +307,7 @@ export async function installProject(env: Environment, opts: InstallProjectOptio
   const internalAdmin = env.internal.identities.admin.kubeConfig();
 
   const tektonCrds =
-    opts.tekton === false
+    (opts.tekton ?? !env.tekton) === false
       ? []
       : ['300-pipeline.yaml', '300-pipelinerun.yaml', '300-task.yaml', '300-taskrun.yaml'].flatMap((f) =>
           loadManifests(join(env.assets.tektonCrdDir, f)),
@@ -308,6 +321,9 @@ export async function installProject(env: Environment, opts: InstallProjectOptio
     })(),
     (async () => {
       await ensureNamespace(internalAdmin, CONTROLLER_NAMESPACE);
+      // Tekton reads the ServiceAccount of every TaskRun pod; with no
+      // controller-manager here, nothing else creates "default".
+      if (env.tekton) await ensureServiceAccount(internalAdmin, CONTROLLER_NAMESPACE, 'default');
       await applyManifests(internalAdmin, [...tektonCrds, ...projectCrds]);
       await applyManifests(internalAdmin, load(join('rbac', 'internal')));
     })(),

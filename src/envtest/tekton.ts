@@ -21,13 +21,13 @@ import { join } from 'node:path';
 import {
   AdmissionregistrationV1Api,
   CoordinationV1Api,
-  CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import type { EnvtestAssets, LogFn } from './binaries.js';
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './apply.js';
+export { ensureServiceAccount } from './apply.js';
 import { freePorts, ManagedProcess } from './processes.js';
 import { SimulatedKubelet } from './kubelet.js';
 import { startGitServer, type GitServer } from './git.js';
@@ -319,14 +319,4 @@ async function waitFor(what: string, timeoutMs: number, procs: ManagedProcess[],
 /** Does the environment's Tekton module configuration exist (install.sh ran with Tekton)? */
 export function tektonAvailable(assets: EnvtestAssets): boolean {
   return existsSync(join(assets.tektonBinDir, 'controller')) && existsSync(join(assets.tektonConfigDir, '300-crds'));
-}
-
-/** Creates a ServiceAccount if missing (no controller-manager makes "default" here). */
-export async function ensureServiceAccount(kc: KubeConfig, namespace: string, name: string): Promise<void> {
-  const core = kc.makeApiClient(CoreV1Api);
-  try {
-    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  } catch (e) {
-    if ((e as { code?: number }).code !== 409) throw e;
-  }
 }

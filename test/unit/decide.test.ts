@@ -126,22 +126,26 @@ test('a failed PipelineRun: Failed with reason, message and failed task names', 
   assert.match(c?.message ?? '', /PipelineRun internal-services\/ir-u-1 failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: build, sign/);
 });
 
-test('request deleted: its running PipelineRun is cancelled and removed', () => {
+test('request deleted: its running PipelineRun is cancelled, and removed once Tekton reports it stopped', () => {
   const pr = pipelineRun('u-1', runningStatus());
-  assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pr] }))), ['cancelPipelineRun', 'deletePipelineRun']);
+  assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pr] }))), ['cancelPipelineRun']);
   // being deleted (deletionTimestamp set) counts as deleted
   const deleting = request({}, { deletionTimestamp: '2026-11-22T09:59:59Z' });
-  assert.deepEqual(types(decide(observe({ request: deleting, pipelineRuns: [pr] }))), ['cancelPipelineRun', 'deletePipelineRun']);
-  // already finished: only removed; with debug: cancelled only
+  assert.deepEqual(types(decide(observe({ request: deleting, pipelineRuns: [pr] }))), ['cancelPipelineRun']);
+  // cancellation asked, Tekton not done yet: nothing more to do
+  const cancelling = { ...pr, spec: { ...pr.spec, status: 'Cancelled' as const } };
+  assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [cancelling] }))), []);
+  // finished (Cancelled, or ended before): removed; with debug: kept
   assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pipelineRun('u-1', done(true))] }))), ['deletePipelineRun']);
+  assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pipelineRun('u-1', done(false))], config: config({ debug: true }) }))), []);
   assert.deepEqual(types(decide(observe({ request: undefined, pipelineRuns: [pr], config: config({ debug: true }) }))), ['cancelPipelineRun']);
 });
 
 test('request re-created under the same name: the old PipelineRun is an orphan, the new request gets its own', () => {
   const old = pipelineRun('u-old', runningStatus());
   const a = decide(observe({ request: request({}, { uid: 'u-new' }), pipelineRuns: [old] }));
-  assert.deepEqual(types(a), ['cancelPipelineRun', 'deletePipelineRun', 'createPipelineRun', 'writeStatus']);
-  const c = a[2]!;
+  assert.deepEqual(types(a), ['cancelPipelineRun', 'createPipelineRun', 'writeStatus']);
+  const c = a[1]!;
   assert.ok(c.type === 'createPipelineRun');
   assert.equal(c.pipelineRun.metadata.name, 'ir-u-new');
 });
