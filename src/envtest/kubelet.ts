@@ -21,17 +21,22 @@
  *   SIMULATED_EXIT_CODE      the step's exit code (default 0)
  *   SIMULATED_FAIL           "true": exit code 1 (for $(params.x) switches)
  *   SIMULATED_DURATION       how long the step runs: "250ms", "2s", "1m",
- *                            or "never" (the pod keeps running until Tekton
- *                            deletes it: timeouts, cancellation)
+ *                            "never" (the pod keeps running until Tekton
+ *                            deletes it: timeouts, cancellation), or "gate":
+ *                            until the pod carries the annotation
+ *                            RELEASE_ANNOTATION (a test's way of saying
+ *                            "finish now", see releasePods)
  * A step without them succeeds at once with no results.
  */
-import { CoreV1Api, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
 import { statusCode } from '../kube/client.js';
 import type { LogFn } from './binaries.js';
 
 /** Tekton labels every pod it creates for a TaskRun with this. */
 export const TEKTON_POD_SELECTOR = 'app.kubernetes.io/managed-by=tekton-pipelines';
 export const RESULT_ENV_PREFIX = 'SIMULATED_RESULT_';
+/** A step with SIMULATED_DURATION=gate ends once its pod has this annotation. */
+export const RELEASE_ANNOTATION = 'simulated-kubelet.internal-services.test/release';
 /** A kubelet keeps at most this much of a container's termination message. */
 const MAX_TERMINATION_MESSAGE_BYTES = 4096;
 /** Tekton's result types in a termination message. */
@@ -47,8 +52,8 @@ export interface SimulatedKubeletOptions {
 export interface StepPlan {
   container: string;
   exitCode: number;
-  /** undefined: never completes. */
-  durationMs: number | undefined;
+  /** undefined: never completes; 'gate': until the pod is released. */
+  durationMs: number | undefined | 'gate';
   results: Array<{ name: string; value: string }>;
 }
 
@@ -63,7 +68,8 @@ export function planStep(container: { name: string; env?: Array<{ name: string; 
   }
   if (env.get('SIMULATED_FAIL')?.trim() === 'true' && exitCode === 0) exitCode = 1;
   const duration = env.get('SIMULATED_DURATION')?.trim();
-  const durationMs = duration === undefined || duration === '' ? defaultMs : duration === 'never' ? undefined : parseDurationMs(duration);
+  const durationMs =
+    duration === undefined || duration === '' ? defaultMs : duration === 'never' ? undefined : duration === 'gate' ? 'gate' : parseDurationMs(duration);
   const results: StepPlan['results'] = [];
   for (const [name, value] of env) {
     if (name.startsWith(RESULT_ENV_PREFIX) && name.length > RESULT_ENV_PREFIX.length) {
@@ -98,6 +104,9 @@ interface PodRun {
   name: string;
   timers: Set<NodeJS.Timeout>;
   done: boolean;
+  released: boolean;
+  /** Called when the pod gets the release annotation. */
+  onRelease?: () => void;
 }
 
 export class SimulatedKubelet {
@@ -125,10 +134,36 @@ export class SimulatedKubelet {
     this.loop ??= this.run();
   }
 
+  /**
+   * Lets the gated steps (SIMULATED_DURATION=gate) of the pods matching
+   * `labelSelector` in `namespace` finish, by annotating the pods; returns
+   * how many pods were annotated.
+   */
+  async releasePods(namespace: string, labelSelector: string): Promise<number> {
+    const pods = await this.api.listNamespacedPod({ namespace, labelSelector });
+    let n = 0;
+    for (const p of pods.items) {
+      if (p.metadata?.annotations?.[RELEASE_ANNOTATION] !== undefined) continue;
+      try {
+        await this.api.patchNamespacedPod(
+          { namespace, name: p.metadata!.name!, body: { metadata: { annotations: { [RELEASE_ANNOTATION]: 'true' } } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+        n++;
+      } catch (e) {
+        if (statusCode(e) !== 404) throw e;
+      }
+    }
+    return n;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort?.abort();
-    for (const r of this.runs.values()) for (const t of r.timers) clearTimeout(t);
+    for (const r of this.runs.values()) {
+      for (const t of r.timers) clearTimeout(t);
+      r.onRelease?.();
+    }
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
   }
@@ -171,16 +206,32 @@ export class SimulatedKubelet {
     if (!r) return;
     for (const t of r.timers) clearTimeout(t);
     r.done = true;
+    r.onRelease?.();
     this.runs.delete(uid);
   }
 
   private observe(pod: V1Pod): void {
     const uid = pod.metadata?.uid;
-    if (!uid || this.runs.has(uid)) return;
+    if (!uid) return;
+    const known = this.runs.get(uid);
+    if (known) {
+      if (!known.released && pod.metadata?.annotations?.[RELEASE_ANNOTATION] !== undefined) {
+        known.released = true;
+        known.onRelease?.();
+      }
+      return;
+    }
     if (pod.metadata?.deletionTimestamp) return;
     const phase = pod.status?.phase;
     if (phase === 'Succeeded' || phase === 'Failed') return;
-    const r: PodRun = { uid, namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', timers: new Set(), done: false };
+    const r: PodRun = {
+      uid,
+      namespace: pod.metadata?.namespace ?? '',
+      name: pod.metadata?.name ?? '',
+      timers: new Set(),
+      done: false,
+      released: pod.metadata?.annotations?.[RELEASE_ANNOTATION] !== undefined,
+    };
     this.runs.set(uid, r);
     this.track(this.simulate(pod, r));
   }
@@ -272,7 +323,10 @@ export class SimulatedKubelet {
             this.log(`simulated kubelet: pod ${r.namespace}/${r.name}: ${step.container} runs until the pod is deleted`);
             return;
           }
-          if (!(await this.sleep(r, step.durationMs))) return;
+          if (step.durationMs === 'gate') {
+            if (!r.released) await new Promise<void>((resolve) => (r.onRelease = resolve));
+            if (r.done || this.stopped) return;
+          } else if (!(await this.sleep(r, step.durationMs))) return;
         }
         let exitCode = failed ? 1 : step.exitCode;
         let message = terminationMessage(stepStart, step, failed);

@@ -151,3 +151,29 @@ export async function httpStatus(url: string): Promise<number> {
     return -1;
   }
 }
+
+/**
+ * A step of a test Task on real Tekton. How its simulated run goes (results,
+ * exit code, duration, "gate") is said by SIMULATED_* env vars, read by the
+ * simulated kubelet after Tekton has substituted params into them (see
+ * src/envtest/kubelet.ts). The image is never pulled; the command is set so
+ * Tekton need not look the image up.
+ */
+export function simulatedStep(name: string, vars: Record<string, string> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { name, image: 'registry.invalid/tools:1', command: ['/bin/true'], env: Object.entries(vars).map(([n, value]) => ({ name: n, value })), ...extra };
+}
+
+/** A tekton.dev/v1 Pipeline in the controller's namespace. */
+export function testPipeline(name: string, spec: Record<string, unknown>): Record<string, unknown> {
+  return { apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name, namespace: NS }, spec };
+}
+
+/**
+ * Lets the gated steps (SIMULATED_DURATION=gate) of a PipelineRun's pods
+ * finish; waits until at least one pod of the run exists to be released.
+ */
+export async function releaseRun(env: Environment, pipelineRun: string, timeoutMs = 30_000): Promise<void> {
+  const kubelet = env.tekton?.kubelet;
+  if (!kubelet) throw new Error('the environment runs no Tekton (start it with { tekton: true })');
+  await waitFor(`a pod of ${pipelineRun} to release`, async () => (await kubelet.releasePods(NS, `tekton.dev/pipelineRun=${pipelineRun}`)) > 0, timeoutMs);
+}

@@ -11,7 +11,9 @@ import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Pod } from 
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, ensureNamespace, ensureServiceAccount, grantRequester, installProject } from '../../src/envtest/apply.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
-import { api, createRequest, IR, NS, pipelineRunsFor, startController, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+import {
+  api, createRequest, IR, NS, pipelineRunsFor, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
+} from './helpers.js';
 
 const TENANT = 'tenant-a';
 let env: Environment;
@@ -19,14 +21,8 @@ let internalAdmin: KubeConfig;
 let requester: KubeConfig;
 let controller: ControllerProcess | undefined;
 
-/** A step of a test Task: how its simulated run goes is said by SIMULATED_* env (see SimulatedKubelet). */
-function step(name: string, env: Record<string, string>, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { name, image: 'registry.invalid/tools:1', command: ['/bin/true'], env: Object.entries(env).map(([n, value]) => ({ name: n, value })), ...extra };
-}
-
-function pipeline(name: string, spec: Record<string, unknown>): Record<string, unknown> {
-  return { apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name, namespace: NS }, spec };
-}
+const step = simulatedStep;
+const pipeline = testPipeline;
 
 const PIPELINES = [
   // String, array and object results; array and object params.
@@ -89,6 +85,11 @@ const PIPELINES = [
   pipeline('uses-workspace', {
     workspaces: [{ name: 'workspace' }],
     tasks: [{ name: 'write', workspaces: [{ name: 'out', workspace: 'workspace' }], taskSpec: { workspaces: [{ name: 'out' }], steps: [step('write', {})] } }],
+  }),
+  // A step that ends when the test says so.
+  pipeline('gated', {
+    results: [{ name: 'out', value: '$(tasks.t.results.out)' }],
+    tasks: [{ name: 't', taskSpec: { results: [{ name: 'out' }], steps: [step('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_out: 'released' })] } }],
   }),
   // Fails on every attempt; Tekton tries twice.
   pipeline('flaky', {
@@ -238,6 +239,17 @@ describe('real Tekton (pods simulated)', () => {
     const done = await waitForReason(requester, TENANT, 'refused', ['Succeeded', 'Failed', 'Rejected'], 30_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(done.status?.conditions?.[0]?.message ?? '', /the internal cluster refused the PipelineRun for this request: .*admission webhook "validation\.webhook\.pipeline\.tekton\.dev" denied the request: .*2h/);
+  });
+
+  test('a gated step runs until the test releases its pod', async () => {
+    const r = await createRequest(requester, TENANT, 'gated', { request: 'gated' });
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    await waitFor('the pod running', async () => (await podsOf(pr.metadata.name!)).find((p) => p.status?.phase === 'Running'), 30_000);
+    await new Promise((res) => setTimeout(res, 1500));
+    assert.equal((await waitForReason(requester, TENANT, 'gated', ['Running'])).status?.conditions?.[0]?.reason, 'Running');
+    await releaseRun(env, pr.metadata.name!);
+    const done = await waitForReason(requester, TENANT, 'gated', ['Succeeded', 'Failed'], 30_000);
+    assert.deepEqual(done.status?.results, { out: 'released' });
   });
 
   test('retries: Tekton runs a failed task again in a new pod and reports both attempts', async () => {
