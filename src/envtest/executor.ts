@@ -89,6 +89,17 @@ interface PipelineTask {
   taskSpec?: unknown;
 }
 
+/**
+ * A TaskRun's taskSpec from a pipeline task's embedded one, which may also
+ * carry metadata (and, for custom tasks, apiVersion/kind/spec) that a
+ * TaskSpec does not have; Tekton's webhook refuses those fields.
+ */
+function taskSpecOf(embedded: unknown): unknown {
+  if (!isRecord(embedded)) return embedded;
+  const { metadata: _m, apiVersion: _a, kind: _k, spec: _s, ...taskSpec } = embedded;
+  return taskSpec;
+}
+
 /** Kubernetes' metav1.Time format: RFC 3339, seconds precision. */
 function now(): string {
   return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -307,7 +318,7 @@ export class SimulatedTektonExecutor {
           },
         ],
       },
-      spec: task.taskSpec !== undefined ? { taskSpec: task.taskSpec } : task.taskRef !== undefined ? { taskRef: task.taskRef } : {},
+      spec: task.taskSpec !== undefined ? { taskSpec: taskSpecOf(task.taskSpec) } : task.taskRef !== undefined ? { taskRef: task.taskRef } : {},
     };
     let created: TektonObject | undefined;
     try {

@@ -137,13 +137,16 @@ export class SimulatedKubelet {
   /**
    * Lets the gated steps (SIMULATED_DURATION=gate) of the pods matching
    * `labelSelector` in `namespace` finish, by annotating the pods; returns
-   * how many pods were annotated.
+   * how many pods with gated steps were annotated (pods without one, or
+   * already released, do not count).
    */
   async releasePods(namespace: string, labelSelector: string): Promise<number> {
     const pods = await this.api.listNamespacedPod({ namespace, labelSelector });
     let n = 0;
     for (const p of pods.items) {
       if (p.metadata?.annotations?.[RELEASE_ANNOTATION] !== undefined) continue;
+      const gated = (p.spec?.containers ?? []).some((c) => (c.env ?? []).some((e) => e.name === 'SIMULATED_DURATION' && e.value?.trim() === 'gate'));
+      if (!gated) continue;
       try {
         await this.api.patchNamespacedPod(
           { namespace, name: p.metadata!.name!, body: { metadata: { annotations: { [RELEASE_ANNOTATION]: 'true' } } } },
