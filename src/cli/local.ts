@@ -1,12 +1,17 @@
 /**
  * `internal-services local [--keep]`: the whole story on this machine, with
  * nothing installed. Brings up the two embedded control planes of the test
- * harness (src/envtest), installs the CRDs, the Tekton CRDs, the RBAC, the
- * sample Pipeline and `config` from config/samples, starts the controller as
- * its real command-line process under its own RBAC identities, and submits
- * sample requests as an ordinary requester. A SIMULATED Tekton executor
- * stands in for Tekton (no Pods can run here): it completes each PipelineRun
- * with the results the Pipeline declares, derived from its params.
+ * harness (src/envtest) with real Tekton (its controller, resolvers and
+ * webhook, built from its Go module) on the internal one, installs the CRDs,
+ * the RBAC, the sample Pipeline and `config` from config/samples, starts the
+ * controller as its real command-line process under its own RBAC identities,
+ * and submits sample requests as an ordinary requester.
+ *
+ * Only the pods are SIMULATED (there is no kubelet): a simulated kubelet
+ * plays the TaskRun pods' containers. The sample Pipeline's step gets
+ * SIMULATED_* env saying what its container reports (its results, derived
+ * from the params by Tekton's own substitution, or a failure when
+ * simulate-failure is "true"); Tekton does everything else.
  *
  * Exits 0 only when every sample request ended as expected. With --keep
  * everything stays up for a look around until Ctrl-C.
@@ -17,11 +22,10 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { CONTROLLER_NAMESPACE, startEnvironment, type Environment } from '../envtest/environment.js';
 import { applyObjects, grantRequester, installProject, loadManifests, statusMessage, type Manifest } from '../envtest/apply.js';
 import { repoRoot } from '../envtest/binaries.js';
-import { deterministicResults, SimulatedTektonExecutor, type AutoHandle, type Outcome, type PipelineRunObject } from '../envtest/executor.js';
 import { freePorts, startWatchdog, tailFile, writePidFile } from '../envtest/processes.js';
 import { CONFIG_NAME, type InternalRequest, type InternalRequestSpec } from '../api/types.js';
 
@@ -31,10 +35,10 @@ const SAMPLE_CONFIG = 'appstudio_v1alpha1_internalservicesconfig.yaml';
 const SAMPLE_REQUEST = 'appstudio_v1alpha1_internalrequest.yaml';
 /** A remote namespace the requester may use but that is not on the sample allowList. */
 const UNLISTED_NAMESPACE = 'unlisted-tenant';
-/** The sample Pipeline's param that makes the simulated executor fail the run. */
+/** The sample Pipeline's param that makes the run fail. */
 const FAIL_PARAM = 'simulate-failure';
-/** How long the simulated executor "runs" each PipelineRun. */
-const EXECUTOR_DELAY_MS = 1500;
+/** How long each simulated step "runs". */
+const STEP_DURATION = '1500ms';
 const CONTROLLER_READY_TIMEOUT_MS = 60_000;
 const REQUESTS_TIMEOUT_MS = 60_000;
 
@@ -45,7 +49,7 @@ export interface LocalFlags {
 export function localCommand(): Command {
   return new Command('local')
     .description(
-      'Try it on this machine: two embedded control planes, the controller, a SIMULATED Tekton executor, and sample requests',
+      'Try it on this machine: two embedded control planes, real Tekton (pods SIMULATED), the controller, and sample requests',
     )
     .option('--keep', 'leave everything running afterwards (Ctrl-C stops it) and print how to look around')
     .action(async (flags: LocalFlags) => {
@@ -79,19 +83,51 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-function paramsOf(pr: PipelineRunObject): Record<string, unknown> {
-  const params = pr.spec?.['params'];
-  const out: Record<string, unknown> = {};
-  if (Array.isArray(params)) {
-    for (const p of params as Array<{ name?: unknown; value?: unknown }>) if (typeof p.name === 'string') out[p.name] = p.value;
+/**
+ * The sample Pipeline with SIMULATED_* env added to each step of its inline
+ * Tasks: what the simulated kubelet reports for the step's container. Each
+ * declared Task result gets a value derived from the Task's params (Tekton
+ * substitutes them), and the step fails when the Task has the
+ * simulate-failure param set to "true".
+ */
+function withSimulatedSteps(pipeline: Manifest): Manifest {
+  const copy = structuredClone(pipeline);
+  const tasks = ((copy['spec'] as { tasks?: unknown[] } | undefined)?.tasks ?? []) as Array<{
+    taskSpec?: { params?: Array<{ name: string }>; results?: Array<{ name: string }>; steps?: Array<{ env?: Array<{ name: string; value: string }> }> };
+  }>;
+  for (const t of tasks) {
+    const spec = t.taskSpec;
+    if (!spec?.steps?.length) continue;
+    const params = (spec.params ?? []).map((p) => p.name);
+    const derived = params.filter((p) => p !== FAIL_PARAM).map((p) => `"${p}":"$(params.${p})"`).join(',');
+    const env: Array<{ name: string; value: string }> = [{ name: 'SIMULATED_DURATION', value: STEP_DURATION }];
+    if (params.includes(FAIL_PARAM)) env.push({ name: 'SIMULATED_FAIL', value: `$(params.${FAIL_PARAM})` });
+    for (const r of spec.results ?? []) env.push({ name: `SIMULATED_RESULT_${r.name}`, value: `${r.name}:{${derived}}` });
+    // The last step produces the results; earlier ones just run.
+    const last = spec.steps[spec.steps.length - 1]!;
+    last.env = [...(last.env ?? []), ...env];
   }
-  return out;
+  return copy;
 }
 
-/** The simulated executor's decision: fail when asked to by the param, otherwise succeed with derived results. */
-function simulatedOutcome(pr: PipelineRunObject, pipeline: Parameters<typeof deterministicResults>[1]): Outcome {
-  if (paramsOf(pr)[FAIL_PARAM] === 'true') return { succeeded: false, failedTasks: ['sign'] };
-  return { succeeded: true, results: deterministicResults(pr, pipeline) };
+/** Prints each TaskRun's progress in the controller's namespace, as Tekton reports it. */
+async function watchTaskRuns(kc: KubeConfig): Promise<AbortController> {
+  const shown = new Map<string, string>();
+  return new Watch(kc).watch(
+    `/apis/tekton.dev/v1/namespaces/${CONTROLLER_NAMESPACE}/taskruns`,
+    {},
+    (_type, tr: { metadata?: { name?: string }; status?: { podName?: string; conditions?: Array<{ reason?: string; message?: string }>; results?: Array<{ name: string; value: unknown }> } }) => {
+      const name = tr.metadata?.name ?? '?';
+      const c = tr.status?.conditions?.[0];
+      if (!c?.reason) return;
+      const results = (tr.status?.results ?? []).map((r) => `${r.name}=${typeof r.value === 'string' ? r.value : JSON.stringify(r.value)}`).join(', ');
+      const line = `${c.reason}${c.message ? `: ${c.message}` : ''}${results ? ` — results: ${results}` : ''}`;
+      if (shown.get(name) === line) return;
+      shown.set(name, line);
+      progress(`  Tekton: TaskRun ${name} (pod ${tr.status?.podName || '-'}, SIMULATED): ${line}`);
+    },
+    () => {},
+  );
 }
 
 function samplePath(file: string): string {
@@ -218,7 +254,7 @@ function judge(s: Scenario, r: InternalRequest | undefined, declaredResults: str
 export async function runLocal(flags: LocalFlags): Promise<void> {
   const keep = flags.keep === true;
   let env: Environment | undefined;
-  let executor: AutoHandle | undefined;
+  let taskRunWatch: AbortController | undefined;
   let controller: ControllerChild | undefined;
   let watchdog: ChildProcess | undefined;
   let cleaning: Promise<void> | undefined;
@@ -226,7 +262,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
   const cleanup = (): Promise<void> =>
     (cleaning ??= (async () => {
       if (controller) await stopControllerProcess(controller).catch(() => {});
-      await executor?.stop().catch(() => {});
+      taskRunWatch?.abort();
       await env?.stop().catch(() => {});
       watchdog?.kill('SIGKILL');
     })());
@@ -245,7 +281,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
 
   try {
     // The samples are read first, so a broken one fails before anything starts.
-    const pipeline = { ...sample(SAMPLE_PIPELINE) };
+    const pipeline = withSimulatedSteps(sample(SAMPLE_PIPELINE));
     pipeline.metadata = { ...pipeline.metadata, namespace: CONTROLLER_NAMESPACE };
     const config = { ...sample(SAMPLE_CONFIG) };
     config.metadata = { ...config.metadata, namespace: CONTROLLER_NAMESPACE };
@@ -259,37 +295,33 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
     const pipelineName = pipeline.metadata?.name ?? '';
     const declaredResults = ((pipeline['spec'] as { results?: Array<{ name: string }> } | undefined)?.results ?? []).map((r) => r.name);
 
-    out('internal-services local: two embedded Kubernetes control planes, the controller, and sample requests.');
-    out('Tekton is SIMULATED here: no Pods run; a simulated executor completes each PipelineRun');
-    out('with the results its Pipeline declares, derived from the params.');
+    out('internal-services local: two embedded Kubernetes control planes, real Tekton, the controller, and sample requests.');
+    out('Tekton is real (its controller, resolvers and webhook); only its pods are SIMULATED: there is no kubelet,');
+    out('so a simulated kubelet reports each step container as finished, with results derived from the params');
+    out(`(the sample step gets SIMULATED_* env saying so; ${FAIL_PARAM}=true makes it exit 1).`);
     out();
 
     // --- control planes ---
-    progress('starting the control planes (etcd + a "remote" and an "internal" kube-apiserver)');
-    progress('  the first run builds kube-apiserver, etcd and kubectl from Go modules (~7 min on 2 cores), then they are cached');
-    env = await startEnvironment({ log: (m) => progress(`  ${m}`) });
+    progress('starting the control planes (etcd + a "remote" and an "internal" kube-apiserver) and Tekton');
+    progress('  the first run builds kube-apiserver, etcd, kubectl and Tekton from Go modules (~12 min on 2 cores), then they are cached');
+    env = await startEnvironment({ tekton: { stepMs: 500 }, log: (m) => progress(`  ${m}`) });
+    const tekton = env.tekton!;
     progress(`control planes ready: remote ${env.remote.url}, internal ${env.internal.url}`);
+    progress(`Tekton ${tekton.version} ready: controller, resolvers${tekton.webhook ? ', webhook' : ''} (logs: ${join(env.dir, 'tekton-*.log')}); pods SIMULATED`);
 
     // --- project, samples, requesters ---
     await installProject(env);
     const internalAdmin = env.internal.identities.admin.kubeConfig();
     await applyObjects(internalAdmin, [pipeline, config]);
-    progress(
-      'installed: CRDs (InternalRequest, InternalServicesConfig, Tekton Pipeline/PipelineRun/Task/TaskRun), RBAC of both clusters,',
-    );
+    progress('installed: CRDs (InternalRequest, InternalServicesConfig), RBAC of both clusters,');
     progress(`  Pipeline ${CONTROLLER_NAMESPACE}/${pipelineName} and InternalServicesConfig ${CONTROLLER_NAMESPACE}/${CONFIG_NAME} (allowList: ${allowList.join(', ')}) from config/samples/`);
     for (const ns of [allowed, UNLISTED_NAMESPACE]) await grantRequester(env, ns);
     const requesterId = env.remote.identities.requester;
     if (!requesterId) throw new Error('the environment has no requester identity');
     progress(`remote namespaces ${allowed} and ${UNLISTED_NAMESPACE} created; user "${requesterId.username}" granted the internal-services-requester ClusterRole in both`);
 
-    // --- simulated Tekton ---
-    executor = new SimulatedTektonExecutor(internalAdmin, (m) => progress(`  ${m}`)).startAuto({
-      namespace: CONTROLLER_NAMESPACE,
-      delayMs: EXECUTOR_DELAY_MS,
-      outcome: simulatedOutcome,
-    });
-    progress(`SIMULATED Tekton executor started: completes PipelineRuns in ${CONTROLLER_NAMESPACE} after ${EXECUTOR_DELAY_MS / 1000} s (fails them when ${FAIL_PARAM}=true)`);
+    // --- what Tekton does, as it happens ---
+    taskRunWatch = await watchTaskRuns(internalAdmin);
 
     // --- the controller, as its real CLI process ---
     const [healthPort, metricsPort] = (await freePorts(2)) as [number, number];
@@ -402,7 +434,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       const results = Object.entries(r?.status?.results ?? {});
       if (results.length === 0) out('      results:   (none)');
       else {
-        out('      results:   (values made up from the params by the SIMULATED executor)');
+        out('      results:   (from the TaskRun, through Tekton; values come from the SIMULATED pod, derived from the params)');
         for (const [k, val] of results) out(`                 ${k} = ${val}`);
       }
       for (const p of v.problems) out(`      expected otherwise: ${p}`);
@@ -429,6 +461,10 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       out('  kubectl --kubeconfig $REMOTE get internalrequests -A');
       out(`  kubectl --kubeconfig $REMOTE -n ${allowed} get events`);
       out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get pipelines,pipelineruns,internalservicesconfigs`);
+      out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get taskruns,pods        # TaskRuns stay: no garbage collector here`);
+      out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get pod <name> -o yaml   # the status the SIMULATED kubelet wrote`);
+      out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get taskrun <name> -o jsonpath='{.status.results}'`);
+      out(`  tail -f ${join(env.dir, 'tekton-controller.log')}`);
       out(`  curl -s http://127.0.0.1:${controller.healthPort}/readyz; curl -s http://127.0.0.1:${controller.metricsPort}/metrics`);
       out(`  tail -f ${controller.logPath}`);
       out();
@@ -436,6 +472,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} create -f ${requestSample}`);
       out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} get internalrequests -w`);
       out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} get internalrequest <name> -o jsonpath='{.status.results}'`);
+      out('Keep PipelineRuns after they finish (to look at them): set spec.debug: true in the config.');
       out('Serve another namespace (add it to spec.allowList):');
       out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} edit internalservicesconfig ${CONFIG_NAME}`);
       out();

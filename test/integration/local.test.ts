@@ -37,8 +37,12 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.equal(code, 0, `exit ${String(code)} after ${elapsed} ms\n${output}`);
   assert.ok(elapsed < RUN_TIMEOUT_MS, `took ${elapsed} ms`);
 
-  // Clearly says Tekton is simulated; runs the controller as its CLI process.
-  assert.match(stdout, /Tekton is SIMULATED/);
+  // Says Tekton is real and only its pods are simulated; runs the controller as its CLI process.
+  assert.match(stdout, /Tekton is real \(its controller, resolvers and webhook\); only its pods are SIMULATED/);
+  assert.match(stdout, /Tekton v1\.6\.0 ready: controller, resolvers, webhook/);
+  // Tekton's own TaskRun, with the results it read from the (simulated) pod.
+  assert.match(stdout, /Tekton: TaskRun ir-[0-9a-f-]+-sign \(pod ir-[0-9a-f-]+-sign-pod, SIMULATED\): Succeeded: All Steps have completed executing — results: (log-index|signature)=/);
+  assert.match(stdout, /Tekton: TaskRun ir-[0-9a-f-]+-sign \(pod \S+, SIMULATED\): Failed: "step-sign" exited with code 1/);
   assert.match(stdout, /controller started \(pid \d+\)/);
   assert.match(stdout, /node \S*main\.js controller --remote-kubeconfig \S+ --kubeconfig \S+ --namespace internal-services --metrics-bind-address 127\.0\.0\.1:\d+ --health-probe-bind-address 127\.0\.0\.1:\d+/);
   assert.match(stdout, /controller ready/);
