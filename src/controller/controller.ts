@@ -410,7 +410,11 @@ export class Controller {
     return true;
   }
 
-  /** Names of the pipeline tasks whose TaskRuns failed (best effort). */
+  /**
+   * The pipeline tasks whose TaskRuns failed, each with Tekton's message for
+   * it (which step, which exit code), e.g. `sign ("step-sign" exited with
+   * code 3: Error)` (best effort).
+   */
   private async failedTasksOf(pr: PipelineRun): Promise<string[]> {
     const refs = (pr.status?.childReferences ?? []).filter((c) => !c.kind || c.kind === 'TaskRun');
     const failed: string[] = [];
@@ -419,7 +423,11 @@ export class Controller {
         try {
           const tr = await this.taskRunClient.tryGet(this.opts.namespace, ref.name);
           const c = tr?.status?.conditions?.find((x) => x.type === 'Succeeded');
-          if (c?.status === 'False') failed.push(ref.pipelineTaskName ?? ref.name);
+          if (c?.status === 'False') {
+            const task = ref.pipelineTaskName ?? ref.name;
+            const why = (c.message ?? '').replace(/\s+/g, ' ').trim();
+            failed.push(why ? `${task} (${why.length > 300 ? `${why.slice(0, 300)}…` : why})` : task);
+          }
         } catch (e) {
           this.log.debug({ taskRun: ref.name, err: describeError(e) }, 'cannot read TaskRun');
         }

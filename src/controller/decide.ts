@@ -22,7 +22,7 @@ export interface Observation {
   config: EffectiveConfig;
   /** The Pipeline named by spec.request in the controller's namespace; undefined: not found. */
   pipeline: Pipeline | undefined;
-  /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed. */
+  /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
   failedTasks?: string[];
   now: Date;
 }

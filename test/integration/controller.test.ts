@@ -222,7 +222,7 @@ describe('the request flow', () => {
     const r = await createRequest(requester, 'team-b', 'fails', { request: 'build-and-sign', params: { fail: 'true' } });
     const got = await waitForReason(requester, 'team-b', 'fails', ['Failed'], 30_000);
     assert.equal(got.status?.conditions?.[0]?.status, 'False');
-    assert.match(got.status?.conditions?.[0]?.message ?? '', /PipelineRun internal-services\/ir-.* failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: sign$/);
+    assert.match(got.status?.conditions?.[0]?.message ?? '', /PipelineRun internal-services\/ir-.* failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: sign \("step-s" exited with code 1: Error\)$/);
     await waitFor('the PipelineRun to be deleted', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0);
     await waitFor('Failed event', async () => (await events('team-b', 'fails')).includes('Warning/Failed'));
   });

@@ -168,7 +168,7 @@ describe('real Tekton (pods simulated)', () => {
     const done = await waitForReason(requester, TENANT, 'fails', ['Succeeded', 'Failed', 'Rejected'], 60_000);
     const c = done.status?.conditions?.[0];
     assert.equal(c?.reason, 'Failed');
-    assert.match(c?.message ?? '', /failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: sign$/);
+    assert.match(c?.message ?? '', /failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: sign \("step-sign" exited with code 3: Error\)$/);
   });
 
   test('spec.timeouts.pipeline on a step that never ends: Failed with Tekton PipelineRunTimeout', async () => {
@@ -323,5 +323,34 @@ spec:
     assert.equal((b.status as { provenance?: { refSource?: { digest?: Record<string, string> } } }).provenance?.refSource?.digest?.['sha1'], second);
     const c = await run('from-sha', first);
     assert.deepEqual(c.status?.results, [{ name: 'answer', value: 'one' }]);
+  });
+});
+
+describe('the Tekton platform of the harness', () => {
+  test('its processes log into the environment directory and stop with it', async () => {
+    const t = env.tekton!;
+    assert.ok(t.startupMs > 0 && t.startupMs < 120_000, `startup ${t.startupMs} ms`);
+    console.log(`# Tekton ${t.version} (controller, resolvers, webhook; pods SIMULATED) ready ${t.startupMs} ms after the control planes`);
+    const procs = [t.controller, t.resolvers, t.webhook!, t.git.process];
+    for (const p of procs) {
+      assert.ok(p.running, `${p.name} running`);
+      assert.ok(p.logPath.startsWith(env.dir), `${p.name} logs into ${env.dir}`);
+    }
+    // Each Tekton process runs as the ServiceAccount of the module's manifests, under its RBAC.
+    assert.match(t.controller.args.join(' '), /-kubeconfig \S+kubeconfig-tektonController\.yaml/);
+    assert.match(t.resolvers.args.join(' '), /-kubeconfig \S+kubeconfig-tektonResolvers\.yaml/);
+    const pids = procs.map((p) => p.pid!);
+    await controller?.kill('SIGKILL');
+    controller = undefined;
+    await env.stop();
+    const alive = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    assert.deepEqual(pids.filter(alive), [], 'no Tekton or git process outlives the environment');
   });
 });
