@@ -1,11 +1,13 @@
 /**
  * The requester's CLI (`internal-services request …`, `kubectl internalrequest …`)
  * as real processes against the real remote control plane, with the real
- * controller process and the simulated Tekton executor completing
- * PipelineRuns by Pipeline name:
- *   echo    succeeds with results derived from its params;
- *   broken  fails (task "build");
- *   hold    stays Running until the test ends.
+ * controller process and REAL Tekton (controller, resolvers, webhook) running
+ * the Pipelines on the internal control plane; only the TaskRun pods are
+ * simulated (SimulatedKubelet, see src/envtest/kubelet.ts), each step as its
+ * SIMULATED_* env says after Tekton's own param substitution:
+ *   echo    succeeds; its step produces results from the params;
+ *   broken  fails (its task "build" exits 1);
+ *   hold    stays Running until the test ends (its step never finishes).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,68 +20,56 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { repoRoot } from '../../src/api/crd-render.js';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, ensureNamespace, grantRequester, installProject } from '../../src/envtest/apply.js';
-import { SimulatedTektonExecutor, type AutoHandle, type Outcome, type PipelineRunObject } from '../../src/envtest/executor.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { CLI, getRequest, IR, NS, startController, waitForReason, type ControllerProcess } from './helpers.js';
+import { CLI, getRequest, IR, NS, simulatedStep, startController, testPipeline, waitForReason, type ControllerProcess } from './helpers.js';
 
 const KUBECTL_ENTRY = join(repoRoot(), 'dist', 'src', 'cli', 'kubectl-internalrequest.js');
 const ALLOWED = ['cli-a', 'cli-b', 'cli-poll'];
 
 let env: Environment | undefined;
 let controller: ControllerProcess | undefined;
-let auto: AutoHandle | undefined;
 let tmp: string;
 let requesterKubeconfig: string;
 let remoteAdmin: KubeConfig;
 let internalAdmin: KubeConfig;
-/** Releases the PipelineRuns of "hold" requests (at the end). */
-const holds: Array<() => void> = [];
-let stopping = false;
 
 const pipelines = [
-  {
-    apiVersion: 'tekton.dev/v1',
-    kind: 'Pipeline',
-    metadata: { name: 'echo', namespace: NS },
-    spec: {
-      params: [{ name: 'image', type: 'string' }, { name: 'tags', type: 'array', default: [] }, { name: 'note', type: 'string', default: '' }],
-      results: [
-        { name: 'digest', value: '$(tasks.t.results.digest)' },
-        { name: 'tags', type: 'array', value: '$(tasks.t.results.tags[*])' },
-        { name: 'note', value: '$(tasks.t.results.note)' },
-      ],
-      tasks: [{ name: 't', taskSpec: { steps: [{ name: 's', image: 'registry.example/s:1', script: 's' }] } }],
-    },
-  },
-  {
-    apiVersion: 'tekton.dev/v1',
-    kind: 'Pipeline',
-    metadata: { name: 'broken', namespace: NS },
-    spec: { tasks: [{ name: 'build', taskSpec: { steps: [{ name: 'b', image: 'registry.example/b:1', script: 'b' }] } }] },
-  },
-  {
-    apiVersion: 'tekton.dev/v1',
-    kind: 'Pipeline',
-    metadata: { name: 'hold', namespace: NS },
-    spec: { tasks: [{ name: 'wait', taskSpec: { steps: [{ name: 'w', image: 'registry.example/w:1', script: 'w' }] } }] },
-  },
+  // A step's env gets only string substitutions from Tekton (an array param
+  // can only be spread into args or command), so "tags" is declared as a
+  // string: the request's JSON text reaches the step as is, and the step
+  // writes it as the array result "tags".
+  testPipeline('echo', {
+    params: [{ name: 'image', type: 'string' }, { name: 'tags', type: 'string', default: '[]' }, { name: 'note', type: 'string', default: '' }],
+    results: [
+      { name: 'digest', value: '$(tasks.t.results.digest)' },
+      { name: 'tags', type: 'array', value: '$(tasks.t.results.tags[*])' },
+      { name: 'note', value: '$(tasks.t.results.note)' },
+    ],
+    tasks: [
+      {
+        name: 't',
+        params: [
+          { name: 'image', value: '$(params.image)' },
+          { name: 'tags', value: '$(params.tags)' },
+          { name: 'note', value: '$(params.note)' },
+        ],
+        taskSpec: {
+          params: [{ name: 'image' }, { name: 'tags' }, { name: 'note' }],
+          results: [{ name: 'digest' }, { name: 'tags', type: 'array' }, { name: 'note' }],
+          steps: [
+            simulatedStep('s', {
+              SIMULATED_RESULT_digest: 'sha256:$(params.image)',
+              SIMULATED_RESULT_tags: '$(params.tags)',
+              SIMULATED_RESULT_note: '$(params.note)',
+            }),
+          ],
+        },
+      },
+    ],
+  }),
+  testPipeline('broken', { tasks: [{ name: 'build', taskSpec: { steps: [simulatedStep('b', { SIMULATED_FAIL: 'true' })] } }] }),
+  testPipeline('hold', { tasks: [{ name: 'wait', taskSpec: { steps: [simulatedStep('w', { SIMULATED_DURATION: 'never' })] } }] }),
 ];
-
-function paramsOf(pr: PipelineRunObject): Record<string, unknown> {
-  const list = (pr.spec?.['params'] ?? []) as Array<{ name: string; value: unknown }>;
-  return Object.fromEntries(list.map((p) => [p.name, p.value]));
-}
-
-async function outcome(pr: PipelineRunObject): Promise<Outcome> {
-  const pipeline = (pr.spec?.['pipelineRef'] as { name?: string } | undefined)?.name;
-  if (pipeline === 'broken') return { succeeded: false, failedTasks: ['build'] };
-  if (pipeline === 'hold') {
-    if (!stopping) await new Promise<void>((r) => holds.push(r));
-    return { succeeded: true };
-  }
-  const p = paramsOf(pr);
-  return { succeeded: true, results: { digest: `sha256:${String(p['image'])}`, tags: (p['tags'] as string[] | undefined) ?? [], note: String(p['note'] ?? '') } };
-}
 
 interface Run {
   code: number | string;
@@ -147,7 +137,7 @@ function createdName(r: Run, ns: string): string {
 
 before(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'cli-test-'));
-  env = await startEnvironment();
+  env = await startEnvironment({ tekton: true });
   await installProject(env);
   remoteAdmin = env.remote.identities.admin.kubeConfig();
   internalAdmin = env.internal.identities.admin.kubeConfig();
@@ -161,14 +151,10 @@ before(async () => {
   ] as never);
   await applyObjects(internalAdmin, pipelines as never);
   await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: ALLOWED } } as never]);
-  auto = new SimulatedTektonExecutor(internalAdmin).startAuto({ namespace: NS, delayMs: 800, outcome });
   controller = await startController(env);
 });
 
 after(async () => {
-  stopping = true;
-  holds.splice(0).forEach((r) => r());
-  await auto?.stop().catch(() => {});
   await controller?.kill('SIGKILL').catch(() => {});
   await env?.stop();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
@@ -234,7 +220,8 @@ describe('request create', () => {
     expectCode(failed, 21, 'broken');
     assert.equal(failed.stdout, '');
     assert.match(failed.stderr, /: Running, PipelineRun /);
-    assert.match(failed.stderr, /internalrequest cli-a\/broken-\w+: Failed: PipelineRun internal-services\/ir-\S+ failed: Failed: .*failed tasks: build\n$/);
+    // Tekton's own summary of the run, then the failed tasks the controller found.
+    assert.match(failed.stderr, /internalrequest cli-a\/broken-\w+: Failed: PipelineRun internal-services\/ir-\S+ failed: Failed: Tasks Completed: 1 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: build\n$/);
     expectCode(noPipeline, 22, 'no-such-pipeline');
     assert.equal(noPipeline.stdout, '');
     assert.match(noPipeline.stderr, /: Rejected: no Pipeline named "no-such-pipeline" in namespace "internal-services"/);

@@ -1,32 +1,52 @@
 /**
  * Operating the controller: metrics, /readyz through a remote outage, and
- * leader election between two real controller processes.
+ * leader election between two real controller processes. The Pipelines run
+ * on REAL Tekton (controller, resolvers, webhook) on the internal control
+ * plane; only the TaskRun pods are simulated (SimulatedKubelet, see
+ * src/envtest/kubelet.ts). Pipeline "sign" has a gated step: a run stays
+ * Running until the test releases its pod (releaseRun), and then produces
+ * the result signature = "sig-<image>".
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
-import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
-import { createRequest, httpStatus, NS, pipelineRunsFor, runCli, startController, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+import type { PipelineRun } from '../../src/tekton/types.js';
+import {
+  api, createRequest, httpStatus, NS, PR, pipelineRunsFor, releaseRun, runCli, simulatedStep, startController, testPipeline, waitFor, waitForReason,
+  type ControllerProcess,
+} from './helpers.js';
 
 let env: Environment;
 let internalAdmin: KubeConfig;
 let requester: KubeConfig;
-let executor: SimulatedTektonExecutor;
 const procs: ControllerProcess[] = [];
 
 before(async () => {
-  env = await startEnvironment();
+  env = await startEnvironment({ tekton: true });
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   requester = env.remote.identities.requester!.kubeConfig();
   await grantRequester(env, 'team-a');
   await applyObjects(internalAdmin, [
-    { apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name: 'sign', namespace: NS }, spec: { params: [{ name: 'image' }], tasks: [{ name: 'sign', taskSpec: { steps: [{ name: 's', image: 'x', script: 's' }] } }] } },
+    testPipeline('sign', {
+      params: [{ name: 'image' }],
+      results: [{ name: 'signature', value: '$(tasks.sign.results.signature)' }],
+      tasks: [
+        {
+          name: 'sign',
+          params: [{ name: 'image', value: '$(params.image)' }],
+          taskSpec: {
+            params: [{ name: 'image' }],
+            results: [{ name: 'signature' }],
+            steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_signature: 'sig-$(params.image)' })],
+          },
+        },
+      ],
+    }),
     { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: ['team-a'] } },
   ] as never);
-  executor = new SimulatedTektonExecutor(internalAdmin);
 });
 
 after(async () => {
@@ -53,8 +73,18 @@ async function completeRequest(name: string): Promise<void> {
   const r = await createRequest(requester, 'team-a', name, { request: 'sign', params: { image: name } });
   const pr = await waitFor(`PipelineRun of ${name}`, async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
   await waitForReason(requester, 'team-a', name, ['Running']);
-  await executor.succeed(NS, pr.metadata.name!, { signature: `sig-${name}` });
-  await waitForReason(requester, 'team-a', name, ['Succeeded']);
+  await releaseRun(env, pr.metadata.name!);
+  const done = await waitForReason(requester, 'team-a', name, ['Succeeded'], 60_000);
+  assert.deepEqual(done.status?.results, { signature: `sig-${name}` });
+}
+
+/** Waits until Tekton reports the PipelineRun finished (Succeeded condition True or False). */
+async function waitForPipelineRunDone(name: string, timeoutMs = 60_000): Promise<PipelineRun> {
+  return waitFor(`PipelineRun ${name} to finish`, async () => {
+    const pr = (await api(internalAdmin).getNamespacedCustomObject({ ...PR, namespace: NS, name })) as PipelineRun;
+    const c = pr.status?.conditions?.find((x) => x.type === 'Succeeded');
+    return c && c.status !== 'Unknown' ? pr : undefined;
+  }, timeoutMs);
 }
 
 test('metrics change as requests move; names of the Go controller kept', async () => {
@@ -69,8 +99,8 @@ test('metrics change as requests move; names of the Go controller kept', async (
   const pr = await waitFor('PipelineRun', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
   await waitForReason(requester, 'team-a', 'metered', ['Running']);
   await waitFor('concurrent gauge 1', async () => sample(await scrape(port), 'internal_request_attempt_concurrent_requests') === 1);
-  await executor.succeed(NS, pr.metadata.name!, {});
-  await waitForReason(requester, 'team-a', 'metered', ['Succeeded']);
+  await releaseRun(env, pr.metadata.name!);
+  await waitForReason(requester, 'team-a', 'metered', ['Succeeded'], 60_000);
   const text = await waitFor('attempt counter', async () => {
     const t = await scrape(port);
     return sample(t, 'internal_request_attempt_total', { request: 'sign', namespace: 'team-a', reason: 'Succeeded', succeeded: 'true' }) === 1 ? t : undefined;
@@ -94,20 +124,23 @@ test('/readyz: unready while the remote apiserver is down, ready when it is back
   const readyz = `http://127.0.0.1:${c.healthPort}/readyz`;
   assert.equal(await httpStatus(`http://127.0.0.1:${c.healthPort}/healthz`), 200);
   await waitFor('ready', async () => (await httpStatus(readyz)) === 200);
-  const r = await createRequest(requester, 'team-a', 'through-outage', { request: 'sign', params: { image: 'x' } });
+  const r = await createRequest(requester, 'team-a', 'through-outage', { request: 'sign', params: { image: 'during-outage' } });
   const pr = await waitFor('PipelineRun', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
   await waitForReason(requester, 'team-a', 'through-outage', ['Running']);
   await env.remote.stopApiserver();
   try {
     await waitFor('unready', async () => (await httpStatus(readyz)) === 503, 30_000);
     assert.equal(await httpStatus(`http://127.0.0.1:${c.healthPort}/healthz`), 200, 'still alive');
-    await executor.succeed(NS, pr.metadata.name!, { signature: 'during-outage' }); // finishes while the remote is away
+    // The run finishes (Tekton reports it Succeeded) while the remote is away.
+    await releaseRun(env, pr.metadata.name!);
+    const finished = await waitForPipelineRunDone(pr.metadata.name!);
+    assert.equal(finished.status?.conditions?.find((x) => x.type === 'Succeeded')?.status, 'True');
   } finally {
     await env.remote.startApiserver();
   }
   await waitFor('ready again', async () => (await httpStatus(readyz)) === 200, 60_000);
   const done = await waitForReason(requester, 'team-a', 'through-outage', ['Succeeded'], 60_000);
-  assert.deepEqual(done.status?.results, { signature: 'during-outage' });
+  assert.deepEqual(done.status?.results, { signature: 'sig-during-outage' });
   // The outage ended the remote watch; ended watches are counted by cluster and verb too.
   assert.ok((sample(await scrape(metricsPort), 'internal_services_api_requests_total', { cluster: 'remote', verb: 'watch' }) ?? 0) >= 1, 'watches counted');
   await c.kill('SIGTERM');
