@@ -204,6 +204,17 @@ export interface CorrectnessInput {
   errorSamples: string[];
   controllerExited: string | null;
   observerGaps: number;
+  /**
+   * The results an allowed request must end with, from its params (the
+   * simulated executor's, which real Tekton's run of the benchmark Pipeline
+   * must reproduce); without it any non-empty results are accepted.
+   */
+  expectedResults?: (params: Record<string, string>) => Record<string, string>;
+}
+
+/** Stable text of a results map, for comparing. */
+function resultsText(r: Record<string, string> | undefined): string {
+  return JSON.stringify(Object.entries(r ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 export function correctness(i: CorrectnessInput): Correctness {
@@ -245,7 +256,13 @@ export function correctness(i: CorrectnessInput): Correctness {
   const neverFinished = records.filter((r) => !r.createError && r.terminalAt === undefined).length;
   const wrong: string[] = [];
   for (const r of allowed) {
-    if (r.terminalAt !== undefined && (r.terminalStatus !== 'True' || !r.resultCount)) wrong.push(`${r.key}: expected Succeeded with results, got ${r.terminalStatus}/${r.terminalReason} (${r.resultCount ?? 0} results): ${r.terminalMessage ?? ''}`);
+    if (r.terminalAt === undefined) continue;
+    if (r.terminalStatus !== 'True' || !r.resultCount) wrong.push(`${r.key}: expected Succeeded with results, got ${r.terminalStatus}/${r.terminalReason} (${r.resultCount ?? 0} results): ${r.terminalMessage ?? ''}`);
+    else if (i.expectedResults && r.params && r.results) {
+      const want = resultsText(i.expectedResults(r.params));
+      const got = resultsText(r.results);
+      if (want !== got) wrong.push(`${r.key}: expected results ${want}, got ${got}`);
+    }
   }
   for (const r of rejected) {
     if (r.terminalAt !== undefined && !(r.terminalStatus === 'False' && r.terminalReason === 'Rejected')) wrong.push(`${r.key}: expected Rejected, got ${r.terminalStatus}/${r.terminalReason}: ${r.terminalMessage ?? ''}`);

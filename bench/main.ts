@@ -9,7 +9,7 @@ import { CONTROLLER_USERNAME } from '../src/envtest/environment.js';
 import { DEFAULT_CONTROLLER_CMD, DEFAULT_READY_LOG } from './controller-process.js';
 import { formatReport } from './report.js';
 import { runBenchmark } from './run.js';
-import type { BenchOptions } from './types.js';
+import type { BenchOptions, TektonMode } from './types.js';
 
 function int(min: number, max = Number.MAX_SAFE_INTEGER) {
   return (v: string): number => {
@@ -32,6 +32,7 @@ function share(v: string): number {
 }
 
 interface Flags {
+  tekton: TektonMode;
   controllerCmd: string;
   readyLog: string;
   controllerUser: string;
@@ -59,6 +60,14 @@ export function benchCommand(): Command {
   return new Command('bench')
     .description('Benchmark a controller on two local control planes: throughput, latency, API requests (from audit logs), CPU, memory, correctness')
     .addOption(
+      new Option(
+        '--tekton <mode>',
+        'who runs the PipelineRuns: "simulated" (the simulated executor writes their status directly; no Tekton controller) or "real" (Tekton Pipelines\' controller, resolvers and webhook on the internal cluster; only TaskRun pods are simulated)',
+      )
+        .choices(['simulated', 'real'])
+        .default('simulated'),
+    )
+    .addOption(
       new Option('--controller-cmd <template>', 'command starting the controller under test (sh syntax); placeholders {remoteKubeconfig} {internalKubeconfig} {namespace} {node} {repo} {dir}; env REMOTE_KUBECONFIG, KUBECONFIG, POD_NAMESPACE, BENCH_DIR are set too').default(
         DEFAULT_CONTROLLER_CMD,
         'this project\'s CLI',
@@ -72,14 +81,18 @@ export function benchCommand(): Command {
     .addOption(new Option('--concurrency <n>', 'creates in flight at most in burst mode').default(32).argParser(int(1, 1024)))
     .addOption(new Option('--namespaces <k>', 'allowed namespaces the requests are spread over').default(4).argParser(int(1, 1000)))
     .addOption(new Option('--rejected-share <x>', 'share of requests from namespaces not on the allowList').default(0.1).argParser(share))
-    .addOption(new Option('--executor-delay <ms>', 'the simulated executor completes each PipelineRun after this delay').default(0).argParser(int(0)))
+    .addOption(
+      new Option('--executor-delay <ms>', 'the simulated executor completes each PipelineRun after this delay; with --tekton real: how long the simulated step of each TaskRun pod runs').default(0).argParser(int(0)),
+    )
     .addOption(new Option('--passes <p>', 'run the workload p times against the same controller (pass 1 cold, later ones warm)').default(1).argParser(int(1, 100)))
     .addOption(new Option('--json <file>', 'also write the result as JSON'))
     .addOption(new Option('--scale [m]', 'scale mode: m finished requests exist before the controller starts (default 10000); no workload').argParser(int(1, 1_000_000)))
     .addOption(new Option('--ceiling', "measure the internal apiserver's raw write rate first (create+update+delete of ConfigMaps)"))
     .addOption(new Option('--ceiling-clients <n>', 'concurrent clients of the ceiling measurement').default(8).argParser(int(1, 256)))
     .addOption(new Option('--ceiling-seconds <s>', 'duration of the ceiling measurement').default(10).argParser(int(1, 600)))
-    .addOption(new Option('--timeout <s>', 'give up on requests still unfinished this many seconds after the last create (default max(60, N/5))').argParser(int(1)))
+    .addOption(
+      new Option('--timeout <s>', 'give up on requests still unfinished this many seconds after the last create (default max(60, N/5); with --tekton real max(300, N))').argParser(int(1)),
+    )
     .addOption(new Option('--drain <s>', 'after all requests are terminal, wait at most this long for their PipelineRuns to be deleted').default(15).argParser(int(0)))
     .addOption(new Option('--ready-timeout <s>', 'how long the controller may take to log its ready line').default(120).argParser(int(1)))
     .addOption(new Option('--keep', "keep the environment's directory (logs, audit logs, {dir}) after the run"))
@@ -88,6 +101,7 @@ export function benchCommand(): Command {
 
 export function toOptions(f: Flags): BenchOptions {
   return {
+    tekton: f.tekton,
     controllerCmd: f.controllerCmd,
     readyLog: f.readyLog,
     controllerUser: f.controllerUser,

@@ -32,6 +32,9 @@ export interface RequestRecord {
   terminalReason?: string;
   terminalMessage?: string;
   resultCount?: number;
+  /** The request's spec.params and, once terminal, its status.results (as seen on the watch). */
+  params?: Record<string, string>;
+  results?: Record<string, string>;
   /** uids of the PipelineRuns seen for this request. */
   prUids: Set<string>;
   prNames: Set<string>;
@@ -195,6 +198,7 @@ export class Observer {
     if (!rec || type === 'DELETED') return;
     if (r.metadata.uid && rec.uid === undefined) this.setUid(rec, r.metadata.uid);
     rec.seenAt ??= now;
+    rec.params ??= r.spec?.params ?? {};
     const c = succeeded(r.status?.conditions);
     if (c?.status === 'Unknown') rec.runningAt ??= now;
     if ((c?.status === 'True' || c?.status === 'False') && rec.terminalAt === undefined) {
@@ -203,6 +207,7 @@ export class Observer {
       rec.terminalReason = c.reason;
       rec.terminalMessage = c.message;
       rec.resultCount = Object.keys(r.status?.results ?? {}).length;
+      rec.results = r.status?.results;
       this.notify();
     }
   }

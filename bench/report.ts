@@ -1,4 +1,5 @@
 /** The human-readable table of a benchmark result. */
+import { TEKTON_IDENTITIES } from '../src/envtest/tekton.js';
 import type { ApiRow } from './analyze.js';
 import type { Distribution } from './stats.js';
 import type { BenchResult, PassResult } from './types.js';
@@ -57,12 +58,24 @@ export function apiTable(rows: ApiRow[], perRequest: boolean): string {
   );
 }
 
+/** How the report names an identity of the audit logs. */
+function identityName(user: string, controllerUser: string, real: boolean): string {
+  if (user === controllerUser) return 'controller';
+  const tekton = Object.entries(TEKTON_IDENTITIES).find(([, u]) => u === user);
+  if (tekton) return `tekton ${tekton[0]}`;
+  if (user === 'admin') return `admin (observer, ${real ? 'simulated kubelet' : 'simulated executor'})`;
+  return user;
+}
+
 function passReport(p: PassResult, controllerUser: string): string {
   const w = p.workload;
+  const real = w.tekton === 'real';
+  const sim = real ? 'simulated kubelet' : 'simulated executor';
   const lines: string[] = [];
   lines.push(
     `Pass ${p.pass} (${p.label}): ${w.requests} requests (${w.allowed} allowed over ${w.namespaces} namespaces, ${w.rejected} from non-allowed ones), ` +
-      `${w.mode === 'burst' ? `burst, ${w.concurrency} creates in flight` : `${w.rate}/s`}, executor delay ${w.executorDelayMs} ms`,
+      `${w.mode === 'burst' ? `burst, ${w.concurrency} creates in flight` : `${w.rate}/s`}, ` +
+      (real ? `real Tekton, simulated step ${w.executorDelayMs} ms` : `simulated executor delay ${w.executorDelayMs} ms`),
   );
   lines.push(
     indent(
@@ -77,17 +90,26 @@ function passReport(p: PassResult, controllerUser: string): string {
   lines.push(
     indent(
       `CPU (average cores of ${p.windowSeconds} s): controller ${cc['controller']}, remote apiserver ${cc['remoteApiserver']}, internal apiserver ${cc['internalApiserver']}, ` +
-        `etcd ${cc['etcd']}, benchmark+executor ${cc['benchmark']}, other processes on the machine ${cc['otherProcesses']}; machine busy ${cc['machineBusy']}`,
+        `etcd ${cc['etcd']}, ` +
+        (real ? `tekton ${cc['tekton']} (controller ${cc['tektonController']}, resolvers ${cc['tektonResolvers']}, webhook ${cc['tektonWebhook'] ?? '-'}), ` : '') +
+        `benchmark+${sim} ${cc['benchmark']}, other processes on the machine ${cc['otherProcesses']}; machine busy ${cc['machineBusy']}`,
     ),
   );
   const cm = p.cpuMsPerRequest;
   lines.push(
     indent(
       `CPU ms per request: controller ${cm['controller']}, remote apiserver ${cm['remoteApiserver']}, internal apiserver ${cm['internalApiserver']}, etcd ${cm['etcd']}, ` +
-        `benchmark+executor ${cm['benchmark']}; total ${cm['total']} → CPU-bound estimate ${p.cpuBoundThroughput} requests/s on all CPUs of this machine`,
+        (real ? `tekton ${cm['tekton']}, ` : '') +
+        `benchmark+${sim} ${cm['benchmark']}; total ${cm['total']} → CPU-bound estimate ${p.cpuBoundThroughput} requests/s on all CPUs of this machine`,
     ),
   );
-  lines.push(indent(`API requests by the controller's identity (${p.api.totals.all}, ${p.api.totals.perRequest} per request):`));
+  lines.push(
+    indent(
+      `API requests by the controller's identity only (${p.api.totals.all}, ${p.api.totals.perRequest} per request; ${controllerUser}` +
+        (real ? `; Tekton's own identities, system:serviceaccount:tekton-pipelines*:*, are not counted here` : '') +
+        '):',
+    ),
+  );
   lines.push(indent(apiTable(p.api.rows, true), 4));
   const sw = p.api.stateWritesPerAllowed;
   const kinds = Object.entries(sw.byKind)
@@ -113,7 +135,7 @@ function passReport(p: PassResult, controllerUser: string): string {
       'requests per benchmark request, by identity: ' +
         p.api.byIdentity
           .filter((b) => b.perRequest >= 0.01)
-          .map((b) => `${b.cluster} ${b.user === controllerUser ? 'controller' : b.user} ${b.perRequest} (${b.writes} writes, ${b.reads} gets, ${b.listWatch} list/watch)`)
+          .map((b) => `${b.cluster} ${identityName(b.user, controllerUser, real)} ${b.perRequest} (${b.writes} writes, ${b.reads} gets, ${b.listWatch} list/watch)`)
           .join('; '),
     ),
   );
@@ -134,6 +156,7 @@ export function formatReport(r: BenchResult): string {
   const out: string[] = [];
   out.push(`Internal Services benchmark — ${m.date} — commit ${m.commit}${m.dirty ? ' (with uncommitted changes)' : ''}`);
   out.push(`machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGB} GB; Node ${m.node}; load average at start ${m.loadavgAtStart.join(' ')}, at end ${m.loadavgAtEnd.join(' ')}`);
+  out.push(`Tekton: ${m.tekton.description}`);
   out.push(`controller: ${m.controllerCmd}`);
   out.push(`environment: control planes ready in ${r.environment.startupMs} ms, project installed in ${r.environment.setupMs} ms`);
   if (r.ceiling) {
@@ -188,7 +211,7 @@ export function formatReport(r: BenchResult): string {
   if (r.passes.length || r.scale) out.push('');
   if (r.passes.length || r.scale)
     out.push(
-    `observer: event-loop delay p50 ${o.eventLoopDelayMs.p50} ms, p99 ${o.eventLoopDelayMs.p99} ms, max ${o.eventLoopDelayMs.max} ms; ${o.gaps} watch gaps; benchmark process CPU ${o.benchCpuSeconds} s (executor, observer, load)`,
+    `observer: event-loop delay p50 ${o.eventLoopDelayMs.p50} ms, p99 ${o.eventLoopDelayMs.p99} ms, max ${o.eventLoopDelayMs.max} ms; ${o.gaps} watch gaps; benchmark process CPU ${o.benchCpuSeconds} s (${m.tekton.mode === 'real' ? 'simulated kubelet' : 'simulated executor'}, observer, load)`,
   );
   if (r.targets.length) {
     out.push('');

@@ -1,7 +1,10 @@
 /**
  * The benchmark run: two control planes (src/envtest), the project's CRDs and
- * RBAC, a benchmark Pipeline and config, a simulated Tekton executor, the
- * controller under test as a process, and one of the modes:
+ * RBAC, a benchmark Pipeline and config, something that runs the
+ * PipelineRuns — the simulated executor (default) or, with `--tekton real`,
+ * Tekton Pipelines' own controller, resolvers and webhook with a simulated
+ * kubelet for their pods — the controller under test as a process, and one of
+ * the modes:
  *  - workload (default): N requests, in one or more passes, followed to their end;
  *  - --scale M: M finished requests exist before the controller starts;
  *  - --ceiling: the internal apiserver's raw write rate (before the workload).
@@ -16,6 +19,8 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../src/util/repo.js';
 import { CONTROLLER_NAMESPACE, startEnvironment, type Environment } from '../src/envtest/environment.js';
 import { applyObjects, grantRequester, installProject } from '../src/envtest/apply.js';
+import { deterministicResults, type PipelineRunObject } from '../src/envtest/executor.js';
+import { RESULT_ENV_PREFIX } from '../src/envtest/kubelet.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
 import { fromKubeConfig } from '../src/kube/client.js';
 import { apiFigures, correctness, latencies, type AuditWindow } from './analyze.js';
@@ -26,12 +31,21 @@ import { useKeepAlive } from './keepalive.js';
 import { Observer, createdAt, type RequestRecord } from './observer.js';
 import { ProcTreeSampler, machineBusySeconds } from './procstat.js';
 import { mb, round, sleep } from './stats.js';
-import type { BenchOptions, BenchResult, ControllerFigures, PassResult, ScaleResult, TargetCheck } from './types.js';
+import type { BenchOptions, BenchResult, ControllerFigures, PassResult, ScaleResult, TargetCheck, TektonMode } from './types.js';
 import { BENCH_PIPELINE, requestBody, requesterClient, runWorkload } from './workload.js';
 
 const NS = CONTROLLER_NAMESPACE;
 
-function benchPipeline(): KubernetesObject {
+/**
+ * The benchmark Pipeline, the same for both Tekton modes: one task, one step
+ * with one result. The simulated executor derives the Pipeline's results from
+ * the run's params (deterministicResults: `digest:{"image":"…"}`); for real
+ * Tekton the step says the same value through SIMULATED_RESULT_digest, which
+ * Tekton substitutes $(params.image) into and the simulated kubelet writes as
+ * the step's result (src/envtest/kubelet.ts). The step's command is set, so
+ * Tekton need not look the (never pulled) image up.
+ */
+export function benchPipeline(): KubernetesObject {
   return {
     apiVersion: 'tekton.dev/v1',
     kind: 'Pipeline',
@@ -46,12 +60,41 @@ function benchPipeline(): KubernetesObject {
           taskSpec: {
             params: [{ name: 'image' }],
             results: [{ name: 'digest' }],
-            steps: [{ name: 'sign', image: 'registry.example/signer:1', script: 'printf sha256:0 > $(results.digest.path)' }],
+            steps: [
+              {
+                name: 'sign',
+                image: 'registry.invalid/signer:1',
+                command: ['sign'],
+                args: ['$(params.image)'],
+                env: [{ name: `${RESULT_ENV_PREFIX}digest`, value: 'digest:{"image":"$(params.image)"}' }],
+              },
+            ],
           },
         },
       ],
     },
   } as KubernetesObject;
+}
+
+/**
+ * The results a request with these params must end with: what the simulated
+ * executor writes (so real Tekton's run of the benchmark Pipeline must
+ * produce exactly the same), as the request's status has them (strings).
+ */
+export function expectedResults(params: Record<string, string>): Record<string, string> {
+  const pr = { spec: { params: Object.entries(params).map(([name, value]) => ({ name, value })) } } as unknown as PipelineRunObject;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(deterministicResults(pr, benchPipeline()))) out[k] = typeof v === 'string' ? v : JSON.stringify(v);
+  return out;
+}
+
+/** The report's "Tekton:" line. */
+function describeTekton(mode: TektonMode, env: Environment): BenchResult['meta']['tekton'] {
+  if (mode === 'simulated' || !env.tekton) {
+    return { mode: 'simulated', version: null, components: [], description: 'SIMULATED executor (no Tekton controller)' };
+  }
+  const components = ['controller', 'resolvers', ...(env.tekton.webhook ? ['webhook'] : [])];
+  return { mode: 'real', version: env.tekton.version, components, description: `real ${env.tekton.version} ${components.join('+')}, pods simulated` };
 }
 
 function gitInfo(): { commit: string; dirty: boolean } {
@@ -63,16 +106,29 @@ function gitInfo(): { commit: string; dirty: boolean } {
   }
 }
 
-class ExecutorThread {
+/**
+ * The simulated part, in a worker thread: the simulated executor
+ * (executor-worker.ts) or, with real Tekton, the simulated kubelet
+ * (kubelet-worker.ts).
+ */
+class SimulationThread {
   private readonly worker: Worker;
   private readonly started: Promise<void>;
 
-  constructor(kubeconfigPath: string, delayMs: number, log: (m: string) => void) {
-    this.worker = new Worker(new URL('./executor-worker.js', import.meta.url), { workerData: { kubeconfigPath, namespace: NS, delayMs } });
+  static executor(kubeconfigPath: string, delayMs: number, log: (m: string) => void): SimulationThread {
+    return new SimulationThread('./executor-worker.js', { kubeconfigPath, namespace: NS, delayMs }, (m) => log(`simulated executor: ${m}`));
+  }
+
+  static kubelet(kubeconfigPath: string, stepMs: number, log: (m: string) => void): SimulationThread {
+    return new SimulationThread('./kubelet-worker.js', { kubeconfigPath, stepMs }, log);
+  }
+
+  private constructor(script: string, workerData: unknown, log: (m: string) => void) {
+    this.worker = new Worker(new URL(script, import.meta.url), { workerData });
     this.started = new Promise((resolve, reject) => {
       this.worker.on('message', (m: { type: string; msg?: string }) => {
         if (m.type === 'started') resolve();
-        else if (m.type === 'log') log(`executor: ${m.msg ?? ''}`);
+        else if (m.type === 'log') log(m.msg ?? '');
       });
       this.worker.on('error', reject);
     });
@@ -108,9 +164,17 @@ interface Setup {
 
 async function setUp(opts: BenchOptions, log: (m: string) => void): Promise<Setup> {
   if (opts.keep) process.env['ENVTEST_KEEP'] = '1';
-  const env = await startEnvironment({ audit: true, log: opts.quiet ? undefined : (m) => log(m) });
+  const env = await startEnvironment({
+    audit: true,
+    tekton: opts.tekton === 'real' ? { stepMs: opts.executorDelayMs } : undefined,
+    log: opts.quiet ? undefined : (m) => log(m),
+  });
   const t0 = Date.now();
   try {
+    // The environment's simulated kubelet runs in this thread with a client
+    // that opens a connection per request; the benchmark runs its own in a
+    // worker thread instead (kubelet-worker.ts), like the simulated executor.
+    await env.tekton?.kubelet.stop();
     await installProject(env);
     const allowed = Array.from({ length: opts.namespaces }, (_, i) => `bench-team-${i}`);
     const denied = opts.rejectedShare > 0 ? ['bench-outside-0', 'bench-outside-1'] : [];
@@ -126,9 +190,13 @@ async function setUp(opts: BenchOptions, log: (m: string) => void): Promise<Setu
     mkdirSync(dir, { recursive: true });
     // The harness lists its processes in <dir>/pids: etcd, remote apiserver, internal apiserver.
     const pids = readFileSync(join(env.dir, 'pids'), 'utf8').trim().split(/\s+/).map(Number);
-    const envProcs = (['etcd', 'remoteApiserver', 'internalApiserver'] as const).flatMap((name, i) =>
+    const envProcs: Setup['envProcs'] = (['etcd', 'remoteApiserver', 'internalApiserver'] as const).flatMap((name, i) =>
       pids[i] ? [{ name, sampler: new ProcTreeSampler(pids[i]!, 1000, 60_000) }] : [],
     );
+    const t = env.tekton;
+    for (const [name, p] of [['tektonController', t?.controller], ['tektonResolvers', t?.resolvers], ['tektonWebhook', t?.webhook]] as const) {
+      if (p?.pid) envProcs.push({ name, sampler: new ProcTreeSampler(p.pid, 1000, 60_000) });
+    }
     return {
       env,
       dir,
@@ -186,6 +254,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
   log(`setting up two control planes (commit ${commit}${dirty ? ', uncommitted changes' : ''})`);
   const s = await setUp(opts, log);
   log(`environment ready in ${s.env.startupMs} ms, project installed in ${s.setupMs} ms (dir ${s.env.dir})`);
+  log(`Tekton: ${describeTekton(opts.tekton, s.env).description}`);
 
   const result: BenchResult = {
     ok: true,
@@ -202,6 +271,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       loadavgAtEnd: [],
       controllerCmd: opts.controllerCmd,
       controllerUser: opts.controllerUser,
+      tekton: describeTekton(opts.tekton, s.env),
       options: (({ quiet: _q, ...rest }) => rest)(opts),
       timestamps:
         'performance.now() in the benchmark main thread when a watch event is parsed (sub-ms resolution); accuracy bounded by watch delivery and the event-loop delay reported under observer',
@@ -216,7 +286,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
     targets: [],
   };
 
-  let executor: ExecutorThread | undefined;
+  let simulation: SimulationThread | undefined;
   let observer: Observer | undefined;
   let controller: ControllerProcess | undefined;
   let sampler: ProcTreeSampler | undefined;
@@ -226,8 +296,12 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       log(`ceiling: ${result.ceiling.writesPerSecond} writes/s (${result.ceiling.cyclesPerSecond} create+update+delete cycles/s), ${result.ceiling.errors} errors`);
     }
     if (opts.scale !== undefined || opts.requests > 0) {
-      executor = new ExecutorThread(s.env.internal.identities.admin.kubeconfigPath, opts.executorDelayMs, log);
-      await executor.ready();
+      const adminKubeconfig = s.env.internal.identities.admin.kubeconfigPath;
+      simulation =
+        opts.tekton === 'real'
+          ? SimulationThread.kubelet(adminKubeconfig, opts.executorDelayMs, log)
+          : SimulationThread.executor(adminKubeconfig, opts.executorDelayMs, log);
+      await simulation.ready();
       const requester = await requesterClient(s.env.remote.identities.requester!.kubeConfig());
 
       let precreate: { count: number; seconds: number; names: Set<string> } | undefined;
@@ -275,7 +349,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       log(`controller log kept in ${kept}`);
     }
     await observer?.stop();
-    await executor?.stop();
+    await simulation?.stop();
     await s.env.stop();
   }
   const cpu = process.cpuUsage(benchCpu0);
@@ -327,7 +401,8 @@ async function onePass(run: RunContext, pass: number, ceilingWritesPerSecond: nu
   const errors0 = controller.errorLines;
   const samples0 = controller.errorSamples.length;
   const t0 = performance.now();
-  const timeoutMs = (opts.timeoutSeconds ?? Math.max(60, opts.requests / 5)) * 1000;
+  // Real Tekton works through a PipelineRun much more slowly (TaskRun, pod, several status writes, client-side rate limits).
+  const timeoutMs = (opts.timeoutSeconds ?? (opts.tekton === 'real' ? Math.max(300, opts.requests) : Math.max(60, opts.requests / 5))) * 1000;
   log(`pass ${pass}: ${opts.requests} requests, ${opts.rate === undefined ? `burst (${opts.concurrency} in flight)` : `${opts.rate}/s`}`);
   const out = await runWorkload(requester, observer, {
     pass,
@@ -362,6 +437,7 @@ async function onePass(run: RunContext, pass: number, ceilingWritesPerSecond: nu
       rate: opts.rate ?? null,
       concurrency: opts.concurrency,
       namespaces: s.allowed.length,
+      tekton: opts.tekton,
       executorDelayMs: opts.executorDelayMs,
       submitSeconds: round(submitSeconds, 2),
       submitRate: round(records.length / Math.max(0.001, submitSeconds), 1),
@@ -382,6 +458,7 @@ async function onePass(run: RunContext, pass: number, ceilingWritesPerSecond: nu
       errorSamples: controller.errorSamples.slice(samples0),
       controllerExited: exitDescription(controller),
       observerGaps: observer.gaps,
+      expectedResults,
     }),
     fractionOfCeiling: ceilingWritesPerSecond
       ? { remote: round(api.allIdentitiesWritesPerSecond.remote / ceilingWritesPerSecond, 3), internal: round(api.allIdentitiesWritesPerSecond.internal / ceilingWritesPerSecond, 3) }
@@ -407,7 +484,7 @@ function cpuSnapshot(s: Setup, controller: ProcTreeSampler): CpuSnapshot {
 function cpuCost(cores: Record<string, number>, seconds: number, requests: number): { cpuMsPerRequest: Record<string, number>; cpuBoundThroughput: number } {
   const per: Record<string, number> = {};
   let total = 0;
-  for (const k of ['controller', 'remoteApiserver', 'internalApiserver', 'etcd', 'benchmark']) {
+  for (const k of ['controller', 'remoteApiserver', 'internalApiserver', 'etcd', 'tekton', 'benchmark']) {
     const ms = ((cores[k] ?? 0) * seconds * 1000) / Math.max(1, requests);
     per[k] = round(ms, 2);
     total += ms;
@@ -426,6 +503,7 @@ function cpuBreakdown(a: CpuSnapshot, b: CpuSnapshot, seconds: number): Record<s
     ours += d;
     out[k] = round(d / seconds, 2);
   }
+  out['tekton'] = round(['tektonController', 'tektonResolvers', 'tektonWebhook'].reduce((sum, k) => sum + (out[k] ?? 0), 0), 2);
   out['otherProcesses'] = round(Math.max(0, (b['machine'] ?? 0) - (a['machine'] ?? 0) - ours) / seconds, 2);
   out['machineBusy'] = round(Math.max(0, (b['machine'] ?? 0) - (a['machine'] ?? 0)) / seconds, 2);
   return out;
@@ -505,6 +583,7 @@ async function scaleMode(
     errorSamples: controller.errorSamples,
     controllerExited: exitDescription(controller),
     observerGaps: observer.gaps,
+    expectedResults,
   });
   const failures = [...c.failures];
   if (writesToFinished) failures.push(`the controller wrote ${writesToFinished} times to requests that were already finished`);
@@ -534,7 +613,9 @@ function targets(r: BenchResult): TargetCheck[] {
       out.push({ target: 'all targets', value: 'the pass was not correct', status: 'n/a', where });
       continue;
     }
-    const big = p.workload.requests >= 1000 && p.workload.executorDelayMs === 0;
+    // The throughput and latency targets were set for the controller with the simulated executor.
+    const simulated = p.workload.tekton === 'simulated';
+    const big = p.workload.requests >= 1000 && p.workload.executorDelayMs === 0 && simulated;
     out.push({
       target: '≥ 50 requests/s sustained at N=1,000',
       value: `${p.throughput}/s at N=${p.workload.requests} (CPU-bound estimate ${p.cpuBoundThroughput}/s)`,
@@ -544,7 +625,7 @@ function targets(r: BenchResult): TargetCheck[] {
     const w = p.api.stateWritesPerAllowed;
     out.push({ target: '≤ 4 API writes per allowed request lifecycle', value: `mean ${w.mean ?? '-'}, max ${w.max ?? '-'}`, status: w.max === null ? 'n/a' : w.max <= 4 ? 'met' : 'missed', where });
     out.push({ target: '0 reads outside list/watch', value: String(p.api.readsOutsideListWatch), status: p.api.readsOutsideListWatch === 0 ? 'met' : 'missed', where });
-    const at20 = p.workload.mode === 'rate' && p.workload.rate !== null && p.workload.rate >= 20 && p.workload.executorDelayMs === 0;
+    const at20 = p.workload.mode === 'rate' && p.workload.rate !== null && p.workload.rate >= 20 && p.workload.executorDelayMs === 0 && simulated;
     const p99 = p.latencyMs.createToRunning.p99;
     out.push({
       target: 'p99 create→Running ≤ 250 ms at 20 requests/s',

@@ -3,7 +3,12 @@ import type { ApiFigures, ApiRow, Correctness, Latencies } from './analyze.js';
 import type { CeilingResult } from './ceiling.js';
 import type { Distribution } from './stats.js';
 
+/** Which Tekton completes the PipelineRuns: Tekton's real controller (pods simulated) or the simulated executor. */
+export type TektonMode = 'real' | 'simulated';
+
 export interface BenchOptions {
+  /** `--tekton`: real Tekton Pipelines on the internal cluster, or the simulated executor (default). */
+  tekton: TektonMode;
   controllerCmd: string;
   readyLog: string;
   controllerUser: string;
@@ -13,6 +18,7 @@ export interface BenchOptions {
   concurrency: number;
   namespaces: number;
   rejectedShare: number;
+  /** Simulated executor: delay before completing a PipelineRun. Real Tekton: how long each simulated step (pod container) runs. */
   executorDelayMs: number;
   passes: number;
   json: string | undefined;
@@ -51,6 +57,7 @@ export interface PassResult {
     rate: number | null;
     concurrency: number;
     namespaces: number;
+    tekton: TektonMode;
     executorDelayMs: number;
     /** Seconds from the first create sent to the last one answered, and the creates per second that gave. */
     submitSeconds: number;
@@ -67,11 +74,13 @@ export interface PassResult {
   controller: ControllerFigures;
   /**
    * Average cores used during the pass: controller, benchmark (load, observer,
-   * simulated executor), etcd, remoteApiserver, internalApiserver,
-   * otherProcesses (everything else on the machine), machineBusy (total).
+   * simulated executor or simulated kubelet), etcd, remoteApiserver,
+   * internalApiserver, with real Tekton also tektonController,
+   * tektonResolvers, tektonWebhook and their sum tekton; otherProcesses
+   * (everything else on the machine), machineBusy (total).
    */
   cpuCores: Record<string, number>;
-  /** CPU ms per request: controller, remoteApiserver, internalApiserver, etcd, benchmark (load, observer, executor), total. */
+  /** CPU ms per request: controller, remoteApiserver, internalApiserver, etcd, tekton (real Tekton's processes; 0 with the simulated executor), benchmark (load, observer, simulated executor or kubelet), total. */
   cpuMsPerRequest: Record<string, number>;
   /**
    * Requests/s the machine could sustain if all its CPUs went to these
@@ -127,6 +136,8 @@ export interface BenchResult {
     loadavgAtEnd: number[];
     controllerCmd: string;
     controllerUser: string;
+    /** Which Tekton ran the PipelineRuns; `description` is the report's "Tekton:" line. */
+    tekton: { mode: TektonMode; version: string | null; components: string[]; description: string };
     options: Omit<BenchOptions, 'quiet'>;
     timestamps: string;
     dir: string | null;

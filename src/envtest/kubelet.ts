@@ -102,7 +102,8 @@ interface PodRun {
   uid: string;
   namespace: string;
   name: string;
-  timers: Set<NodeJS.Timeout>;
+  /** Pending sleeps: clearing one must also settle its promise. */
+  timers: Map<NodeJS.Timeout, () => void>;
   done: boolean;
   released: boolean;
   /** Called when the pod gets the release annotation. */
@@ -163,10 +164,7 @@ export class SimulatedKubelet {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort?.abort();
-    for (const r of this.runs.values()) {
-      for (const t of r.timers) clearTimeout(t);
-      r.onRelease?.();
-    }
+    for (const r of this.runs.values()) this.interrupt(r);
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
   }
@@ -207,9 +205,8 @@ export class SimulatedKubelet {
     const uid = pod.metadata?.uid ?? '';
     const r = this.runs.get(uid);
     if (!r) return;
-    for (const t of r.timers) clearTimeout(t);
     r.done = true;
-    r.onRelease?.();
+    this.interrupt(r);
     this.runs.delete(uid);
   }
 
@@ -231,7 +228,7 @@ export class SimulatedKubelet {
       uid,
       namespace: pod.metadata?.namespace ?? '',
       name: pod.metadata?.name ?? '',
-      timers: new Set(),
+      timers: new Map(),
       done: false,
       released: pod.metadata?.annotations?.[RELEASE_ANNOTATION] !== undefined,
     };
@@ -251,8 +248,18 @@ export class SimulatedKubelet {
         r.timers.delete(t);
         resolve(!r.done && !this.stopped);
       }, ms);
-      r.timers.add(t);
+      r.timers.set(t, () => resolve(false));
     });
+  }
+
+  /** Ends a run's waits (sleeps and gate) at once. */
+  private interrupt(r: PodRun): void {
+    for (const [t, cancel] of r.timers) {
+      clearTimeout(t);
+      cancel();
+    }
+    r.timers.clear();
+    r.onRelease?.();
   }
 
   private async simulate(pod: V1Pod, r: PodRun): Promise<void> {
@@ -327,7 +334,7 @@ export class SimulatedKubelet {
             return;
           }
           if (step.durationMs === 'gate') {
-            if (!r.released) await new Promise<void>((resolve) => (r.onRelease = resolve));
+            if (!r.released && !r.done && !this.stopped) await new Promise<void>((resolve) => (r.onRelease = resolve));
             if (r.done || this.stopped) return;
           } else if (!(await this.sleep(r, step.durationMs))) return;
         }

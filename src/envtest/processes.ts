@@ -184,6 +184,37 @@ export async function freePorts(count: number): Promise<number[]> {
 }
 
 /**
+ * Like freePorts, but every port is below `limit` and free on all
+ * interfaces: for programs that listen on ":PORT" or cannot take a port
+ * from the ephemeral range (knative reads METRICS_PROMETHEUS_PORT as a
+ * signed 16-bit number, so it refuses ports above 32767, and the kernel
+ * hands out ephemeral ports from 32768 up).
+ */
+export async function freePortsBelow(count: number, limit = 32768, from = 10000): Promise<number[]> {
+  const held: import('node:net').Server[] = [];
+  const ports: number[] = [];
+  try {
+    for (let attempts = 0; ports.length < count; attempts++) {
+      if (attempts > 1000) throw new Error(`no ${count} free ports found between ${from} and ${limit}`);
+      const candidate = from + Math.floor(Math.random() * (limit - from));
+      if (ports.includes(candidate)) continue;
+      const srv = createServer();
+      const ok = await new Promise<boolean>((resolve) => {
+        srv.once('error', () => resolve(false));
+        srv.listen(candidate, () => resolve(true));
+      });
+      if (ok) {
+        held.push(srv);
+        ports.push(candidate);
+      }
+    }
+    return ports;
+  } finally {
+    await Promise.all(held.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  }
+}
+
+/**
  * A watchdog for abnormal deaths of the Node process (SIGKILL, or a signal
  * with no handler) where no 'exit' listener runs: a small shell loop that
  * polls the parent PID and, once it is gone, SIGKILLs every PID listed in

@@ -28,7 +28,7 @@ import {
 import type { EnvtestAssets, LogFn } from './binaries.js';
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './apply.js';
 export { ensureServiceAccount } from './apply.js';
-import { freePorts, ManagedProcess } from './processes.js';
+import { freePortsBelow, ManagedProcess } from './processes.js';
 import { SimulatedKubelet } from './kubelet.js';
 import { startGitServer, type GitServer } from './git.js';
 
@@ -97,7 +97,7 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
   const configDir = assets.tektonConfigDir;
   const withWebhook = opts.webhook ?? true;
   const readyTimeoutMs = opts.readyTimeoutMs ?? 120_000;
-  const [ctlProbe, ctlProf, ctlMetrics, resProbe, resProf, resMetrics, whProbe, whProf, whMetrics, whPort] = (await freePorts(10)) as number[] as [
+  const [ctlProbe, ctlProf, ctlMetrics, resProbe, resProf, resMetrics, whProbe, whProf, whMetrics, whPort] = (await freePortsBelow(10)) as number[] as [
     number, number, number, number, number, number, number, number, number, number,
   ];
 
@@ -138,7 +138,9 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
   let kubelet: SimulatedKubelet | undefined;
   let git: GitServer | undefined;
   const stop = async (): Promise<void> => {
-    await kubelet?.stop();
+    // The kubelet ends its waits at once; the deadline is only a guard, so
+    // that a teardown can never hang on it.
+    if (kubelet) await Promise.race([kubelet.stop(), new Promise((r) => setTimeout(r, 5000).unref())]);
     await Promise.all(processes.map((p) => p.stop(2000)));
     await git?.stop();
   };

@@ -1,8 +1,10 @@
 /**
  * Smoke test of the benchmark (bench/, docs/benchmarks.md), so that it cannot
- * rot: a real run with N=50 as a process, checked for correctness and for the
- * presence of every figure in its JSON — never for speed, which depends on
- * the machine. Plus the correctness rules themselves on made-up records.
+ * rot: a real run with N=50 as a process (simulated executor), checked for
+ * correctness and for the presence of every figure in its JSON — never for
+ * speed, which depends on the machine; a run with N=10 on real Tekton
+ * (`--tekton real`), checked for correctness and for which Tekton the report
+ * names. Plus the correctness rules themselves on made-up records.
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +17,7 @@ import { CONTROLLER_USERNAME } from '../../src/envtest/environment.js';
 import { correctness } from '../../bench/analyze.js';
 import type { AuditEvent } from '../../bench/audit.js';
 import { isErrorLine } from '../../bench/controller-process.js';
+import { expectedResults } from '../../bench/run.js';
 import type { RequestRecord } from '../../bench/observer.js';
 import type { BenchResult } from '../../bench/types.js';
 
@@ -48,8 +51,10 @@ describe('npm run bench', () => {
     const out = await run(['--requests', '50', '--burst', '--rejected-share', '0.2', '--json', json, '--quiet'], 55_000);
     assert.equal(out.code, 0, `exit code ${out.code}\n${out.stdout}\n${out.stderr.slice(-3000)}`);
     assert.match(out.stdout, /RESULT: OK/);
+    assert.match(out.stdout, /^Tekton: SIMULATED executor \(no Tekton controller\)$/m);
     const r = JSON.parse(readFileSync(json, 'utf8')) as BenchResult;
     assert.equal(r.ok, true, r.failures.join('\n'));
+    assert.equal(r.meta.tekton.mode, 'simulated');
     assert.equal(r.passes.length, 1);
     const p = r.passes[0]!;
 
@@ -89,6 +94,38 @@ describe('npm run bench', () => {
     assert.ok(r.targets.length >= 4);
     assert.match(r.meta.commit, /^[0-9a-f]+$|^unknown$/);
   });
+
+  test('--tekton real, N=10: the report says real Tekton; every request succeeded with exactly one PipelineRun', { timeout: 240_000 }, async () => {
+    const json = join(tmp, 'real.json');
+    const out = await run(['--tekton', 'real', '--requests', '10', '--burst', '--rejected-share', '0.2', '--json', json, '--quiet'], 230_000);
+    assert.equal(out.code, 0, `exit code ${out.code}\n${out.stdout}\n${out.stderr.slice(-3000)}`);
+    assert.match(out.stdout, /RESULT: OK/);
+    assert.match(out.stdout, /^Tekton: real v\d+\.\d+\.\d+ controller\+resolvers\+webhook, pods simulated$/m);
+    const r = JSON.parse(readFileSync(json, 'utf8')) as BenchResult;
+    assert.equal(r.ok, true, r.failures.join('\n'));
+    assert.equal(r.meta.tekton.mode, 'real');
+    assert.deepEqual(r.meta.tekton.components, ['controller', 'resolvers', 'webhook']);
+    const p = r.passes[0]!;
+    assert.equal(p.workload.tekton, 'real');
+
+    // All succeeded (with the results the simulated executor would give: checked by the benchmark), exactly one PipelineRun each.
+    const c = p.correctness;
+    assert.equal(c.ok, true, c.failures.join('\n'));
+    assert.equal(c.allowed, 8);
+    assert.equal(c.rejected, 2);
+    assert.equal(c.allowedWithoutPipelineRun + c.allowedWithSeveralPipelineRuns + c.rejectedWithPipelineRun, 0);
+    assert.equal(c.pipelineRunCreatesPerAllowed.exactlyOne, 8);
+    assert.equal(c.neverFinished, 0);
+    assert.equal(c.wrongOutcome, 0);
+    assert.equal(p.latencyMs.createToTerminal.count, 8);
+
+    // Tekton talked to the internal apiserver under its own identities; the per-request figures count the controller's only.
+    assert.ok(p.api.byIdentity.some((b) => b.cluster === 'internal' && b.user.startsWith('system:serviceaccount:tekton-pipelines:') && b.writes > 0), JSON.stringify(p.api.byIdentity));
+    const notOurs = p.api.rows.filter((x) => /^(taskruns|pods|leases)/.test(x.resource) || (x.resource.startsWith('pipelineruns') && !['create', 'delete', 'list', 'watch'].includes(x.verb)));
+    assert.deepEqual(notOurs, [], 'requests by Tekton counted as the controller\'s');
+    assert.equal(p.api.stateWritesPerAllowed.max, 4);
+    assert.ok(isNum(p.cpuMsPerRequest['tekton']) && p.cpuMsPerRequest['tekton'] > 0);
+  });
 });
 
 describe('the correctness rules', () => {
@@ -124,6 +161,17 @@ describe('the correctness rules', () => {
     assert.equal(c.ok, true, c.failures.join('\n'));
   });
 
+  test("the benchmark Pipeline's expected results are the simulated executor's", () => {
+    assert.deepEqual(expectedResults({ image: 'quay.io/x@sha256:0' }), { digest: 'digest:{"image":"quay.io/x@sha256:0"}' });
+    const c = correctness({
+      ...base,
+      records: [rec('a', true, { params: { image: 'q' }, results: { digest: 'digest:{"image":"q"}' } })],
+      audit: { remote: [], internal: [create('ir-uid-a')] },
+      expectedResults,
+    });
+    assert.equal(c.ok, true, c.failures.join('\n'));
+  });
+
   test('two PipelineRuns, a PipelineRun for a rejected request, an unfinished request, error lines: each fails', () => {
     const cases: Array<[string, Parameters<typeof correctness>[0]]> = [
       ['more than one', { ...base, records: [rec('a', true, { prUids: new Set(['x', 'y']) })], audit: { remote: [], internal: [create('ir-uid-a')] } }],
@@ -132,6 +180,15 @@ describe('the correctness rules', () => {
       ['never finished', { ...base, records: [rec('a', true, { terminalAt: undefined })], audit: { remote: [], internal: [create('ir-uid-a')] } }],
       ['wrong outcome', { ...base, records: [rec('a', true, { terminalStatus: 'False', terminalReason: 'Failed' })], audit: { remote: [], internal: [create('ir-uid-a')] } }],
       ['error-level lines', { ...base, errorLines: 1, errorSamples: ['boom'], records: [rec('a', true)], audit: { remote: [], internal: [create('ir-uid-a')] } }],
+      [
+        'expected results',
+        {
+          ...base,
+          records: [rec('a', true, { params: { image: 'i' }, results: { digest: 'other' } })],
+          audit: { remote: [], internal: [create('ir-uid-a')] },
+          expectedResults: (params) => ({ digest: `digest:${JSON.stringify(params)}` }),
+        },
+      ],
     ];
     for (const [what, input] of cases) {
       const c = correctness(input);

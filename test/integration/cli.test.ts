@@ -221,7 +221,7 @@ describe('request create', () => {
     assert.equal(failed.stdout, '');
     assert.match(failed.stderr, /: Running, PipelineRun /);
     // Tekton's own summary of the run, then the failed tasks the controller found.
-    assert.match(failed.stderr, /internalrequest cli-a\/broken-\w+: Failed: PipelineRun internal-services\/ir-\S+ failed: Failed: Tasks Completed: 1 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: build\n$/);
+    assert.match(failed.stderr, /internalrequest cli-a\/broken-\w+: Failed: PipelineRun internal-services\/ir-\S+ failed: Failed: Tasks Completed: 1 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: build \("step-b" exited with code 1: Error\)\n$/);
     expectCode(noPipeline, 22, 'no-such-pipeline');
     assert.equal(noPipeline.stdout, '');
     assert.match(noPipeline.stderr, /: Rejected: no Pipeline named "no-such-pipeline" in namespace "internal-services"/);

@@ -7,6 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, ensureNamespace, ensureServiceAccount, grantRequester, installProject } from '../../src/envtest/apply.js';
@@ -86,6 +87,8 @@ const PIPELINES = [
     workspaces: [{ name: 'workspace' }],
     tasks: [{ name: 'write', workspaces: [{ name: 'out', workspace: 'workspace' }], taskSpec: { workspaces: [{ name: 'out' }], steps: [step('write', {})] } }],
   }),
+  // A step that runs for 10 minutes.
+  pipeline('slow', { tasks: [{ name: 't', taskSpec: { steps: [step('s', { SIMULATED_DURATION: '10m' })] } }] }),
   // A step that ends when the test says so.
   pipeline('gated', {
     results: [{ name: 'out', value: '$(tasks.t.results.out)' }],
@@ -339,10 +342,20 @@ describe('the Tekton platform of the harness', () => {
     // Each Tekton process runs as the ServiceAccount of the module's manifests, under its RBAC.
     assert.match(t.controller.args.join(' '), /-kubeconfig \S+kubeconfig-tektonController\.yaml/);
     assert.match(t.resolvers.args.join(' '), /-kubeconfig \S+kubeconfig-tektonResolvers\.yaml/);
+    // Every port the harness gives Tekton is one it accepts (knative refuses metrics ports above 32767).
+    for (const p of [t.controller, t.resolvers, t.webhook!]) {
+      assert.doesNotMatch(readFileSync(p.logPath, 'utf8'), /could not be parsed as a port number/, p.name);
+    }
     const pids = procs.map((p) => p.pid!);
+    // A step in the middle of a long simulated run must not hold up the teardown.
+    const r = await createRequest(requester, TENANT, 'long', { request: 'slow' });
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    await waitFor('the pod running', async () => (await podsOf(pr.metadata.name!)).find((p) => p.status?.phase === 'Running'), 30_000);
     await controller?.kill('SIGKILL');
     controller = undefined;
+    const t0 = Date.now();
     await env.stop();
+    assert.ok(Date.now() - t0 < 4000, `teardown took ${Date.now() - t0} ms`);
     const alive = (pid: number): boolean => {
       try {
         process.kill(pid, 0);
