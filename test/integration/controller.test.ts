@@ -18,6 +18,7 @@ import { Controller } from '../../src/controller/controller.js';
 import { connect } from '../../src/kube/client.js';
 import {
   api, createRequest, getRequest, IR, NS, pipelineRunsFor, reasonOf, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
+  onlyPipelineRunOf, setRunConfig,
 } from './helpers.js';
 
 const ALLOWED = ['team-a', 'team-b', 'team-c'];
@@ -64,17 +65,8 @@ const pipelines = [
   }),
 ];
 
-async function setConfig(spec: Record<string, unknown>): Promise<void> {
-  await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec } as never]);
-}
-
-async function theOnlyPipelineRun(uid: string): Promise<PipelineRun> {
-  return waitFor(`the PipelineRun of ${uid}`, async () => {
-    const prs = await pipelineRunsFor(internalAdmin, uid);
-    assert.ok(prs.length <= 1, `more than one PipelineRun for ${uid}`);
-    return prs[0];
-  });
-}
+const setConfig = (spec: Record<string, unknown>): Promise<void> => setRunConfig(internalAdmin, spec);
+const theOnlyPipelineRun = (uid: string): Promise<PipelineRun> => onlyPipelineRunOf(internalAdmin, uid);
 
 async function events(namespace: string, name: string): Promise<string[]> {
   const core = remoteAdmin.makeApiClient(CoreV1Api);

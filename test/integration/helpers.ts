@@ -1,9 +1,11 @@
 /** Shared pieces of the integration tests: a running controller process, requests, polling. */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
 import type { Environment } from '../../src/envtest/environment.js';
+import { applyObjects } from '../../src/envtest/apply.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 
@@ -176,4 +178,18 @@ export async function releaseRun(env: Environment, pipelineRun: string, timeoutM
   const kubelet = env.tekton?.kubelet;
   if (!kubelet) throw new Error('the environment runs no Tekton (start it with { tekton: true })');
   await waitFor(`a pod of ${pipelineRun} to release`, async () => (await kubelet.releasePods(NS, `tekton.dev/pipelineRun=${pipelineRun}`)) > 0, timeoutMs);
+}
+
+/** Creates or replaces the InternalServicesConfig named `config` in the controller's namespace. */
+export async function setRunConfig(kc: KubeConfig, spec: Record<string, unknown>): Promise<void> {
+  await applyObjects(kc, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec } as never]);
+}
+
+/** Waits for the PipelineRun of a request (by uid), failing if there is ever more than one. */
+export async function onlyPipelineRunOf(kc: KubeConfig, uid: string): Promise<PipelineRun> {
+  return waitFor(`the PipelineRun of ${uid}`, async () => {
+    const prs = await pipelineRunsFor(kc, uid);
+    assert.ok(prs.length <= 1, `more than one PipelineRun for ${uid}`);
+    return prs[0];
+  });
 }

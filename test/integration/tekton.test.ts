@@ -14,6 +14,7 @@ import { applyObjects, ensureNamespace, ensureServiceAccount, grantRequester, in
 import type { PipelineRun } from '../../src/tekton/types.js';
 import {
   api, createRequest, IR, NS, pipelineRunsFor, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
+  onlyPipelineRunOf, setRunConfig,
 } from './helpers.js';
 
 const TENANT = 'tenant-a';
@@ -100,17 +101,8 @@ const PIPELINES = [
   }),
 ];
 
-async function setConfig(spec: Record<string, unknown>): Promise<void> {
-  await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec } as never]);
-}
-
-async function theOnlyPipelineRun(uid: string): Promise<PipelineRun> {
-  return waitFor(`the PipelineRun of ${uid}`, async () => {
-    const prs = await pipelineRunsFor(internalAdmin, uid);
-    assert.ok(prs.length <= 1, `more than one PipelineRun for ${uid}`);
-    return prs[0];
-  });
-}
+const setConfig = (spec: Record<string, unknown>): Promise<void> => setRunConfig(internalAdmin, spec);
+const theOnlyPipelineRun = (uid: string): Promise<PipelineRun> => onlyPipelineRunOf(internalAdmin, uid);
 
 async function podsOf(pipelineRun: string): Promise<V1Pod[]> {
   const core = internalAdmin.makeApiClient(CoreV1Api);
