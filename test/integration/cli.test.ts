@@ -160,7 +160,7 @@ after(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-describe('request create', () => {
+describe('request create (real Tekton, pods simulated)', () => {
   test('waits; progress on stderr (created, Running with the PipelineRun, Succeeded); JSON results on stdout exactly; exit 0', async () => {
     const tagsFile = join(tmp, 'tags.json');
     writeFileSync(tagsFile, '["v1","latest"]');
@@ -248,7 +248,7 @@ describe('request create', () => {
   });
 });
 
-describe('wait, get, list, cancel', () => {
+describe('wait, get, list, cancel (real Tekton, pods simulated)', () => {
   test('wait -l SELECTOR over several requests: exit 0 and {name: results}; finished, failed and running ones: 21 and no stdout', async () => {
     const created = await Promise.all(
       ['one', 'two', 'three'].map((img) => plugin(['create', 'echo', `image=${img}`, '-l', 'batch=b1', '-n', 'cli-b', '--no-wait'])),

@@ -143,7 +143,7 @@ describe('the API, enforced by the real apiserver', () => {
   });
 });
 
-describe('the request flow', () => {
+describe('the request flow (real Tekton, pods simulated)', () => {
   before(async () => {
     controller = await startController(env);
   });
@@ -283,7 +283,7 @@ describe('the request flow', () => {
   });
 });
 
-describe('restarts: nothing lost, nothing duplicated', () => {
+describe('restarts: nothing lost, nothing duplicated (real Tekton, pods simulated)', () => {
   test('killed between PipelineRun creation and the status write: after a restart, one PipelineRun and the request completes', async () => {
     // Take away the controller's right to write request status on the remote
     // cluster: it creates the PipelineRun, then its status write fails (403).
