@@ -289,12 +289,12 @@ spec:
     await ensureNamespace(internalAdmin, ns);
     await ensureServiceAccount(internalAdmin, ns, 'default');
     const custom = internalAdmin.makeApiClient(CustomObjectsApi);
-    const run = async (name: string, revision: string): Promise<PipelineRun> => {
+    const run = async (name: string, revision: string, path = 'pipelines/from-git.yaml'): Promise<PipelineRun> => {
       await custom.createNamespacedCustomObject({
         group: 'tekton.dev', version: 'v1', plural: 'pipelineruns', namespace: ns,
         body: {
           apiVersion: 'tekton.dev/v1', kind: 'PipelineRun', metadata: { name },
-          spec: { pipelineRef: { resolver: 'git', params: [{ name: 'url', value: repo.url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: 'pipelines/from-git.yaml' }] } },
+          spec: { pipelineRef: { resolver: 'git', params: [{ name: 'url', value: repo.url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: path }] } },
         },
       });
       return waitFor(`${name} to finish`, async () => {
@@ -318,6 +318,11 @@ spec:
     assert.equal((b.status as { provenance?: { refSource?: { digest?: Record<string, string> } } }).provenance?.refSource?.digest?.['sha1'], second);
     const c = await run('from-sha', first);
     assert.deepEqual(c.status?.results, [{ name: 'answer', value: 'one' }]);
+
+    // A path that is not in the repository: the resolution fails, and Tekton says so at once.
+    const missing = await run('missing-path', 'main', 'pipelines/nope.yaml');
+    assert.equal(missing.status?.conditions?.[0]?.reason, 'CouldntGetPipeline');
+    assert.match(missing.status?.conditions?.[0]?.message ?? '', /error opening file "pipelines\/nope\.yaml"/);
   });
 });
 
