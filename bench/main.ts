@@ -33,6 +33,7 @@ function share(v: string): number {
 
 interface Flags {
   tekton: TektonMode;
+  tektonApiQps?: number;
   controllerCmd: string;
   readyLog: string;
   controllerUser: string;
@@ -66,6 +67,12 @@ export function benchCommand(): Command {
       )
         .choices(['simulated', 'real'])
         .default('simulated'),
+    )
+    .addOption(
+      new Option(
+        '--tekton-api-qps <n>',
+        "with --tekton real: the Tekton controller's -kube-api-qps (and -kube-api-burst twice that); Tekton doubles both. Default: Tekton's own (20 requests/s after doubling)",
+      ).argParser(int(1, 10_000)),
     )
     .addOption(
       new Option('--controller-cmd <template>', 'command starting the controller under test (sh syntax); placeholders {remoteKubeconfig} {internalKubeconfig} {namespace} {node} {repo} {dir}; env REMOTE_KUBECONFIG, KUBECONFIG, POD_NAMESPACE, BENCH_DIR are set too').default(
@@ -102,6 +109,7 @@ export function benchCommand(): Command {
 export function toOptions(f: Flags): BenchOptions {
   return {
     tekton: f.tekton,
+    tektonApiQps: f.tektonApiQps,
     controllerCmd: f.controllerCmd,
     readyLog: f.readyLog,
     controllerUser: f.controllerUser,

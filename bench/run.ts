@@ -89,12 +89,13 @@ export function expectedResults(params: Record<string, string>): Record<string, 
 }
 
 /** The report's "Tekton:" line. */
-function describeTekton(mode: TektonMode, env: Environment): BenchResult['meta']['tekton'] {
+function describeTekton(mode: TektonMode, env: Environment, qps?: number): BenchResult['meta']['tekton'] {
   if (mode === 'simulated' || !env.tekton) {
     return { mode: 'simulated', version: null, components: [], description: 'SIMULATED executor (no Tekton controller)' };
   }
   const components = ['controller', 'resolvers', ...(env.tekton.webhook ? ['webhook'] : [])];
-  return { mode: 'real', version: env.tekton.version, components, description: `real ${env.tekton.version} ${components.join('+')}, pods simulated` };
+  const tuned = qps ? `; Tekton controller -kube-api-qps ${qps} -kube-api-burst ${2 * qps}` : '';
+  return { mode: 'real', version: env.tekton.version, components, description: `real ${env.tekton.version} ${components.join('+')}, pods simulated${tuned}` };
 }
 
 function gitInfo(): { commit: string; dirty: boolean } {
@@ -166,7 +167,10 @@ async function setUp(opts: BenchOptions, log: (m: string) => void): Promise<Setu
   if (opts.keep) process.env['ENVTEST_KEEP'] = '1';
   const env = await startEnvironment({
     audit: true,
-    tekton: opts.tekton === 'real' ? { stepMs: opts.executorDelayMs } : undefined,
+    tekton:
+      opts.tekton === 'real'
+        ? { stepMs: opts.executorDelayMs, ...(opts.tektonApiQps ? { kubeApiQps: opts.tektonApiQps, kubeApiBurst: 2 * opts.tektonApiQps } : {}) }
+        : undefined,
     log: opts.quiet ? undefined : (m) => log(m),
   });
   const t0 = Date.now();
@@ -254,7 +258,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
   log(`setting up two control planes (commit ${commit}${dirty ? ', uncommitted changes' : ''})`);
   const s = await setUp(opts, log);
   log(`environment ready in ${s.env.startupMs} ms, project installed in ${s.setupMs} ms (dir ${s.env.dir})`);
-  log(`Tekton: ${describeTekton(opts.tekton, s.env).description}`);
+  log(`Tekton: ${describeTekton(opts.tekton, s.env, opts.tektonApiQps).description}`);
 
   const result: BenchResult = {
     ok: true,
@@ -271,7 +275,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       loadavgAtEnd: [],
       controllerCmd: opts.controllerCmd,
       controllerUser: opts.controllerUser,
-      tekton: describeTekton(opts.tekton, s.env),
+      tekton: describeTekton(opts.tekton, s.env, opts.tektonApiQps),
       options: (({ quiet: _q, ...rest }) => rest)(opts),
       timestamps:
         'performance.now() in the benchmark main thread when a watch event is parsed (sub-ms resolution); accuracy bounded by watch delivery and the event-loop delay reported under observer',

@@ -9,6 +9,8 @@ export type TektonMode = 'real' | 'simulated';
 export interface BenchOptions {
   /** `--tekton`: real Tekton Pipelines on the internal cluster, or the simulated executor (default). */
   tekton: TektonMode;
+  /** `--tekton-api-qps`: the real Tekton controller's -kube-api-qps (burst twice that); undefined: Tekton's default. */
+  tektonApiQps: number | undefined;
   controllerCmd: string;
   readyLog: string;
   controllerUser: string;

@@ -57,6 +57,13 @@ export interface TektonOptions {
   stepMs?: number;
   /** Give up waiting for Tekton after this long (default 120 s). */
   readyTimeoutMs?: number;
+  /**
+   * The Tekton controller's client rate limit (its -kube-api-qps and
+   * -kube-api-burst flags, which it doubles). Default: Tekton's own, 5 and
+   * 10 before doubling twice, i.e. 20 requests/s, bursts of 40.
+   */
+  kubeApiQps?: number;
+  kubeApiBurst?: number;
 }
 
 export interface TektonPlatform {
@@ -202,7 +209,11 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
       'controller',
       'controller',
       TEKTON_IDENTITIES.controller,
-      IMAGE_FLAGS,
+      [
+        ...IMAGE_FLAGS,
+        ...(opts.kubeApiQps ? ['-kube-api-qps', String(opts.kubeApiQps)] : []),
+        ...(opts.kubeApiBurst ? ['-kube-api-burst', String(opts.kubeApiBurst)] : []),
+      ],
       baseEnv({
         SYSTEM_NAMESPACE: TEKTON_NAMESPACE,
         CONFIG_DEFAULTS_NAME: 'config-defaults',
