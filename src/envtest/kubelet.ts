@@ -293,8 +293,9 @@ export class SimulatedKubelet {
     const write = async (phase: string): Promise<boolean> => {
       const containerStatuses = spec.containers.map((c) => statuses.get(c.name)!);
       const ready = phase === 'Running' ? 'True' : 'False';
-      const body: V1Pod = {
-        ...pod,
+      // A merge patch of the status alone, as a kubelet sends: nothing else of
+      // the pod (Tekton's annotations, a test's release mark) is touched.
+      const body = {
         status: {
           phase,
           startTime: new Date(started),
@@ -308,9 +309,8 @@ export class SimulatedKubelet {
           containerStatuses,
         },
       };
-      delete body.metadata?.resourceVersion; // last writer wins: this is the pod's only status writer
       try {
-        await this.api.replaceNamespacedPodStatus({ name: r.name, namespace: r.namespace, body });
+        await this.api.patchNamespacedPodStatus({ name: r.name, namespace: r.namespace, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
         return true;
       } catch (e) {
         const code = statusCode(e);
