@@ -10,6 +10,7 @@ export const ErrorCodes = {
   REQUEST_PIPELINE_NOT_FOUND: "No Pipeline of the requested name exists in the controller's namespace.",
   REQUEST_PARAMS_INVALID: "The request's params do not match the Pipeline's declared params.",
   REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED: 'The request names a service account that is not in allowedServiceAccounts.',
+  REQUEST_SOURCE_NOT_ALLOWED: 'The request asks for a Pipeline from a source (a remote resolver) that no source policy allows.',
   REQUEST_INVALID: 'The request is malformed, or the internal cluster refused the PipelineRun built from it.',
   PIPELINERUN_FAILED: 'The PipelineRun ended unsuccessfully.',
   PIPELINERUN_MISSING: 'The PipelineRun of a running request disappeared before it finished.',

@@ -7,6 +7,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ControllerMetrics } from './controller/controller.js';
 import type { RequestObserver } from './kube/client.js';
+import { describeRequested } from './controller/requested.js';
 
 export interface Metrics {
   registry: Registry;
@@ -129,7 +130,7 @@ export function createMetrics(): Metrics {
         actions.inc({ action, ok: String(ok) });
       },
       finished(req, reason, succeeded, seconds) {
-        const l = { request: req.spec?.request ?? '', namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded) };
+        const l = { request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded) };
         attempts.inc(l);
         attemptDuration.observe(l, seconds);
       },

@@ -68,6 +68,11 @@ export const internalRequestCrd = crd(
   internalRequestSpecSchema,
   internalRequestStatusSchema,
   [
+    // What was requested: a Pipeline by name (either shape), or a resolver and its path.
+    { name: 'Request', type: 'string', jsonPath: '.spec.request' },
+    { name: 'Pipeline', type: 'string', jsonPath: '.spec.pipeline.pipelineRef.name' },
+    { name: 'Resolver', type: 'string', jsonPath: '.spec.pipeline.pipelineRef.resolver' },
+    { name: 'Path', type: 'string', jsonPath: '.spec.pipeline.pipelineRef.params[?(@.name=="pathInRepo")].value', priority: 1 },
     { name: 'Succeeded', type: 'string', jsonPath: succeeded('status') },
     { name: 'Reason', type: 'string', jsonPath: succeeded('reason') },
     { name: 'PipelineRun', type: 'string', jsonPath: '.status.pipelineRun', priority: 1 },

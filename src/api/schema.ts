@@ -47,6 +47,8 @@ export interface ObjectSchema {
   readonly maxProperties?: number;
   readonly default?: Record<string, never>;
   readonly 'x-kubernetes-validations'?: readonly ValidationRule[];
+  /** Kept as sent, unchecked by the apiserver: only for fields the controller refuses with a message. */
+  readonly 'x-kubernetes-preserve-unknown-fields'?: true;
 }
 export type Schema = StringSchema | IntegerSchema | BooleanSchema | ArraySchema | ObjectSchema;
 

@@ -35,11 +35,85 @@ export const conditionSchema = schema({
   },
 } as const);
 
+const timeoutsSchema = schema({
+  type: 'object',
+  description: 'Timeouts for the PipelineRun, as Tekton defines them.',
+  properties: {
+    pipeline: durationField('Timeout of the whole PipelineRun'),
+    tasks: durationField('Timeout of the tasks, not counting finally tasks'),
+    finally: durationField('Timeout of the finally tasks'),
+  },
+} as const);
+
+const nameValueList = (what: string, maxItems: number, maxValue: number) =>
+  schema({
+    type: 'array',
+    description: what,
+    maxItems,
+    'x-kubernetes-list-type': 'map',
+    'x-kubernetes-list-map-keys': ['name'],
+    items: {
+      type: 'object',
+      required: ['name', 'value'],
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 256 },
+        value: { type: 'string', maxLength: maxValue },
+      },
+    },
+  } as const);
+
+/** A resolver's name as Tekton's remote resolution knows them (git, bundles, http, hub, cluster, …). */
+export const RESOLVER_PATTERN = '^[a-z][a-z0-9-]*$';
+
+export const pipelineSpecSchema = schema({
+  type: 'object',
+  description:
+    'The Pipeline to run, as release tooling sends it since 2025: a Tekton pipelineRef, either by name (a Pipeline installed in the controller\'s namespace, like spec.request) or through a remote resolver (allowed only where the InternalServicesConfig allows that source).',
+  required: ['pipelineRef'],
+  properties: {
+    pipelineRef: {
+      type: 'object',
+      description: 'Exactly one of name or resolver.',
+      'x-kubernetes-validations': [
+        { rule: 'has(self.name) != has(self.resolver)', message: "pipelineRef needs exactly one of name (a Pipeline installed in the controller's namespace) or resolver (remote resolution, e.g. git)" },
+        { rule: '!has(self.params) || has(self.resolver)', message: 'pipelineRef.params are the resolver\'s params: they need pipelineRef.resolver' },
+      ],
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN, description: "A Pipeline installed in the controller's namespace." },
+        resolver: { type: 'string', minLength: 1, maxLength: 63, pattern: RESOLVER_PATTERN, description: 'The Tekton resolver to fetch the Pipeline with (git, bundles, http, hub, cluster).' },
+        params: nameValueList('The resolver\'s params, e.g. url, revision and pathInRepo for git.', 32, 4096),
+        ociStorage: { type: 'string', maxLength: 1024, description: 'Passed to the Pipeline as its "ociStorage" param (Trusted Artifacts storage).' },
+        useEmptyDir: { type: 'boolean', description: 'The workspace is an emptyDir instead of a fresh volume claim.' },
+      },
+    },
+    serviceAccountName: {
+      type: 'string',
+      maxLength: 63,
+      pattern: DNS_LABEL_PATTERN,
+      description: 'Same as spec.serviceAccount (give one of the two, or the same value in both).',
+    },
+    timeouts: timeoutsSchema,
+    params: nameValueList('Params passed to the Pipeline, merged with spec.params (a name in both must have the same value).', 256, 262144),
+    taskRunSpecs: {
+      type: 'array',
+      maxItems: 64,
+      description:
+        'Accepted for compatibility with the production schema, but a request that sets it is Rejected: per-task service accounts, pod templates and resources are for the administrators of the internal cluster to choose, not for requesters.',
+      items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+    },
+  },
+} as const);
+
 export const internalRequestSpecSchema = schema({
   type: 'object',
-  description: 'What the requester asks the internal cluster to run. Immutable once created.',
-  required: ['request'],
-  'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'spec is immutable; create a new InternalRequest instead' }],
+  description: 'What the requester asks the internal cluster to run: spec.request or spec.pipeline. Immutable once created.',
+  'x-kubernetes-validations': [
+    { rule: 'self == oldSelf', message: 'spec is immutable; create a new InternalRequest instead' },
+    {
+      rule: 'has(self.request) != has(self.pipeline)',
+      message: "give exactly one of spec.request (the name of a Pipeline installed in the controller's namespace) or spec.pipeline (a pipelineRef)",
+    },
+  ],
   properties: {
     request: {
       type: 'string',
@@ -48,21 +122,14 @@ export const internalRequestSpecSchema = schema({
       pattern: DNS_SUBDOMAIN_PATTERN,
       description: "Name of the Tekton Pipeline to run, looked up only in the controller's own namespace.",
     },
+    pipeline: pipelineSpecSchema,
     params: {
       type: 'object',
       description: 'Parameters passed to the Pipeline; each must be declared by it.',
       maxProperties: 256,
       additionalProperties: { type: 'string' },
     },
-    timeouts: {
-      type: 'object',
-      description: 'Timeouts for the PipelineRun, as Tekton defines them.',
-      properties: {
-        pipeline: durationField('Timeout of the whole PipelineRun'),
-        tasks: durationField('Timeout of the tasks, not counting finally tasks'),
-        finally: durationField('Timeout of the finally tasks'),
-      },
-    },
+    timeouts: timeoutsSchema,
     serviceAccount: {
       type: 'string',
       maxLength: 63,

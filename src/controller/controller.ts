@@ -13,6 +13,7 @@ import { WorkQueue, type QueueObserver } from '../kube/queue.js';
 import { OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig } from './config.js';
+import { installedPipelineName } from './requested.js';
 import { decide, endWithoutResults, type Action, type Observation } from './decide.js';
 
 export interface ControllerMetrics {
@@ -272,7 +273,8 @@ export class Controller {
     const uid = request?.metadata.uid;
     const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
     const needPipeline = request && !isFinished(request) && !ours;
-    let pipeline = needPipeline ? this.pipelines.get(`${ns}/${request.spec?.request}`) : undefined;
+    const pipelineName = installedPipelineName(request?.spec);
+    let pipeline = needPipeline && pipelineName ? this.pipelines.get(`${ns}/${pipelineName}`) : undefined;
     let failedTasks: string[] | undefined;
     if (request && ours && !isFinished(request)) {
       const out = outcomeOf(ours);
@@ -284,8 +286,8 @@ export class Controller {
     // Negative answers from a cache are checked against the cluster before
     // they become a requester-visible outcome.
     const status = actions.find((a) => a.type === 'writeStatus');
-    if (status?.type === 'writeStatus' && status.code === 'REQUEST_PIPELINE_NOT_FOUND' && request) {
-      pipeline = await this.pipelineClient.tryGet(ns, request.spec.request);
+    if (status?.type === 'writeStatus' && status.code === 'REQUEST_PIPELINE_NOT_FOUND' && request && pipelineName) {
+      pipeline = await this.pipelineClient.tryGet(ns, pipelineName);
       if (pipeline) actions = decide(observe());
     } else if (status?.type === 'writeStatus' && status.code === 'PIPELINERUN_MISSING' && uid) {
       const live = await this.prClient.tryGet(ns, pipelineRunName(uid));
@@ -473,7 +475,7 @@ function slimRequest(req: InternalRequest): InternalRequest {
       ...(md.generation !== undefined ? { generation: md.generation } : {}),
       ...(md.deletionTimestamp ? { deletionTimestamp: md.deletionTimestamp } : {}),
     },
-    spec: { request: req.spec?.request },
+    spec: req.spec?.request !== undefined ? { request: req.spec.request } : { pipeline: req.spec?.pipeline ? { pipelineRef: req.spec.pipeline.pipelineRef } : undefined },
     status: { conditions: [{ type: c.type, status: c.status, reason: c.reason, message: '', lastTransitionTime: c.lastTransitionTime }] },
   };
 }

@@ -11,6 +11,7 @@ import { buildPipelineRun, outcomeOf, pipelineRunName, requestUidOf } from '../t
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
+import { requestedOf } from './requested.js';
 
 export interface Observation {
   /** The controller's namespace on the internal cluster. */
@@ -20,7 +21,7 @@ export interface Observation {
   /** PipelineRuns labelled as made for this request key (any uid). */
   pipelineRuns: PipelineRun[];
   config: EffectiveConfig;
-  /** The Pipeline named by spec.request in the controller's namespace; undefined: not found. */
+  /** The installed Pipeline the request names (spec.request or spec.pipeline.pipelineRef.name) in the controller's namespace; undefined: not found or none named. */
   pipeline: Pipeline | undefined;
   /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
   failedTasks?: string[];
@@ -88,14 +89,30 @@ export function decide(o: Observation): Action[] {
     if (!o.config.allowList.has(ns)) {
       return [...actions, reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED')];
     }
-    // 3. Only Pipelines of the controller's own namespace run.
+    // 3. Only Pipelines of the controller's own namespace run (remote
+    //    resolution is not enabled by any source policy).
+    const what = requestedOf(req.spec);
+    if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
+    if (what.kind === 'resolver') {
+      return [
+        ...actions,
+        reject(
+          req,
+          o,
+          `spec.pipeline.pipelineRef asks for the ${JSON.stringify(what.resolver)} resolver, but remote resolution is not enabled on this internal cluster: ` +
+            `${o.config.source} has no source policy that allows it, so only Pipelines installed in namespace "${o.namespace}" can run. ` +
+            `Name one with spec.pipeline.pipelineRef.name (or spec.request), or ask the administrators of the internal cluster to allow this source`,
+          'REQUEST_SOURCE_NOT_ALLOWED',
+        ),
+      ];
+    }
     if (!o.pipeline) {
-      return [...actions, reject(req, o, `no Pipeline named "${req.spec.request}" in namespace "${o.namespace}" of the internal cluster; only Pipelines installed there can be requested`, 'REQUEST_PIPELINE_NOT_FOUND')];
+      return [...actions, reject(req, o, `no Pipeline named "${what.pipeline}" in namespace "${o.namespace}" of the internal cluster; only Pipelines installed there can be requested`, 'REQUEST_PIPELINE_NOT_FOUND')];
     }
     // 4. Params must match the Pipeline; a service account must be allowed.
-    const params = checkParams(req.spec.request, o.pipeline, req.spec.params);
+    const params = checkParams(what.pipeline, o.pipeline, what.params);
     if (!params.ok) return [...actions, reject(req, o, params.message, 'REQUEST_PARAMS_INVALID')];
-    const sa = req.spec.serviceAccount;
+    const sa = what.serviceAccount;
     if (sa && !o.config.allowedServiceAccounts.has(sa)) {
       const allowed = [...o.config.allowedServiceAccounts].sort();
       const msg = allowed.length
@@ -144,9 +161,33 @@ const SA_NAME = new RegExp(DNS_LABEL_PATTERN);
 export function checkShape(req: InternalRequest): string | undefined {
   const spec = req.spec as unknown;
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return 'spec is missing or not an object';
-  const { request, params, timeouts, serviceAccount } = spec as Record<string, unknown>;
-  if (typeof request !== 'string' || request.length > 253 || !PIPELINE_NAME.test(request)) {
+  const { request, pipeline, params, timeouts, serviceAccount } = spec as Record<string, unknown>;
+  if (request === undefined && pipeline === undefined) {
+    return "give one of spec.request (the name of a Pipeline installed in the controller's namespace) or spec.pipeline (a pipelineRef)";
+  }
+  if (request !== undefined && (typeof request !== 'string' || request.length > 253 || !PIPELINE_NAME.test(request))) {
     return 'spec.request must be the name of a Pipeline (a DNS subdomain of at most 253 characters)';
+  }
+  if (pipeline !== undefined) {
+    const p = pipeline as Record<string, unknown> | null;
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) return 'spec.pipeline must be an object';
+    const ref = p['pipelineRef'] as Record<string, unknown> | null | undefined;
+    if (typeof ref !== 'object' || ref === null || Array.isArray(ref)) return 'spec.pipeline.pipelineRef must be an object';
+    if (ref['name'] !== undefined && (typeof ref['name'] !== 'string' || !PIPELINE_NAME.test(ref['name']))) return 'spec.pipeline.pipelineRef.name must be the name of a Pipeline';
+    if (ref['resolver'] !== undefined && typeof ref['resolver'] !== 'string') return 'spec.pipeline.pipelineRef.resolver must be a string';
+    for (const [field, list] of [['spec.pipeline.pipelineRef.params', ref['params']], ['spec.pipeline.params', p['params']]] as const) {
+      if (list === undefined) continue;
+      if (!Array.isArray(list) || list.some((x) => typeof x !== 'object' || x === null || typeof (x as { name?: unknown }).name !== 'string' || typeof (x as { value?: unknown }).value !== 'string')) {
+        return `${field} must be a list of {name, value} with string values`;
+      }
+    }
+    const t = p['timeouts'];
+    if (t !== undefined) {
+      const bad = checkTimeouts(t, 'spec.pipeline.timeouts');
+      if (bad) return bad;
+    }
+    const sa = p['serviceAccountName'];
+    if (sa !== undefined && (typeof sa !== 'string' || sa.length > 63 || !SA_NAME.test(sa))) return 'spec.pipeline.serviceAccountName must be a service account name';
   }
   if (params !== undefined) {
     if (typeof params !== 'object' || params === null || Array.isArray(params)) return 'spec.params must be a map of strings';
@@ -154,14 +195,20 @@ export function checkShape(req: InternalRequest): string | undefined {
     if (bad.length) return `spec.params must be a map of strings; not strings: ${bad.sort().join(', ')}`;
   }
   if (timeouts !== undefined) {
-    if (typeof timeouts !== 'object' || timeouts === null || Array.isArray(timeouts)) return 'spec.timeouts must be an object';
-    for (const [k, v] of Object.entries(timeouts)) {
-      if (!['pipeline', 'tasks', 'finally'].includes(k)) return `spec.timeouts.${k} is not a timeout Tekton knows (pipeline, tasks, finally)`;
-      if (typeof v !== 'string' || !DURATION.test(v)) return `spec.timeouts.${k} must be a duration like 1h30m`;
-    }
+    const bad = checkTimeouts(timeouts, 'spec.timeouts');
+    if (bad) return bad;
   }
   if (serviceAccount !== undefined && (typeof serviceAccount !== 'string' || serviceAccount.length > 63 || !SA_NAME.test(serviceAccount))) {
     return 'spec.serviceAccount must be a service account name';
+  }
+  return undefined;
+}
+
+function checkTimeouts(timeouts: unknown, field: string): string | undefined {
+  if (typeof timeouts !== 'object' || timeouts === null || Array.isArray(timeouts)) return `${field} must be an object`;
+  for (const [k, v] of Object.entries(timeouts)) {
+    if (!['pipeline', 'tasks', 'finally'].includes(k)) return `${field}.${k} is not a timeout Tekton knows (pipeline, tasks, finally)`;
+    if (typeof v !== 'string' || !DURATION.test(v)) return `${field}.${k} must be a duration like 1h30m`;
   }
   return undefined;
 }

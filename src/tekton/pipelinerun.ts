@@ -1,6 +1,7 @@
 /** Building PipelineRuns for requests, and reading their outcome. */
 import type { InternalRequest } from '../api/types.js';
 import type { ParamValue, Pipeline, PipelineRun } from './types.js';
+import { requestedOf } from '../controller/requested.js';
 
 /** Labels and annotations that tie a PipelineRun to its request. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
@@ -44,25 +45,22 @@ export interface BuildOptions {
 export function buildPipelineRun(req: InternalRequest, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
   const uid = req.metadata.uid ?? '';
   const ns = req.metadata.namespace ?? '';
-  const spec: PipelineRun['spec'] = { pipelineRef: { name: req.spec.request } };
+  const what = requestedOf(req.spec);
+  if (what.kind !== 'installed') throw new Error(`buildPipelineRun: the request does not name an installed Pipeline (${what.kind})`);
+  const spec: PipelineRun['spec'] = { pipelineRef: { name: what.pipeline } };
   if (opts.params.length) spec.params = opts.params;
-  const t = req.spec.timeouts;
-  if (t && (t.pipeline || t.tasks || t.finally)) {
-    spec.timeouts = {
-      ...(t.pipeline ? { pipeline: t.pipeline } : {}),
-      ...(t.tasks ? { tasks: t.tasks } : {}),
-      ...(t.finally ? { finally: t.finally } : {}),
-    };
-  }
-  if (req.spec.serviceAccount) spec.taskRunTemplate = { serviceAccountName: req.spec.serviceAccount };
+  if (what.timeouts) spec.timeouts = what.timeouts;
+  if (what.serviceAccount) spec.taskRunTemplate = { serviceAccountName: what.serviceAccount };
   if (pipeline.spec?.workspaces?.some((w) => w.name === opts.volumeClaim.name)) {
     spec.workspaces = [
-      {
-        name: opts.volumeClaim.name,
-        volumeClaimTemplate: {
-          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: opts.volumeClaim.size } } },
-        },
-      },
+      what.emptyDirWorkspace
+        ? { name: opts.volumeClaim.name, emptyDir: {} }
+        : {
+            name: opts.volumeClaim.name,
+            volumeClaimTemplate: {
+              spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: opts.volumeClaim.size } } },
+            },
+          },
     ];
   }
   return {

@@ -22,6 +22,21 @@ import {
 } from './helpers.js';
 
 const ALLOWED = ['team-a', 'team-b', 'team-c'];
+/** What release tooling sends since 2025 (spec.pipeline with the git resolver). */
+const TODAYS_PAYLOAD = {
+  pipeline: {
+    pipelineRef: {
+      resolver: 'git',
+      params: [
+        { name: 'url', value: 'https://example.com/org/catalog.git' },
+        { name: 'revision', value: 'main' },
+        { name: 'pathInRepo', value: 'pipelines/internal/sign/sign.yaml' },
+      ],
+    },
+  },
+  params: { image: 'quay.io/org/app@sha256:abc', taskGitUrl: 'https://example.com/org/catalog.git', taskGitRevision: 'main' },
+  timeouts: { pipeline: '1h0m0s', tasks: '0h55m0s', finally: '0h5m0s' },
+};
 let env: Environment;
 let remoteAdmin: KubeConfig;
 let internalAdmin: KubeConfig;
@@ -120,6 +135,24 @@ describe('the API, enforced by the real apiserver', () => {
         JSON.stringify(spec),
       );
     }
+    // Exactly one of spec.request or spec.pipeline; a pipelineRef names a Pipeline or a resolver, not both.
+    const refused = async (spec: unknown, message: RegExp): Promise<void> => {
+      await assert.rejects(
+        api(requester).createNamespacedCustomObject({ ...IR, namespace: 'outside', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { generateName: 'bad-' }, spec } }),
+        (e: { code?: number; body?: string }) => e.code === 422 && message.test(String(e.body)),
+        JSON.stringify(spec),
+      );
+    };
+    const either = /give exactly one of spec.request \(the name of a Pipeline installed in the controller's namespace\) or spec.pipeline \(a pipelineRef\)/;
+    await refused({ params: { a: 'b' } }, either);
+    await refused({ request: 'sign', pipeline: { pipelineRef: { name: 'sign' } } }, either);
+    await refused({ pipeline: { pipelineRef: { name: 'sign', resolver: 'git' } } }, /pipelineRef needs exactly one of name .* or resolver/);
+    await refused({ pipeline: { pipelineRef: {} } }, /pipelineRef needs exactly one of name .* or resolver/);
+    await refused({ pipeline: { pipelineRef: { name: 'sign', params: [{ name: 'url', value: 'u' }] } } }, /pipelineRef.params are the resolver's params: they need pipelineRef.resolver/);
+    // Today's payload is stored as sent.
+    const today = (await api(requester).createNamespacedCustomObject({ ...IR, namespace: 'outside', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'todays-shape' }, spec: TODAYS_PAYLOAD } })) as { spec: unknown };
+    assert.deepEqual(today.spec, TODAYS_PAYLOAD);
+
     const r = await createRequest(requester, 'outside', 'immutable', { request: 'sign', params: { image: 'a' } });
     await assert.rejects(
       api(remoteAdmin).replaceNamespacedCustomObject({ ...IR, namespace: 'outside', name: 'immutable', body: { ...r, spec: { request: 'other' } } }),
@@ -201,6 +234,34 @@ describe('the request flow (real Tekton, pods simulated)', () => {
       assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0, c.name);
       await waitFor(`Rejected event of ${c.name}`, async () => (await events(c.ns, c.name)).includes('Warning/Rejected'));
     }
+  });
+
+  test("today's payload (spec.pipeline with the git resolver) and no source policy: Rejected, saying how to proceed; no PipelineRun", async () => {
+    const r = await createRequest(requester, 'team-a', 'todays', TODAYS_PAYLOAD as never, { 'internal-services.appstudio.openshift.io/pipeline-name': 'sign' });
+    const got = await waitForReason(requester, 'team-a', 'todays', ['Rejected', 'Running']);
+    assert.equal(reasonOf(got), 'Rejected');
+    assert.match(got.status?.conditions?.[0]?.message ?? '', /asks for the "git" resolver, but remote resolution is not enabled on this internal cluster: .* only Pipelines installed in namespace "internal-services" can run\. Name one with spec\.pipeline\.pipelineRef\.name \(or spec\.request\), or ask the administrators/);
+    assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0);
+  });
+
+  test('spec.pipeline.taskRunSpecs (in the production schema) is stored, then refused with a message, never silently ignored', async () => {
+    await createRequest(requester, 'team-a', 'task-run-specs', { pipeline: { pipelineRef: { name: 'build-and-sign' }, taskRunSpecs: [{ pipelineTaskName: 'sign', serviceAccountName: 'root' }] } } as never);
+    const got = await waitForReason(requester, 'team-a', 'task-run-specs', ['Rejected', 'Running']);
+    assert.equal(reasonOf(got), 'Rejected');
+    assert.match(got.status?.conditions?.[0]?.message ?? '', /spec\.pipeline\.taskRunSpecs is not supported here/);
+  });
+
+  test('spec.pipeline.pipelineRef.name runs the installed Pipeline, with serviceAccountName, timeouts and params from spec.pipeline', async () => {
+    const r = await createRequest(requester, 'team-b', 'by-ref', {
+      pipeline: { pipelineRef: { name: 'build-and-sign' }, serviceAccountName: 'signer', timeouts: { pipeline: '30m' }, params: [{ name: 'hold', value: '200ms' }] },
+    } as never);
+    const pr = await theOnlyPipelineRun(r.metadata.uid!);
+    assert.deepEqual(pr.spec.pipelineRef, { name: 'build-and-sign' });
+    assert.deepEqual(pr.spec.params, [{ name: 'hold', value: '200ms' }]);
+    assert.deepEqual(pr.spec.taskRunTemplate, { serviceAccountName: 'signer' });
+    assert.equal((pr.spec.timeouts as { pipeline?: string } | undefined)?.pipeline, '30m0s');
+    const done = await waitForReason(requester, 'team-b', 'by-ref', ['Succeeded', 'Failed', 'Rejected'], 30_000);
+    assert.equal(reasonOf(done), 'Succeeded', done.status?.conditions?.[0]?.message);
   });
 
   test('a Pipeline created after the cache started is found (a miss is checked against the cluster)', async () => {

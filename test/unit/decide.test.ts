@@ -167,7 +167,11 @@ test('the Succeeded condition stays entry 0 and other conditions are kept', () =
 test('a malformed request (stored under an older schema) is rejected with what is wrong, once the namespace is allowed', () => {
   const cases: Array<[unknown, RegExp]> = [
     [undefined, /spec is missing/],
-    [{ params: {} }, /spec.request must be the name of a Pipeline/],
+    [{ params: {} }, /give one of spec.request .* or spec.pipeline/],
+    [{ pipeline: 'sign' }, /spec.pipeline must be an object/],
+    [{ pipeline: {} }, /spec.pipeline.pipelineRef must be an object/],
+    [{ pipeline: { pipelineRef: { resolver: 'git', params: [{ name: 'url' }] } } }, /spec.pipeline.pipelineRef.params must be a list of \{name, value\}/],
+    [{ pipeline: { pipelineRef: { name: 'sign' }, timeouts: { pipeline: 'soon' } } }, /spec.pipeline.timeouts.pipeline must be a duration/],
     [{ request: 'Not A Name' }, /spec.request must be the name/],
     [{ request: 'sign', params: { image: 1, b: true } }, /not strings: b, image/],
     [{ request: 'sign', params: ['x'] }, /spec.params must be a map of strings/],
@@ -184,4 +188,77 @@ test('a malformed request (stored under an older schema) is rejected with what i
     const other = { ...req, metadata: { ...req.metadata, namespace: 'elsewhere' } } as InternalRequest;
     assert.equal(statusOf(decide(observe({ request: other }))).code, 'REQUEST_NAMESPACE_NOT_ALLOWED');
   }
+});
+
+const todaysPayload = {
+  pipeline: {
+    pipelineRef: {
+      resolver: 'git',
+      params: [
+        { name: 'url', value: 'https://example.com/catalog.git' },
+        { name: 'revision', value: 'main' },
+        { name: 'pathInRepo', value: 'pipelines/internal/sign/sign.yaml' },
+      ],
+    },
+  },
+  params: { image: 'quay.io/x', taskGitUrl: 'https://example.com/catalog.git', taskGitRevision: 'main' },
+  timeouts: { pipeline: '1h0m0s', tasks: '0h55m0s', finally: '0h5m0s' },
+};
+
+test('spec.pipeline with a resolver: Rejected, default deny, saying what is allowed and how to proceed', () => {
+  const req = { ...request(), spec: todaysPayload } as unknown as InternalRequest;
+  const a = decide(observe({ request: req, pipeline: undefined }));
+  assert.deepEqual(types(a), ['writeStatus']);
+  const w = statusOf(a);
+  assert.equal(w.code, 'REQUEST_SOURCE_NOT_ALLOWED');
+  assert.match(
+    w.status.conditions?.[0]?.message ?? '',
+    /asks for the "git" resolver, but remote resolution is not enabled on this internal cluster: InternalServicesConfig internal-services\/config has no source policy that allows it, so only Pipelines installed in namespace "internal-services" can run\. Name one with spec\.pipeline\.pipelineRef\.name/,
+  );
+  // the namespace is still checked first
+  const other = { ...req, metadata: { ...req.metadata, namespace: 'elsewhere' } } as InternalRequest;
+  assert.equal(statusOf(decide(observe({ request: other }))).code, 'REQUEST_NAMESPACE_NOT_ALLOWED');
+});
+
+test('spec.pipeline.pipelineRef.name runs the installed Pipeline; serviceAccountName, timeouts, params, ociStorage and useEmptyDir are honoured', () => {
+  const spec = {
+    pipeline: {
+      pipelineRef: { name: 'sign', ociStorage: 'quay.io/org/ta', useEmptyDir: true },
+      serviceAccountName: 'signer',
+      timeouts: { pipeline: '2h' },
+      params: [{ name: 'image', value: 'quay.io/x' }],
+    },
+  };
+  const req = { ...request(), spec } as unknown as InternalRequest;
+  const a = decide(observe({ request: req, config: config({ allowList: ['team-a'], allowedServiceAccounts: ['signer'] }), pipeline: pipeline([{ name: 'image' }, { name: 'ociStorage' }], ['workspace']) }));
+  assert.deepEqual(types(a), ['createPipelineRun', 'writeStatus']);
+  const c = a[0]!;
+  assert.ok(c.type === 'createPipelineRun');
+  assert.deepEqual(c.pipelineRun.spec.pipelineRef, { name: 'sign' });
+  assert.deepEqual(c.pipelineRun.spec.params, [{ name: 'image', value: 'quay.io/x' }, { name: 'ociStorage', value: 'quay.io/org/ta' }]);
+  assert.deepEqual(c.pipelineRun.spec.taskRunTemplate, { serviceAccountName: 'signer' });
+  assert.deepEqual(c.pipelineRun.spec.timeouts, { pipeline: '2h' });
+  assert.deepEqual(c.pipelineRun.spec.workspaces, [{ name: 'workspace', emptyDir: {} }]);
+  // the service account named there is checked like spec.serviceAccount
+  const denied = decide(observe({ request: req, pipeline: pipeline([{ name: 'image' }, { name: 'ociStorage' }]) }));
+  assert.equal(statusOf(denied).code, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED');
+});
+
+test('the same thing said twice, differently: Rejected with both places named', () => {
+  const cases: Array<[unknown, RegExp]> = [
+    [{ pipeline: { pipelineRef: { name: 'sign' }, serviceAccountName: 'a' }, serviceAccount: 'b' }, /spec.serviceAccount "b" and spec.pipeline.serviceAccountName "a" differ/],
+    [{ pipeline: { pipelineRef: { name: 'sign' }, timeouts: { pipeline: '1h' } }, timeouts: { pipeline: '2h' } }, /spec.timeouts .* and spec.pipeline.timeouts .* differ/],
+    [{ pipeline: { pipelineRef: { name: 'sign' }, params: [{ name: 'image', value: 'a' }] }, params: { image: 'b' } }, /param "image" is given twice with different values, in spec.params and in spec.pipeline.params/],
+    [{ pipeline: { pipelineRef: { name: 'sign', ociStorage: 'x' }, params: [{ name: 'ociStorage', value: 'y' }] }, params: { image: 'i' } }, /param "ociStorage" is given twice .* in spec.pipeline.params and in spec.pipeline.pipelineRef.ociStorage/],
+    [{ request: 'sign', pipeline: { pipelineRef: { name: 'sign' } } }, /exactly one of spec.request or spec.pipeline/],
+  ];
+  for (const [spec, msg] of cases) {
+    const req = { ...request(), spec } as unknown as InternalRequest;
+    const w = statusOf(decide(observe({ request: req, config: config({ allowList: ['team-a'], allowedServiceAccounts: ['a', 'b'] }) })));
+    assert.equal(w.code, 'REQUEST_INVALID', JSON.stringify(spec));
+    assert.match(w.status.conditions?.[0]?.message ?? '', msg, JSON.stringify(spec));
+  }
+  // the same value in both places is fine
+  const same = { ...request(), spec: { pipeline: { pipelineRef: { name: 'sign' }, serviceAccountName: 'a', timeouts: { pipeline: '1h' }, params: [{ name: 'image', value: 'x' }] }, serviceAccount: 'a', timeouts: { pipeline: '1h' }, params: { image: 'x' } } } as unknown as InternalRequest;
+  assert.deepEqual(types(decide(observe({ request: same, config: config({ allowList: ['team-a'], allowedServiceAccounts: ['a'] }) }))), ['createPipelineRun', 'writeStatus']);
 });

@@ -7,6 +7,7 @@
  * result. Exit codes: see ExitCode in logic.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { describeRequested } from '../../controller/requested.js';
 import { Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { API_VERSION, type InternalRequest } from '../../api/types.js';
@@ -239,7 +240,7 @@ function createCommand(): Command {
           throw apiError(e, t, `create an InternalRequest in namespace "${t.namespace}"`);
         }
         const name = created.metadata.name ?? '';
-        stderr(`${requestRef(created)} created (pipeline ${created.spec.request})`);
+        stderr(`${requestRef(created)} created (pipeline ${describeRequested(created.spec)})`);
         if (flags.nameFile) writeFileSync(flags.nameFile, name);
         if (!flags.wait) {
           stdout(`${name}\n`);

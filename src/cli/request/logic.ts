@@ -5,6 +5,7 @@
  * (callers pass them in), so all of it is unit-tested directly.
  */
 import { stringify as toYaml } from 'yaml';
+import { describeRequested } from '../../controller/requested.js';
 import { DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestSpec } from '../../api/types.js';
 import { succeededCondition } from '../../api/conditions.js';
 import { InternalServicesError, type ErrorCode } from '../../errors.js';
@@ -345,7 +346,7 @@ export function requestTable(reqs: readonly InternalRequest[], now: number, opts
     return [
       ...(opts.allNamespaces ? [r.metadata.namespace ?? ''] : []),
       r.metadata.name ?? '',
-      r.spec?.request ?? '',
+      describeRequested(r.spec),
       outcomeOf(r),
       Number.isNaN(created) ? '<unknown>' : formatAge(now - created),
       ...(opts.wide ? [r.status?.pipelineRun ?? ''] : []),
