@@ -229,6 +229,13 @@ describe('request create (real Tekton, pods simulated)', () => {
     assert.match(notAllowed.stderr, /: Rejected: namespace "cli-denied" is not on the allowList/);
   });
 
+  test('the git shape (spec.pipeline with the git resolver) is created as sent; with no source policy it exits 22 saying so', async () => {
+    const git = await plugin(['create', '--git-url', 'https://example.com/catalog.git', '--git-revision', 'main', '--path', 'pipelines/internal/echo/echo.yaml', 'image=x', '-n', 'cli-a']);
+    expectCode(git, 22, 'git shape');
+    assert.match(git.stderr, /internalrequest cli-a\/echo-\w+ created \(pipeline git: pipelines\/internal\/echo\/echo\.yaml\)/);
+    assert.match(git.stderr, /: Rejected: spec\.pipeline\.pipelineRef asks for the "git" resolver, but remote resolution is not enabled on this internal cluster/);
+  });
+
   test('--timeout passes: exit 124, the request keeps running', async () => {
     const r = await request(['create', 'hold', '-n', 'cli-a', '--timeout', '3s']);
     expectCode(r, 124, 'hold --timeout 3s');

@@ -134,6 +134,30 @@ describe('create arguments', () => {
     throwsCli(() => buildRequest(['p'], { name: 'a', generateName: 'b-', output: 'json', wait: true, pollInterval: '5s' }, readFile), 'CLI_USAGE');
     throwsCli(() => buildRequest(['p'], { output: 'table', wait: true, pollInterval: '5s' }, readFile), 'CLI_OUTPUT_INVALID');
   });
+  test('buildRequest: the git shape and the --resolver shape make spec.pipeline.pipelineRef', () => {
+    const base = { output: 'json', wait: true, pollInterval: '5s' };
+    const git = buildRequest(
+      ['image=x', 'taskGitUrl=https://h/c.git'],
+      { ...base, gitUrl: 'https://h/c.git', gitRevision: 'main', path: 'pipelines/internal/sign/Sign_It.yaml', pipelineTimeout: '1h' },
+      readFile,
+    ).body;
+    assert.deepEqual(git.metadata, { generateName: 'sign-it-' });
+    assert.deepEqual(git.spec, {
+      pipeline: { pipelineRef: { resolver: 'git', params: [{ name: 'url', value: 'https://h/c.git' }, { name: 'revision', value: 'main' }, { name: 'pathInRepo', value: 'pipelines/internal/sign/Sign_It.yaml' }] } },
+      params: { image: 'x', taskGitUrl: 'https://h/c.git' },
+      timeouts: { pipeline: '1h' },
+    });
+    const bundle = buildRequest([], { ...base, resolver: 'bundles', resolverParam: ['bundle=quay.io/b@sha256:1', 'name=sign', 'kind=pipeline'] }, readFile).body;
+    assert.deepEqual(bundle.spec, { pipeline: { pipelineRef: { resolver: 'bundles', params: [{ name: 'bundle', value: 'quay.io/b@sha256:1' }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'pipeline' }] } } });
+    assert.equal(bundle.metadata.generateName, 'sign-');
+    throwsCli(() => buildRequest([], { ...base, gitUrl: 'u', path: 'p.yaml' }, readFile), 'CLI_USAGE', /missing: --git-revision/);
+    throwsCli(() => buildRequest(['sign'], { ...base, gitUrl: 'u', gitRevision: 'r', path: 'p.yaml' }, readFile), 'CLI_USAGE', /argument "sign" is not KEY=VALUE/);
+    throwsCli(() => buildRequest([], { ...base, pipeline: 'sign', resolver: 'git', resolverParam: ['url=u'] }, readFile), 'CLI_USAGE', /--pipeline .* do not go together/);
+    throwsCli(() => buildRequest([], { ...base, resolver: 'bundles', gitUrl: 'u' }, readFile), 'CLI_USAGE', /do not go with --resolver bundles/);
+    throwsCli(() => buildRequest(['sign'], { ...base, resolverParam: ['a=b'] }, readFile), 'CLI_USAGE', /--resolver-param needs --resolver/);
+    throwsCli(() => buildRequest([], { ...base, resolver: 'git', gitUrl: 'u', gitRevision: 'r', path: 'p', resolverParam: ['url=v'] }, readFile), 'CLI_PARAM_INVALID', /"url" is given more than once/);
+    throwsCli(() => buildRequest([], { ...base, resolver: 'Git!' }, readFile), 'CLI_USAGE', /not a resolver name/);
+  });
 });
 
 describe('timeouts', () => {
