@@ -369,23 +369,17 @@ describe('bad input: exit 2 with a clear message', () => {
 });
 
 describe('tasks/internal-request.yaml', () => {
-  test('accepted by the internal apiserver with the Tekton CRDs (strict field validation, nothing pruned); its step runs the CLI', async () => {
-    const task = parseYaml(readFileSync(join(repoRoot(), 'tasks', 'internal-request.yaml'), 'utf8')) as {
-      metadata: Record<string, unknown>;
-      spec: { params: Array<{ name: string; default?: unknown }>; steps: Array<{ command: string[]; args: string[] }> };
-    };
-    const stored = (await internalAdmin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-      group: 'tekton.dev', version: 'v1', plural: 'tasks', namespace: NS, body: task, fieldValidation: 'Strict',
-    })) as { spec: unknown };
-    assert.deepEqual(stored.spec, task.spec);
-
-    // Tekton's substitutions for one TaskRun, then the step's command line run as a process.
+  type TaskYaml = {
+    metadata: Record<string, unknown>;
+    spec: { params: Array<{ name: string; default?: unknown }>; steps: Array<{ command: string[]; args: string[] }> };
+  };
+  const readTask = (): TaskYaml => parseYaml(readFileSync(join(repoRoot(), 'tasks', 'internal-request.yaml'), 'utf8')) as TaskYaml;
+  /** Tekton's substitutions for one TaskRun: the step's command line, with the results' paths under `resultsDir`. */
+  const stepArgs = (task: TaskYaml, given: Record<string, string>, arrayParams: string[], resultsDir: string): string[] => {
     const values: Record<string, string> = Object.fromEntries(task.spec.params.map((p) => [p.name, typeof p.default === 'string' ? p.default : '']));
-    Object.assign(values, { pipeline: 'echo', timeout: '60s', pipelineTimeout: '30m' });
-    const arrayParams = ['image=from-task', 'tags=["t1","t2"]'];
-    const resultsDir = join(tmp, 'tekton-results');
+    Object.assign(values, given);
     mkdirSync(resultsDir, { recursive: true });
-    const args = task.spec.steps[0]!.args.flatMap((a) =>
+    return task.spec.steps[0]!.args.flatMap((a) =>
       a === '$(params.params[*])'
         ? arrayParams
         : [
@@ -395,6 +389,17 @@ describe('tasks/internal-request.yaml', () => {
               .replace(/\$\(params\.(\w+)\)/g, (_, n: string) => values[n] ?? `<unknown ${n}>`),
           ],
     );
+  };
+
+  test('accepted by the internal apiserver with the Tekton CRDs (strict field validation, nothing pruned); its step runs the CLI', async () => {
+    const task = readTask();
+    const stored = (await internalAdmin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group: 'tekton.dev', version: 'v1', plural: 'tasks', namespace: NS, body: task, fieldValidation: 'Strict',
+    })) as { spec: unknown };
+    assert.deepEqual(stored.spec, task.spec);
+
+    const resultsDir = join(tmp, 'tekton-results');
+    const args = stepArgs(task, { pipeline: 'echo', timeout: '60s', pipelineTimeout: '30m' }, ['image=from-task', 'tags=["t1","t2"]'], resultsDir);
     assert.deepEqual(task.spec.steps[0]!.command, ['internal-services']);
     const r = await start(args).done;
     expectCode(r, 0, 'the Task step');
@@ -403,5 +408,17 @@ describe('tasks/internal-request.yaml', () => {
     assert.equal(readFileSync(join(resultsDir, 'results'), 'utf8'), '{"digest":"sha256:from-task","note":"","tags":"[\\"t1\\",\\"t2\\"]"}');
     const req = await getRequest(remoteAdmin, 'cli-a', name);
     assert.deepEqual(req.spec, { request: 'echo', params: { image: 'from-task', tags: '["t1","t2"]' }, timeouts: { pipeline: '30m' } });
+  });
+
+  test('with gitUrl, gitRevision and path its step creates the git shape (Rejected here: no source policy, exit 22)', async () => {
+    const resultsDir = join(tmp, 'tekton-results-git');
+    const args = stepArgs(readTask(), { gitUrl: 'https://example.com/catalog.git', gitRevision: 'v1', path: 'pipelines/echo.yaml', timeout: '60s' }, ['image=x'], resultsDir);
+    const r = await start(args).done;
+    expectCode(r, 22, 'the Task step, git shape');
+    const req = await getRequest(remoteAdmin, 'cli-a', readFileSync(join(resultsDir, 'requestName'), 'utf8'));
+    assert.deepEqual(req.spec, {
+      pipeline: { pipelineRef: { resolver: 'git', params: [{ name: 'url', value: 'https://example.com/catalog.git' }, { name: 'revision', value: 'v1' }, { name: 'pathInRepo', value: 'pipelines/echo.yaml' }] } },
+      params: { image: 'x' },
+    });
   });
 });
