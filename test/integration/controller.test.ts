@@ -13,6 +13,7 @@ import { applyObjects, ensureServiceAccount, grantRequester, installProject } fr
 import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
+import { TODAYS_PAYLOAD } from '../unit/fixtures.js';
 import { pino } from 'pino';
 import { Controller } from '../../src/controller/controller.js';
 import { connect } from '../../src/kube/client.js';
@@ -22,21 +23,6 @@ import {
 } from './helpers.js';
 
 const ALLOWED = ['team-a', 'team-b', 'team-c'];
-/** What release tooling sends since 2025 (spec.pipeline with the git resolver). */
-const TODAYS_PAYLOAD = {
-  pipeline: {
-    pipelineRef: {
-      resolver: 'git',
-      params: [
-        { name: 'url', value: 'https://example.com/org/catalog.git' },
-        { name: 'revision', value: 'main' },
-        { name: 'pathInRepo', value: 'pipelines/internal/sign/sign.yaml' },
-      ],
-    },
-  },
-  params: { image: 'quay.io/org/app@sha256:abc', taskGitUrl: 'https://example.com/org/catalog.git', taskGitRevision: 'main' },
-  timeouts: { pipeline: '1h0m0s', tasks: '0h55m0s', finally: '0h5m0s' },
-};
 let env: Environment;
 let remoteAdmin: KubeConfig;
 let internalAdmin: KubeConfig;

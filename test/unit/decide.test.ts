@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { effectiveConfig } from '../../src/controller/config.js';
-import { config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus } from './fixtures.js';
+import { config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD } from './fixtures.js';
 
 function observe(o: Partial<Observation>): Observation {
   return { namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...o };
@@ -190,23 +190,9 @@ test('a malformed request (stored under an older schema) is rejected with what i
   }
 });
 
-const todaysPayload = {
-  pipeline: {
-    pipelineRef: {
-      resolver: 'git',
-      params: [
-        { name: 'url', value: 'https://example.com/catalog.git' },
-        { name: 'revision', value: 'main' },
-        { name: 'pathInRepo', value: 'pipelines/internal/sign/sign.yaml' },
-      ],
-    },
-  },
-  params: { image: 'quay.io/x', taskGitUrl: 'https://example.com/catalog.git', taskGitRevision: 'main' },
-  timeouts: { pipeline: '1h0m0s', tasks: '0h55m0s', finally: '0h5m0s' },
-};
 
 test('spec.pipeline with a resolver: Rejected, default deny, saying what is allowed and how to proceed', () => {
-  const req = { ...request(), spec: todaysPayload } as unknown as InternalRequest;
+  const req = { ...request(), spec: TODAYS_PAYLOAD } as unknown as InternalRequest;
   const a = decide(observe({ request: req, pipeline: undefined }));
   assert.deepEqual(types(a), ['writeStatus']);
   const w = statusOf(a);

@@ -48,3 +48,19 @@ export const done = (ok: boolean, extra: Partial<NonNullable<PipelineRun['status
 });
 
 export const runningStatus = (): PipelineRun['status'] => ({ conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] });
+
+/** What release tooling sends since 2025: spec.pipeline with the git resolver (field names as the production API has them). */
+export const TODAYS_PAYLOAD = {
+  pipeline: {
+    pipelineRef: {
+      resolver: 'git',
+      params: [
+        { name: 'url', value: 'https://example.com/org/catalog.git' },
+        { name: 'revision', value: 'main' },
+        { name: 'pathInRepo', value: 'pipelines/internal/sign/sign.yaml' },
+      ],
+    },
+  },
+  params: { image: 'quay.io/org/app@sha256:abc', taskGitUrl: 'https://example.com/org/catalog.git', taskGitRevision: 'main' },
+  timeouts: { pipeline: '1h0m0s', tasks: '0h55m0s', finally: '0h5m0s' },
+};
