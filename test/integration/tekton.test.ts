@@ -12,6 +12,8 @@ import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Pod } from 
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, ensureNamespace, ensureServiceAccount, grantRequester, installProject } from '../../src/envtest/apply.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
+import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, startResolution, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
+import { fromKubeConfig } from '../../src/kube/client.js';
 import {
   api, createRequest, IR, NS, pipelineRunsFor, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
   onlyPipelineRunOf, setRunConfig,
@@ -323,6 +325,40 @@ spec:
     const missing = await run('missing-path', 'main', 'pipelines/nope.yaml');
     assert.equal(missing.status?.conditions?.[0]?.reason, 'CouldntGetPipeline');
     assert.match(missing.status?.conditions?.[0]?.message ?? '', /error opening file "pipelines\/nope\.yaml"/);
+  });
+});
+
+describe("resolving through Tekton's ResolutionRequest (src/tekton/resolve.ts), real git resolver", () => {
+  test('a file at a branch: its text and commit; a missing path and an unreachable repository: failed with the resolver\'s message', async () => {
+    const repo = await env.tekton!.git.repository('resolve-me');
+    const sha = await repo.commit({ 'pipelines/p.yaml': 'apiVersion: tekton.dev/v1\nkind: Pipeline\nmetadata:\n  name: p\n' }, 'p');
+    const cluster = await fromKubeConfig('internal', internalAdmin);
+    const client = cluster.resource<ResolutionRequest>(RESOLUTION_REQUEST);
+    const resolve = async (name: string, url: string, path: string): Promise<Resolution> => {
+      const created = await startResolution(client, resolutionRequest(NS, name, 'git', [{ name: 'url', value: url }, { name: 'revision', value: 'main' }, { name: 'pathInRepo', value: path }]));
+      // Starting again (a retry) finds the same object.
+      assert.equal((await startResolution(client, resolutionRequest(NS, name, 'git', []))).metadata?.uid, created.metadata?.uid);
+      return waitFor(`resolution ${name}`, async () => {
+        const o = outcomeOfResolution(await client.get(NS, name), new Date(), 30_000);
+        return o.state === 'pending' ? undefined : o;
+      }, 40_000, 200);
+    };
+    const ok = await resolve('rr-ok', repo.url, 'pipelines/p.yaml');
+    assert.equal(ok.state, 'resolved');
+    assert.ok(ok.state === 'resolved');
+    assert.match(ok.content, /^apiVersion: tekton.dev\/v1\nkind: Pipeline\n/);
+    assert.deepEqual(ok.refSource, { uri: `git+${repo.url}`, digest: { sha1: sha }, entryPoint: 'pipelines/p.yaml' });
+
+    const missing = await resolve('rr-missing', repo.url, 'pipelines/nope.yaml');
+    assert.equal(missing.state, 'failed');
+    assert.ok(missing.state === 'failed');
+    assert.match(missing.message, /error opening file "pipelines\/nope\.yaml"/);
+
+    const unreachable = await resolve('rr-unreachable', 'git://127.0.0.1:1/nothing.git', 'p.yaml');
+    assert.equal(unreachable.state, 'failed');
+    assert.ok(unreachable.state === 'failed');
+    assert.equal(unreachable.reason, 'ResolutionFailed');
+    assert.match(unreachable.message, /git clone error: .*unable to connect to 127\.0\.0\.1/s);
   });
 });
 
