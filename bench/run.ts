@@ -28,6 +28,7 @@ import { AuditReader, categoryOf, countRequests, sortCounts } from './audit.js';
 import { measureCeiling } from './ceiling.js';
 import { ControllerProcess } from './controller-process.js';
 import { useKeepAlive } from './keepalive.js';
+import type { SimulationWorkerData } from './simulation-worker.js';
 import { Observer, createdAt, type RequestRecord } from './observer.js';
 import { ProcTreeSampler, machineBusySeconds } from './procstat.js';
 import { mb, round, sleep } from './stats.js';
@@ -107,25 +108,21 @@ function gitInfo(): { commit: string; dirty: boolean } {
   }
 }
 
-/**
- * The simulated part, in a worker thread: the simulated executor
- * (executor-worker.ts) or, with real Tekton, the simulated kubelet
- * (kubelet-worker.ts).
- */
+/** The simulated part, in a worker thread (simulation-worker.ts): the simulated executor, or with real Tekton the simulated kubelet. */
 class SimulationThread {
   private readonly worker: Worker;
   private readonly started: Promise<void>;
 
   static executor(kubeconfigPath: string, delayMs: number, log: (m: string) => void): SimulationThread {
-    return new SimulationThread('./executor-worker.js', { kubeconfigPath, namespace: NS, delayMs }, (m) => log(`simulated executor: ${m}`));
+    return new SimulationThread({ kind: 'executor', kubeconfigPath, namespace: NS, delayMs }, (m) => log(`simulated executor: ${m}`));
   }
 
   static kubelet(kubeconfigPath: string, stepMs: number, log: (m: string) => void): SimulationThread {
-    return new SimulationThread('./kubelet-worker.js', { kubeconfigPath, stepMs }, log);
+    return new SimulationThread({ kind: 'kubelet', kubeconfigPath, stepMs }, log);
   }
 
-  private constructor(script: string, workerData: unknown, log: (m: string) => void) {
-    this.worker = new Worker(new URL(script, import.meta.url), { workerData });
+  private constructor(workerData: SimulationWorkerData, log: (m: string) => void) {
+    this.worker = new Worker(new URL('./simulation-worker.js', import.meta.url), { workerData });
     this.started = new Promise((resolve, reject) => {
       this.worker.on('message', (m: { type: string; msg?: string }) => {
         if (m.type === 'started') resolve();
@@ -169,16 +166,17 @@ async function setUp(opts: BenchOptions, log: (m: string) => void): Promise<Setu
     audit: true,
     tekton:
       opts.tekton === 'real'
-        ? { stepMs: opts.executorDelayMs, ...(opts.tektonApiQps ? { kubeApiQps: opts.tektonApiQps, kubeApiBurst: 2 * opts.tektonApiQps } : {}) }
+        ? {
+            stepMs: opts.executorDelayMs,
+            // The benchmark runs the simulated kubelet itself, in a worker thread (see SimulationThread).
+            kubelet: false,
+            ...(opts.tektonApiQps ? { kubeApiQps: opts.tektonApiQps, kubeApiBurst: 2 * opts.tektonApiQps } : {}),
+          }
         : undefined,
     log: opts.quiet ? undefined : (m) => log(m),
   });
   const t0 = Date.now();
   try {
-    // The environment's simulated kubelet runs in this thread with a client
-    // that opens a connection per request; the benchmark runs its own in a
-    // worker thread instead (kubelet-worker.ts), like the simulated executor.
-    await env.tekton?.kubelet.stop();
     await installProject(env);
     const allowed = Array.from({ length: opts.namespaces }, (_, i) => `bench-team-${i}`);
     const denied = opts.rejectedShare > 0 ? ['bench-outside-0', 'bench-outside-1'] : [];

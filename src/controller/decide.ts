@@ -121,7 +121,7 @@ export function decide(o: Observation): Action[] {
       return [...actions, reject(req, o, msg, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED')];
     }
     // 5. Exactly one PipelineRun (its name is derived from the request's uid).
-    const pr = buildPipelineRun(req, o.pipeline, { namespace: o.namespace, volumeClaim: o.config.volumeClaim, params: params.params });
+    const pr = buildPipelineRun(req, what, o.pipeline, { namespace: o.namespace, volumeClaim: o.config.volumeClaim, params: params.params });
     actions.push({ type: 'createPipelineRun', pipelineRun: pr });
     // 6. Marked Running.
     actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`));

@@ -18,7 +18,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { ensureBinaries, type EnvtestAssets, type LogFn } from './binaries.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
-import { startTekton, TEKTON_IDENTITIES, type TektonOptions, type TektonPlatform } from './tekton.js';
+import { RESOLVERS_NAMESPACE, startTekton, TEKTON_IDENTITIES, TEKTON_NAMESPACE, type TektonOptions, type TektonPlatform } from './tekton.js';
 
 export type { EnvtestAssets } from './binaries.js';
 
@@ -109,23 +109,17 @@ interface IdentitySpec {
   groups: string[];
 }
 
-const CONTROLLER_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${CONTROLLER_NAMESPACE}`, 'system:authenticated'];
-
-const serviceAccountGroups = (username: string): string[] => [
-  'system:serviceaccounts',
-  `system:serviceaccounts:${username.split(':')[2] ?? ''}`,
-  'system:authenticated',
-];
+/** The groups the apiserver gives a ServiceAccount of `namespace`. */
+const serviceAccountGroups = (namespace: string): string[] => ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'];
+const CONTROLLER_GROUPS = serviceAccountGroups(CONTROLLER_NAMESPACE);
 
 const IDENTITIES: Record<ControlPlane['name'], IdentitySpec[]> = {
   internal: [
     { name: 'admin', username: 'admin', groups: ['system:masters'] },
     { name: 'controller', username: CONTROLLER_USERNAME, groups: CONTROLLER_GROUPS },
-    ...(['controller', 'webhook', 'resolvers'] as const).map((k) => ({
-      name: `tekton${k[0]!.toUpperCase()}${k.slice(1)}` as keyof ControlPlaneIdentities,
-      username: TEKTON_IDENTITIES[k],
-      groups: serviceAccountGroups(TEKTON_IDENTITIES[k]),
-    })),
+    { name: 'tektonController', username: TEKTON_IDENTITIES.controller, groups: serviceAccountGroups(TEKTON_NAMESPACE) },
+    { name: 'tektonWebhook', username: TEKTON_IDENTITIES.webhook, groups: serviceAccountGroups(TEKTON_NAMESPACE) },
+    { name: 'tektonResolvers', username: TEKTON_IDENTITIES.resolvers, groups: serviceAccountGroups(RESOLVERS_NAMESPACE) },
   ],
   remote: [
     { name: 'admin', username: 'admin', groups: ['system:masters'] },
@@ -157,7 +151,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
 
   const processes: ManagedProcess[] = [];
-  /** Processes started on top of the control planes (Tekton, git daemon); stopped first. */
+  /** Processes started on top of the control planes (Tekton, git daemon), for the pid file; Tekton stops them. */
   const adopted: ManagedProcess[] = [];
   let tekton: TektonPlatform | undefined;
   const pidFile = join(dir, 'pids');
@@ -172,8 +166,8 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     // A graceful apiserver shutdown takes about a second; when the state is
     // thrown away anyway there is nothing to be graceful about.
     const graceMs = keep ? 3000 : 0;
+    // Tekton's stop() ends every process it adopted (its own, the git daemon).
     await tekton?.stop().catch(() => {});
-    await Promise.all(adopted.map((p) => p.stop(graceMs)));
     const [etcdProc, ...apiservers] = processes;
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
     await etcdProc?.stop(graceMs);

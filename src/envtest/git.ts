@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePorts, ManagedProcess } from './processes.js';
+import { freePorts, ManagedProcess, waitUntilReady } from './processes.js';
 
 const run = promisify(execFile);
 
@@ -47,10 +47,6 @@ export interface GitRepository {
   commit(files: Record<string, string | null>, message: string, branch?: string): Promise<string>;
   /** Points `branch` (created if needed) at `revision` (a sha, tag or branch) and publishes it. */
   setBranch(branch: string, revision: string): Promise<void>;
-  /** Creates or moves a tag to `revision` and publishes it. */
-  setTag(tag: string, revision: string): Promise<void>;
-  /** The sha that `revision` names in the published repository. */
-  revParse(revision: string): Promise<string>;
 }
 
 export interface GitServer {
@@ -64,7 +60,7 @@ export interface GitServer {
 
 /**
  * Starts `git daemon` serving `<dir>/repos`; work trees live in `<dir>/work`.
- * Resolves once the daemon accepts connections.
+ * Resolves once the daemon answers.
  */
 export async function startGitServer(dir: string, onChange: () => void = () => {}): Promise<GitServer> {
   const reposDir = join(dir, 'repos');
@@ -84,17 +80,10 @@ export async function startGitServer(dir: string, onChange: () => void = () => {
   // Ready once ls-remote of an existing repository answers.
   const probe = join(reposDir, '.probe.git');
   if (!existsSync(probe)) await git(reposDir, 'init', '--bare', '--quiet', probe);
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (!daemon.running) throw new Error(`git daemon exited (${daemon.exitInfo ?? '?'}): ${daemon.logTail()}`);
-    try {
-      await git(dir, 'ls-remote', `${baseUrl}/.probe.git`);
-      break;
-    } catch (e) {
-      if (Date.now() > deadline) throw new Error(`git daemon not answering on ${baseUrl}: ${(e as Error).message}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await waitUntilReady(`git daemon answering on ${baseUrl}`, 15_000, [daemon], async () => {
+    await git(dir, 'ls-remote', `${baseUrl}/.probe.git`);
+    return true;
+  }, 100);
   const repos = new Map<string, Promise<GitRepository>>();
   return {
     baseUrl,
@@ -154,11 +143,5 @@ async function openRepository(name: string, bare: string, work: string, url: str
         const sha = await git(bare, 'rev-parse', '--verify', `${revision}^{commit}`);
         await git(bare, 'update-ref', `refs/heads/${branch}`, sha);
       }),
-    setTag: (tag, revision) =>
-      serial(async () => {
-        const sha = await git(bare, 'rev-parse', '--verify', `${revision}^{commit}`);
-        await git(bare, 'update-ref', `refs/tags/${tag}`, sha);
-      }),
-    revParse: (revision) => git(bare, 'rev-parse', '--verify', `${revision}^{commit}`),
   };
 }

@@ -15,6 +15,7 @@ export {
   applyManifests,
   applyObjects,
   ensureNamespace,
+  ensureServiceAccount,
   grantRequester,
   installProject,
   loadManifests,
@@ -42,8 +43,6 @@ export {
 } from './executor.js';
 export {
   startTekton,
-  ensureServiceAccount,
-  tektonAvailable,
   TEKTON_NAMESPACE,
   RESOLVERS_NAMESPACE,
   TEKTON_IDENTITIES,

@@ -20,7 +20,7 @@
  *                            step writes them into $(results.<name>.path))
  *   SIMULATED_EXIT_CODE      the step's exit code (default 0)
  *   SIMULATED_FAIL           "true": exit code 1 (for $(params.x) switches)
- *   SIMULATED_DURATION       how long the step runs: "250ms", "2s", "1m",
+ *   SIMULATED_DURATION       how long the step runs (Go duration: "250ms", "2s", "1m"),
  *                            "never" (the pod keeps running until Tekton
  *                            deletes it: timeouts, cancellation), or "gate":
  *                            until the pod carries the annotation
@@ -30,6 +30,8 @@
  */
 import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
 import { statusCode } from '../kube/client.js';
+import { rfc3339 } from '../api/conditions.js';
+import { parseDuration } from '../util/duration.js';
 import type { LogFn } from './binaries.js';
 
 /** Tekton labels every pod it creates for a TaskRun with this. */
@@ -69,7 +71,7 @@ export function planStep(container: { name: string; env?: Array<{ name: string; 
   if (env.get('SIMULATED_FAIL')?.trim() === 'true' && exitCode === 0) exitCode = 1;
   const duration = env.get('SIMULATED_DURATION')?.trim();
   const durationMs =
-    duration === undefined || duration === '' ? defaultMs : duration === 'never' ? undefined : duration === 'gate' ? 'gate' : parseDurationMs(duration);
+    duration === undefined || duration === '' ? defaultMs : duration === 'never' ? undefined : duration === 'gate' ? 'gate' : (parseDuration(duration) ?? 0);
   const results: StepPlan['results'] = [];
   for (const [name, value] of env) {
     if (name.startsWith(RESULT_ENV_PREFIX) && name.length > RESULT_ENV_PREFIX.length) {
@@ -77,13 +79,6 @@ export function planStep(container: { name: string; env?: Array<{ name: string; 
     }
   }
   return { container: container.name, exitCode, durationMs, results };
-}
-
-function parseDurationMs(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text);
-  if (!m) return 0;
-  const n = Number(m[1]);
-  return Math.round(m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : m[2] === 's' ? n * 1000 : n);
 }
 
 /** The termination message Tekton's entrypoint leaves for a step. */
@@ -94,9 +89,7 @@ export function terminationMessage(startedAt: string, plan: StepPlan, skipped: b
   return JSON.stringify(entries);
 }
 
-function now(): string {
-  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-}
+const now = (): string => rfc3339(new Date());
 
 interface PodRun {
   uid: string;
@@ -146,8 +139,7 @@ export class SimulatedKubelet {
     let n = 0;
     for (const p of pods.items) {
       if (p.metadata?.annotations?.[RELEASE_ANNOTATION] !== undefined) continue;
-      const gated = (p.spec?.containers ?? []).some((c) => (c.env ?? []).some((e) => e.name === 'SIMULATED_DURATION' && e.value?.trim() === 'gate'));
-      if (!gated) continue;
+      if (!(p.spec?.containers ?? []).some((c) => planStep(c, 0).durationMs === 'gate')) continue;
       try {
         await this.api.patchNamespacedPod(
           { namespace, name: p.metadata!.name!, body: { metadata: { annotations: { [RELEASE_ANNOTATION]: 'true' } } } },

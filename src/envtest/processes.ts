@@ -243,3 +243,35 @@ export function writePidFile(pidFile: string, pids: Array<number | undefined>): 
     // the directory may already be gone during teardown
   }
 }
+
+/**
+ * Polls `check` every `everyMs` until it returns true; fails at once when one
+ * of `procs` exits, and after `timeoutMs` with the last thing `check` said
+ * (its string, or its error) and the tail of each process' log.
+ */
+export async function waitUntilReady(
+  what: string,
+  timeoutMs: number,
+  procs: readonly ManagedProcess[],
+  check: () => Promise<true | string>,
+  everyMs = 200,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'not checked yet';
+  for (;;) {
+    for (const p of procs) {
+      if (!p.running) throw new Error(`${p.name} exited while waiting for ${what} (${p.exitInfo ?? '?'}); log ${p.logPath}:\n${p.logTail()}`);
+    }
+    try {
+      const r = await check();
+      if (r === true) return;
+      last = r;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`${what}: not after ${timeoutMs} ms (${last}); logs:\n${procs.map((p) => `--- ${p.logPath}\n${p.logTail(15)}`).join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -16,7 +16,7 @@
  * certificate the webhook made for tekton-pipelines-webhook.tekton-pipelines.svc
  * (the name the apiserver expects for a Service reference).
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   AdmissionregistrationV1Api,
@@ -27,8 +27,7 @@ import {
 } from '@kubernetes/client-node';
 import type { EnvtestAssets, LogFn } from './binaries.js';
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './apply.js';
-export { ensureServiceAccount } from './apply.js';
-import { freePortsBelow, ManagedProcess } from './processes.js';
+import { freePortsBelow, ManagedProcess, waitUntilReady } from './processes.js';
 import { SimulatedKubelet } from './kubelet.js';
 import { startGitServer, type GitServer } from './git.js';
 
@@ -45,16 +44,25 @@ export const TEKTON_IDENTITIES = {
 } as const;
 
 /** Images named in pods Tekton creates; never pulled (no container runs). */
-const IMAGE_FLAGS = ['entrypoint', 'nop', 'sidecarlogresults', 'workingdirinit', 'shell', 'shell-win'].flatMap((f) => [
-  `-${f.replace('-win', '-image-win')}${f.endsWith('-win') ? '' : '-image'}`,
-  `tekton.invalid/not-pulled/${f}:v0`,
-]);
+const IMAGE_FLAGS = [
+  '-entrypoint-image', 'tekton.invalid/not-pulled/entrypoint:v0',
+  '-nop-image', 'tekton.invalid/not-pulled/nop:v0',
+  '-sidecarlogresults-image', 'tekton.invalid/not-pulled/sidecarlogresults:v0',
+  '-workingdirinit-image', 'tekton.invalid/not-pulled/workingdirinit:v0',
+  '-shell-image', 'tekton.invalid/not-pulled/shell:v0',
+  '-shell-image-win', 'tekton.invalid/not-pulled/shell-win:v0',
+];
 
 export interface TektonOptions {
   /** Start the admission webhook (default true). */
   webhook?: boolean;
   /** Default time a simulated step runs (see SimulatedKubelet). */
   stepMs?: number;
+  /**
+   * Run the simulated kubelet in this process (default true). A caller that
+   * runs its own (the benchmark, in a worker thread) turns it off.
+   */
+  kubelet?: boolean;
   /** Give up waiting for Tekton after this long (default 120 s). */
   readyTimeoutMs?: number;
   /**
@@ -72,8 +80,8 @@ export interface TektonPlatform {
   resolvers: ManagedProcess;
   /** undefined when started without the webhook. */
   webhook: ManagedProcess | undefined;
-  /** The simulated kubelet (the one simulated part). */
-  kubelet: SimulatedKubelet;
+  /** The simulated kubelet (the one simulated part); undefined when started with kubelet: false. */
+  kubelet: SimulatedKubelet | undefined;
   /** git daemon on loopback, for the git resolver. */
   git: GitServer;
   /** Milliseconds from the start of startTekton until everything was ready. */
@@ -201,7 +209,7 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
           METRICS_DOMAIN: 'tekton.dev/pipeline',
         }),
       );
-      await waitFor(`Tekton webhook answering admission requests`, readyTimeoutMs, [webhook], () => webhookAnswers(admin));
+      await waitUntilReady(`Tekton webhook answering admission requests`, readyTimeoutMs, [webhook], () => webhookAnswers(admin));
       log(`tekton: webhook ready after ${Date.now() - started} ms (https://localhost:${whPort}, via Service ${TEKTON_NAMESPACE}/${WEBHOOK_SERVICE})`);
     }
 
@@ -241,13 +249,15 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
         ARTIFACT_HUB_API: 'https://artifacthub.invalid/',
       }),
     );
-    kubelet = new SimulatedKubelet(admin, { stepMs: opts.stepMs, log });
-    kubelet.start();
+    if (opts.kubelet ?? true) {
+      kubelet = new SimulatedKubelet(admin, { stepMs: opts.stepMs, log });
+      kubelet.start();
+    }
     git = await startGitServer(join(host.dir, 'git'), host.onChange);
     host.adopt(git.process);
 
     // Ready when each reconciler holds its lease: from then on a new object is acted on at once.
-    await waitFor('Tekton controller and resolvers holding their leases', readyTimeoutMs, [controller, resolvers], async () => {
+    await waitUntilReady('Tekton controller and resolvers holding their leases', readyTimeoutMs, [controller, resolvers], async () => {
       const leases = await leaseHolders(admin);
       const need = [
         [TEKTON_NAMESPACE, 'pipelinerun.reconciler'],
@@ -306,30 +316,4 @@ async function webhookAnswers(kc: KubeConfig): Promise<true | string> {
     if (msg.includes('admission webhook') && msg.includes('denied the request')) return true;
     return `webhook not answering yet: ${msg.slice(0, 300)}`;
   }
-}
-
-async function waitFor(what: string, timeoutMs: number, procs: ManagedProcess[], check: () => Promise<true | string>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = 'not checked yet';
-  for (;;) {
-    for (const p of procs) {
-      if (!p.running) throw new Error(`${p.name} exited while waiting for ${what} (${p.exitInfo ?? '?'}); log ${p.logPath}:\n${p.logTail()}`);
-    }
-    try {
-      const r = await check();
-      if (r === true) return;
-      last = r;
-    } catch (e) {
-      last = (e as Error).message;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`${what}: not after ${timeoutMs} ms (${last}); logs:\n${procs.map((p) => `--- ${p.logPath}\n${p.logTail(15)}`).join('\n')}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** Does the environment's Tekton module configuration exist (install.sh ran with Tekton)? */
-export function tektonAvailable(assets: EnvtestAssets): boolean {
-  return existsSync(join(assets.tektonBinDir, 'controller')) && existsSync(join(assets.tektonConfigDir, '300-crds'));
 }

@@ -1,7 +1,6 @@
 /** Building PipelineRuns for requests, and reading their outcome. */
 import type { InternalRequest } from '../api/types.js';
 import type { ParamValue, Pipeline, PipelineRun } from './types.js';
-import { requestedOf } from '../controller/requested.js';
 
 /** Labels and annotations that tie a PipelineRun to its request. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
@@ -35,6 +34,15 @@ export function requestUidOf(pr: Pick<PipelineRun, 'metadata'>): string | undefi
   return pr.metadata.labels?.[LABEL_REQUEST_UID];
 }
 
+/** What runs, already checked: the installed Pipeline and how the request asks to run it. */
+export interface RunSpec {
+  pipeline: string;
+  timeouts?: { pipeline?: string; tasks?: string; finally?: string } | undefined;
+  serviceAccount?: string | undefined;
+  /** The workspace is an emptyDir instead of a fresh volume claim. */
+  emptyDirWorkspace?: boolean;
+}
+
 export interface BuildOptions {
   namespace: string;
   volumeClaim: { name: string; size: string };
@@ -42,11 +50,9 @@ export interface BuildOptions {
   params: Array<{ name: string; value: ParamValue }>;
 }
 
-export function buildPipelineRun(req: InternalRequest, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
+export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
   const uid = req.metadata.uid ?? '';
   const ns = req.metadata.namespace ?? '';
-  const what = requestedOf(req.spec);
-  if (what.kind !== 'installed') throw new Error(`buildPipelineRun: the request does not name an installed Pipeline (${what.kind})`);
   const spec: PipelineRun['spec'] = { pipelineRef: { name: what.pipeline } };
   if (opts.params.length) spec.params = opts.params;
   if (what.timeouts) spec.timeouts = what.timeouts;

@@ -45,6 +45,17 @@ function run(args: string[], timeoutMs: number): Promise<{ code: number | null; 
 
 const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 
+/** Every allowed request got exactly one PipelineRun and the right outcome; no rejected one got any; all finished. */
+function assertAllCorrect(c: BenchResult['passes'][number]['correctness'], allowed: number, rejected: number): void {
+  assert.equal(c.ok, true, c.failures.join('\n'));
+  assert.equal(c.allowed, allowed);
+  assert.equal(c.rejected, rejected);
+  assert.equal(c.allowedWithoutPipelineRun + c.allowedWithSeveralPipelineRuns + c.rejectedWithPipelineRun, 0);
+  assert.equal(c.pipelineRunCreatesPerAllowed.exactlyOne, allowed);
+  assert.equal(c.neverFinished, 0);
+  assert.equal(c.wrongOutcome, 0);
+}
+
 describe('npm run bench', () => {
   test('N=50: correct, and the JSON has every figure', { timeout: 60_000 }, async () => {
     const json = join(tmp, 'result.json');
@@ -60,14 +71,8 @@ describe('npm run bench', () => {
 
     // Correctness: every allowed request got exactly one PipelineRun, no rejected one got any, all finished, no errors.
     const c = p.correctness;
-    assert.equal(c.ok, true, c.failures.join('\n'));
-    assert.equal(c.allowed, 40);
-    assert.equal(c.rejected, 10);
-    assert.equal(c.allowedWithoutPipelineRun + c.allowedWithSeveralPipelineRuns + c.rejectedWithPipelineRun, 0);
-    assert.equal(c.pipelineRunCreatesPerAllowed.exactlyOne, 40);
+    assertAllCorrect(c, 40, 10);
     assert.equal(c.pipelineRunCreatesPerAllowed.forRejected, 0);
-    assert.equal(c.neverFinished, 0);
-    assert.equal(c.wrongOutcome, 0);
     assert.equal(c.controllerErrorLines, 0);
 
     // The figures are all there (their values depend on the machine).
@@ -109,14 +114,7 @@ describe('npm run bench', () => {
     assert.equal(p.workload.tekton, 'real');
 
     // All succeeded (with the results the simulated executor would give: checked by the benchmark), exactly one PipelineRun each.
-    const c = p.correctness;
-    assert.equal(c.ok, true, c.failures.join('\n'));
-    assert.equal(c.allowed, 8);
-    assert.equal(c.rejected, 2);
-    assert.equal(c.allowedWithoutPipelineRun + c.allowedWithSeveralPipelineRuns + c.rejectedWithPipelineRun, 0);
-    assert.equal(c.pipelineRunCreatesPerAllowed.exactlyOne, 8);
-    assert.equal(c.neverFinished, 0);
-    assert.equal(c.wrongOutcome, 0);
+    assertAllCorrect(p.correctness, 8, 2);
     assert.equal(p.latencyMs.createToTerminal.count, 8);
 
     // Tekton talked to the internal apiserver under its own identities; the per-request figures count the controller's only.

@@ -320,6 +320,11 @@ spec:
     assert.equal((b.status as { provenance?: { refSource?: { digest?: Record<string, string> } } }).provenance?.refSource?.digest?.['sha1'], second);
     const c = await run('from-sha', first);
     assert.deepEqual(c.status?.results, [{ name: 'answer', value: 'one' }]);
+    // The branch moved back (not a new commit): resolved at the commit it now points to.
+    await repo.setBranch('main', first);
+    const d = await run('from-main-moved-back', 'main');
+    assert.deepEqual(d.status?.results, [{ name: 'answer', value: 'one' }]);
+    assert.equal((d.status as { provenance?: { refSource?: { digest?: Record<string, string> } } }).provenance?.refSource?.digest?.['sha1'], first);
 
     // A path that is not in the repository: the resolution fails, and Tekton says so at once.
     const missing = await run('missing-path', 'main', 'pipelines/nope.yaml');

@@ -1,15 +1,24 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildPipelineRun, convertResults, outcomeOf, requestKeyOf } from '../../src/tekton/pipelinerun.js';
+import { buildPipelineRun, convertResults, outcomeOf, requestKeyOf, type RunSpec } from '../../src/tekton/pipelinerun.js';
+import { requestedOf } from '../../src/controller/requested.js';
+import type { InternalRequest } from '../../src/api/types.js';
 import { checkParams } from '../../src/tekton/params.js';
 import { NS, pipeline, pipelineRun, request, done } from './fixtures.js';
+
+/** What decide() hands over for an installed Pipeline. */
+function runSpec(req: InternalRequest): RunSpec {
+  const what = requestedOf(req.spec);
+  assert.ok(what.kind === 'installed');
+  return what;
+}
 
 const opts = { namespace: NS, volumeClaim: { name: 'workspace', size: '2Gi' }, params: [{ name: 'image', value: 'quay.io/x' }] };
 
 test('PipelineRun: pipelineRef, params, timeouts, labels and annotations identify the request', () => {
   const long = 'r'.repeat(253);
   const req = request({ timeouts: { pipeline: '1h', tasks: '50m', finally: '10m' } }, { name: long });
-  const pr = buildPipelineRun(req, pipeline(), opts);
+  const pr = buildPipelineRun(req, runSpec(req), pipeline(), opts);
   assert.equal(pr.metadata.name, 'ir-u-1');
   assert.equal(pr.metadata.namespace, NS);
   assert.deepEqual(pr.spec.pipelineRef, { name: 'sign' });
@@ -24,11 +33,11 @@ test('PipelineRun: pipelineRef, params, timeouts, labels and annotations identif
 });
 
 test('PipelineRun: the configured workspace is bound to a volumeClaimTemplate only when the Pipeline declares it', () => {
-  const with_ = buildPipelineRun(request(), pipeline([{ name: 'image' }], ['workspace']), opts);
+  const with_ = buildPipelineRun(request(), runSpec(request()), pipeline([{ name: 'image' }], ['workspace']), opts);
   assert.deepEqual(with_.spec.workspaces, [
     { name: 'workspace', volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } } } } },
   ]);
-  const other = buildPipelineRun(request(), pipeline([{ name: 'image' }], ['data']), opts);
+  const other = buildPipelineRun(request(), runSpec(request()), pipeline([{ name: 'image' }], ['data']), opts);
   assert.equal(other.spec.workspaces, undefined);
 });
 
