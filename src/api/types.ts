@@ -139,6 +139,14 @@ export const internalRequestSpecSchema = schema({
   },
 } as const);
 
+const sourceFields = {
+  resolver: { type: 'string', description: 'The resolver (git, bundles, cluster).' },
+  source: { type: 'string', description: 'Where it came from, as the resolver reports it (e.g. git+https://…/catalog.git).' },
+  path: { type: 'string', description: 'The file in the source (git: pathInRepo).' },
+  revision: { type: 'string', description: 'The revision, tag or bundle that was asked for.' },
+  digest: { type: 'string', description: 'What it was pinned to and ran at: sha1:<commit> (git), sha256:<digest> (bundles).' },
+} as const;
+
 export const internalRequestStatusSchema = schema({
   type: 'object',
   properties: {
@@ -157,6 +165,20 @@ export const internalRequestStatusSchema = schema({
       additionalProperties: { type: 'string' },
     },
     pipelineRun: { type: 'string', description: 'namespace/name of the PipelineRun on the internal cluster.' },
+    pipeline: {
+      type: 'object',
+      description:
+        'What was checked and run, for requesters and auditors: where the Pipeline was resolved from and the commit or digest it was pinned to, and the same for every Task and StepAction reference that had to be checked.',
+      properties: {
+        ...sourceFields,
+        references: {
+          type: 'array',
+          maxItems: 256,
+          description: 'The Task and StepAction references that were checked and pinned.',
+          items: { type: 'object', properties: { ref: { type: 'string', description: 'Which reference, e.g. tasks[sign].taskRef.' }, ...sourceFields } },
+        },
+      },
+    },
     observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
   },
 } as const);
@@ -185,6 +207,53 @@ export const internalServicesConfigSpecSchema = schema({
       description: 'Service accounts a request may name. Empty: a request naming one is rejected.',
       items: { type: 'string', maxLength: 63, pattern: DNS_LABEL_PATTERN },
       'x-kubernetes-list-type': 'set',
+    },
+    allowedGitResolverURLs: {
+      type: 'array',
+      maxItems: 256,
+      description:
+        'Git repositories (exact URLs) that Pipelines, Tasks and StepActions may be resolved from with the git resolver, at any revision and path; the same field as the production controller\'s. Empty or absent: no git resolution. For patterns, revisions, paths and per-namespace rules, use sources.git.',
+      items: { type: 'string', minLength: 1, maxLength: 2048 },
+      'x-kubernetes-list-type': 'set',
+    },
+    sources: {
+      type: 'object',
+      description:
+        "Which remote sources a request may make Tekton resolve from (its pipelineRef, and every taskRef and step ref of that Pipeline after the request's params are substituted). Default deny: without a rule, only Pipelines installed in the controller's namespace run. See docs/security.md.",
+      properties: {
+        git: {
+          type: 'array',
+          maxItems: 256,
+          description: 'Rules for the git resolver; a reference is allowed when one rule allows its url, revision and path.',
+          items: {
+            type: 'object',
+            required: ['urls'],
+            properties: {
+              urls: { type: 'array', minItems: 1, maxItems: 256, description: 'Repository URLs (globs: * within a path segment, ** across).', items: { type: 'string', minLength: 1, maxLength: 2048 } },
+              revisions: { type: 'array', maxItems: 256, description: 'Branch or tag names (globs) a revision may be. Empty: none by name.', items: { type: 'string', minLength: 1, maxLength: 255 } },
+              commits: { type: 'boolean', description: 'Full commit SHAs are allowed as revisions.' },
+              paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs. Absent: any path.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
+              namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 63 } },
+            },
+          },
+        },
+        bundles: {
+          type: 'array',
+          maxItems: 256,
+          description: 'Rules for the bundles resolver (Tekton bundles in an OCI registry).',
+          items: {
+            type: 'object',
+            required: ['repositories'],
+            properties: {
+              repositories: { type: 'array', minItems: 1, maxItems: 256, description: 'Repositories without tag or digest (globs), e.g. quay.io/org/catalog/*.', items: { type: 'string', minLength: 1, maxLength: 1024 } },
+              digestOnly: { type: 'boolean', description: 'Only references by digest (@sha256:…), never by tag.' },
+              namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 63 } },
+            },
+          },
+        },
+        cluster: { type: 'boolean', description: "The cluster resolver, for objects of the controller's own namespace only." },
+        resolutionTimeout: durationField('How long one resolution may take before the request is Rejected; default 2m'),
+      },
     },
   },
 } as const);

@@ -1,16 +1,23 @@
 /** The controller's effective configuration, from the InternalServicesConfig named `config`. */
 import type { InternalServicesConfig } from '../api/types.js';
+import { gitRuleFromAllowedURLs, type BundleRule, type GitRule, type SourcePolicy } from '../policy/source.js';
+import { parseDuration } from '../util/duration.js';
 
 export interface EffectiveConfig {
   allowList: ReadonlySet<string>;
   debug: boolean;
   volumeClaim: { name: string; size: string };
   allowedServiceAccounts: ReadonlySet<string>;
+  /** Which remote sources may be resolved (sources and allowedGitResolverURLs); default deny. */
+  sources: SourcePolicy;
+  /** How long one resolution may take. */
+  resolutionTimeoutMs: number;
   /** Where the values came from, for messages: "internal-services/config" or "defaults". */
   source: string;
 }
 
 export const DEFAULT_VOLUME_CLAIM = { name: 'workspace', size: '1Gi' } as const;
+export const DEFAULT_RESOLUTION_TIMEOUT_MS = 120_000;
 
 /**
  * Defaults apply when there is no config (deny everything). The API server
@@ -20,6 +27,23 @@ export const DEFAULT_VOLUME_CLAIM = { name: 'workspace', size: '1Gi' } as const;
 export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespace: string): EffectiveConfig {
   const spec = cfg?.spec ?? {};
   const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+  const source = cfg ? `InternalServicesConfig ${namespace}/${cfg.metadata.name}` : `defaults (no InternalServicesConfig "config" in namespace ${namespace})`;
+  const src = spec.sources ?? {};
+  const git: GitRule[] = (Array.isArray(src.git) ? src.git : [])
+    .filter((r) => strings(r?.urls).length > 0)
+    .map((r) => ({
+      urls: strings(r.urls),
+      revisions: strings(r.revisions),
+      commits: r.commits === true,
+      ...(r.paths !== undefined ? { paths: strings(r.paths) } : {}),
+      ...(r.namespaces !== undefined ? { namespaces: strings(r.namespaces) } : {}),
+    }));
+  const allowedURLs = strings(spec.allowedGitResolverURLs);
+  if (allowedURLs.length) git.push(gitRuleFromAllowedURLs(allowedURLs));
+  const bundles: BundleRule[] = (Array.isArray(src.bundles) ? src.bundles : [])
+    .filter((r) => strings(r?.repositories).length > 0)
+    .map((r) => ({ repositories: strings(r.repositories), digestOnly: r.digestOnly === true, ...(r.namespaces !== undefined ? { namespaces: strings(r.namespaces) } : {}) }));
+  const timeout = typeof src.resolutionTimeout === 'string' ? parseDuration(src.resolutionTimeout) : undefined;
   return {
     allowList: new Set(strings(spec.allowList)),
     debug: spec.debug === true,
@@ -28,6 +52,13 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
       size: typeof spec.volumeClaim?.size === 'string' && spec.volumeClaim.size ? spec.volumeClaim.size : DEFAULT_VOLUME_CLAIM.size,
     },
     allowedServiceAccounts: new Set(strings(spec.allowedServiceAccounts)),
-    source: cfg ? `InternalServicesConfig ${namespace}/${cfg.metadata.name}` : `defaults (no InternalServicesConfig "config" in namespace ${namespace})`,
+    sources: { git, bundles, cluster: src.cluster === true, source },
+    resolutionTimeoutMs: timeout && timeout > 0 ? timeout : DEFAULT_RESOLUTION_TIMEOUT_MS,
+    source,
   };
+}
+
+/** True when some rule opens remote resolution at all. */
+export function allowsRemoteSources(c: EffectiveConfig): boolean {
+  return c.sources.git.length > 0 || c.sources.bundles.length > 0 || c.sources.cluster;
 }

@@ -11,7 +11,8 @@ import { EventRecorder } from '../kube/events.js';
 import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
 import { WorkQueue, type QueueObserver } from '../kube/queue.js';
 import { OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
-import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type TaskRun } from '../tekton/types.js';
+import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
+import { PIPELINE, PIPELINERUN, TASK, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig } from './config.js';
 import { installedPipelineName } from './requested.js';
 import { decide, endWithoutResults, type Action, type Observation } from './decide.js';
@@ -59,11 +60,16 @@ export class Controller {
   readonly pipelineRuns: Informer<PipelineRun>;
   readonly pipelines: Informer<Pipeline>;
   readonly configs: Informer<InternalServicesConfig>;
+  /** Our ResolutionRequests (one per reference of a request being checked). */
+  readonly resolutions: Informer<ResolutionRequest>;
+  /** Tasks installed in the controller's namespace (their step refs are checked too). */
+  readonly tasks: Informer<Task>;
   readonly queue: WorkQueue;
   private readonly requestClient: ResourceClient<InternalRequest>;
   private readonly prClient: ResourceClient<PipelineRun>;
   private readonly pipelineClient: ResourceClient<Pipeline>;
   private readonly taskRunClient: ResourceClient<TaskRun>;
+  private readonly resolutionClient: ResourceClient<ResolutionRequest>;
   private readonly events: EventRecorder;
   /** request key -> names of its PipelineRuns */
   private readonly prIndex = new Map<string, Set<string>>();
@@ -88,6 +94,7 @@ export class Controller {
     this.prClient = opts.internal.resource<PipelineRun>(PIPELINERUN);
     this.pipelineClient = opts.internal.resource<Pipeline>(PIPELINE);
     this.taskRunClient = opts.internal.resource<TaskRun>(TASKRUN);
+    this.resolutionClient = opts.internal.resource<ResolutionRequest>(RESOLUTION_REQUEST);
     this.events = new EventRecorder(opts.remote, 'internal-services-controller', opts.instance ?? 'internal-services', this.log);
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
     const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
@@ -128,6 +135,17 @@ export class Controller {
     }, this.log, { ...inf, namespace: opts.namespace, labelSelector: OWNED_SELECTOR, transform: slimMeta });
 
     this.pipelines = new Informer<Pipeline>('internal/pipelines', this.pipelineClient, {}, this.log, { ...inf, namespace: opts.namespace, transform: slimMeta });
+    this.tasks = new Informer<Task>('internal/tasks', opts.internal.resource<Task>(TASK), {}, this.log, { ...inf, namespace: opts.namespace, transform: slimMeta });
+    const onRr = (rr: ResolutionRequest) => {
+      const key = requestKeyOf({ metadata: rr.metadata ?? {} });
+      if (key) this.queue.add(key);
+    };
+    this.resolutions = new Informer<ResolutionRequest>('internal/resolutionrequests', this.resolutionClient, {
+      onAdd: onRr,
+      onUpdate: (_o, rr) => onRr(rr),
+      onDelete: onRr,
+      onResync: () => this.sweep(),
+    }, this.log, { ...inf, namespace: opts.namespace, labelSelector: OWNED_SELECTOR, transform: slimMeta });
     this.configs = new Informer<InternalServicesConfig>(
       'internal/internalservicesconfigs',
       opts.internal.resource<InternalServicesConfig>(INTERNAL_SERVICES_CONFIG),
@@ -142,7 +160,7 @@ export class Controller {
   }
 
   private get informers() {
-    return [this.requests, this.pipelineRuns, this.pipelines, this.configs];
+    return [this.requests, this.pipelineRuns, this.pipelines, this.configs, this.resolutions, this.tasks];
   }
 
   /** Starts the caches and waits until each has synced. */
@@ -213,6 +231,12 @@ export class Controller {
   private sweep(): void {
     if (!this.requests.synced || !this.pipelineRuns.synced) return;
     for (const key of this.prIndex.keys()) this.queue.add(key);
+    if (this.resolutions.synced) {
+      for (const rr of this.resolutions.list()) {
+        const key = requestKeyOf({ metadata: rr.metadata ?? {} });
+        if (key) this.queue.add(key);
+      }
+    }
     const now = Date.now();
     for (const [name, e] of this.createdOverlay) if (now - e.at > 120_000) this.createdOverlay.delete(name);
     for (const [name, e] of this.deletedOverlay) if (now - e.at > 120_000) this.deletedOverlay.delete(name);
@@ -280,7 +304,19 @@ export class Controller {
       const out = outcomeOf(ours);
       if (out.done && !out.succeeded) failedTasks = await this.failedTasksOf(ours);
     }
-    const observe = (): Observation => ({ namespace: ns, request, pipelineRuns: prs, config, pipeline, now: this.now(), ...(failedTasks ? { failedTasks } : {}) });
+    const resolutions = [...this.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
+    const tasks = needPipeline ? new Map([...this.tasks.list()].map((t) => [t.metadata.name ?? '', t as unknown as Record<string, unknown>])) : undefined;
+    const observe = (): Observation => ({
+      namespace: ns,
+      request,
+      pipelineRuns: prs,
+      config,
+      pipeline,
+      now: this.now(),
+      resolutions,
+      ...(tasks ? { tasks } : {}),
+      ...(failedTasks ? { failedTasks } : {}),
+    });
     let actions = decide(observe());
 
     // Negative answers from a cache are checked against the cluster before
@@ -332,6 +368,25 @@ export class Controller {
         }
         return true;
       }
+      case 'startResolution': {
+        const rr = action.resolution;
+        await startResolution(this.resolutionClient, rr);
+        this.log.info({ request: key, resolutionRequest: `${ns}/${rr.metadata?.name}`, resolver: rr.metadata?.labels?.['resolution.tekton.dev/type'] }, 'resolution started');
+        return true;
+      }
+      case 'deleteResolution': {
+        try {
+          await this.resolutionClient.delete(ns, action.resolution.metadata?.name ?? '', action.resolution.metadata?.uid);
+        } catch (e) {
+          const code = statusCode(e);
+          if (code !== 404 && code !== 409) throw e;
+        }
+        this.log.debug({ request: key, resolutionRequest: action.resolution.metadata?.name, why: action.why }, 'ResolutionRequest deleted');
+        return true;
+      }
+      case 'requeueAfter':
+        this.queue.addAfter(key, action.ms);
+        return true;
       case 'writeStatus':
         if (!request) return false;
         return this.writeStatus(key, request, action.status, action.event, attempt);
@@ -484,5 +539,11 @@ const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 function effectiveSummary(c: InternalServicesConfig, ns: string) {
   const e = effectiveConfig(c, ns);
-  return { allowList: [...e.allowList], debug: e.debug, volumeClaim: e.volumeClaim, allowedServiceAccounts: [...e.allowedServiceAccounts] };
+  return {
+    allowList: [...e.allowList],
+    debug: e.debug,
+    volumeClaim: e.volumeClaim,
+    allowedServiceAccounts: [...e.allowedServiceAccounts],
+    sources: { git: e.sources.git.length, bundles: e.sources.bundles.length, cluster: e.sources.cluster, resolutionTimeoutMs: e.resolutionTimeoutMs },
+  };
 }

@@ -7,11 +7,13 @@
 import { isFinished, Reason, succeededCondition, withSucceeded, rfc3339 } from '../api/conditions.js';
 import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
-import { buildPipelineRun, outcomeOf, pipelineRunName, requestUidOf } from '../tekton/pipelinerun.js';
+import { buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
+import { checkGraph, parseResolved, pin, pipelineRefOf, provenanceOf, visitReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
+import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
-import type { EffectiveConfig } from './config.js';
-import { requestedOf } from './requested.js';
+import { allowsRemoteSources, type EffectiveConfig } from './config.js';
+import { describeRequested, requestedOf } from './requested.js';
 
 export interface Observation {
   /** The controller's namespace on the internal cluster. */
@@ -23,6 +25,10 @@ export interface Observation {
   config: EffectiveConfig;
   /** The installed Pipeline the request names (spec.request or spec.pipeline.pipelineRef.name) in the controller's namespace; undefined: not found or none named. */
   pipeline: Pipeline | undefined;
+  /** ResolutionRequests made for this request key (any uid). */
+  resolutions?: ResolutionRequest[];
+  /** Tasks installed in the controller's namespace, by name. */
+  tasks?: ReadonlyMap<string, Record<string, unknown>>;
   /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
   failedTasks?: string[];
   now: Date;
@@ -38,7 +44,11 @@ export type Action =
   | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
   | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
   | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string }
-  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string };
+  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string }
+  | { type: 'startResolution'; resolution: ResolutionRequest }
+  | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
+  /** Look at the request again after this long (a resolution's deadline), whatever else happens. */
+  | { type: 'requeueAfter'; ms: number };
 
 export function decide(o: Observation): Action[] {
   const actions: Action[] = [];
@@ -58,6 +68,9 @@ export function decide(o: Observation): Action[] {
     }
     if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
   }
+  for (const rr of o.resolutions ?? []) {
+    if (!uid || requestUidOf(rr) !== uid) actions.push({ type: 'deleteResolution', resolution: rr, why: 'its InternalRequest was deleted' });
+  }
   if (!req || !uid) return actions;
 
   const ours = o.pipelineRuns.find((pr) => requestUidOf(pr) === uid && pr.metadata.name === pipelineRunName(uid));
@@ -69,6 +82,7 @@ export function decide(o: Observation): Action[] {
     if (ours && outcomeOf(ours).done && !o.config.debug) {
       actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'the request is finished' });
     }
+    actions.push(...new Resolutions(o, uid).cleanup());
     return actions;
   }
 
@@ -77,6 +91,7 @@ export function decide(o: Observation): Action[] {
     // deleted it. It cannot be re-run (that would run the work twice).
     if (req.status?.pipelineRun) {
       actions.push(finish(req, o, 'False', Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new InternalRequest to try again`, {}, 'PIPELINERUN_MISSING'));
+      actions.push(...new Resolutions(o, uid).cleanup());
       return actions;
     }
     // 2. Only allowed namespaces are served.
@@ -89,42 +104,82 @@ export function decide(o: Observation): Action[] {
     if (!o.config.allowList.has(ns)) {
       return [...actions, reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED')];
     }
-    // 3. Only Pipelines of the controller's own namespace run (remote
-    //    resolution is not enabled by any source policy).
+    // 3. What to run: an installed Pipeline, or one resolved from a source
+    //    the policy allows; then every reference in it (graph.ts).
     const what = requestedOf(req.spec);
     if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
-    if (what.kind === 'resolver') {
-      return [
-        ...actions,
-        reject(
-          req,
-          o,
-          `spec.pipeline.pipelineRef asks for the ${JSON.stringify(what.resolver)} resolver, but remote resolution is not enabled on this internal cluster: ` +
-            `${o.config.source} has no source policy that allows it, so only Pipelines installed in namespace "${o.namespace}" can run. ` +
-            `Name one with spec.pipeline.pipelineRef.name (or spec.request), or ask the administrators of the internal cluster to allow this source`,
-          'REQUEST_SOURCE_NOT_ALLOWED',
-        ),
-      ];
-    }
-    if (!o.pipeline) {
-      return [...actions, reject(req, o, `no Pipeline named "${what.pipeline}" in namespace "${o.namespace}" of the internal cluster; only Pipelines installed there can be requested`, 'REQUEST_PIPELINE_NOT_FOUND')];
-    }
-    // 4. Params must match the Pipeline; a service account must be allowed.
-    const params = checkParams(what.pipeline, o.pipeline, what.params);
-    if (!params.ok) return [...actions, reject(req, o, params.message, 'REQUEST_PARAMS_INVALID')];
     const sa = what.serviceAccount;
     if (sa && !o.config.allowedServiceAccounts.has(sa)) {
       const allowed = [...o.config.allowedServiceAccounts].sort();
       const msg = allowed.length
-        ? `serviceAccount "${sa}" is not allowed by ${o.config.source}; allowed: ${allowed.join(', ')}`
+        ? `serviceAccount "${sa}" is not allowed by ${o.config.source}; allowed: ${allowed.map((x) => JSON.stringify(x)).join(', ')}`
         : `serviceAccount "${sa}" is not allowed: ${o.config.source} allows no service accounts; omit spec.serviceAccount`;
       return [...actions, reject(req, o, msg, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED')];
     }
-    // 5. Exactly one PipelineRun (its name is derived from the request's uid).
-    const pr = buildPipelineRun(req, what, o.pipeline, { namespace: o.namespace, volumeClaim: o.config.volumeClaim, params: params.params });
+    const resolutions = new Resolutions(o, uid);
+    let pipeline: { spec: Record<string, unknown>; name: string; origin: 'installed' | 'resolved'; declared: Pipeline };
+    const provenance: Provenance[] = [];
+    if (what.kind === 'resolver') {
+      if (!allowsRemoteSources(o.config)) {
+        return [
+          ...actions,
+          reject(
+            req,
+            o,
+            `spec.pipeline.pipelineRef asks for the ${JSON.stringify(what.resolver)} resolver, but remote resolution is not enabled on this internal cluster: ` +
+              `${o.config.source} has no source policy (allowedGitResolverURLs or sources), so only Pipelines installed in namespace "${o.namespace}" can run. ` +
+              `Name one with spec.pipeline.pipelineRef.name (or spec.request), or ask the administrators of the internal cluster to allow this source (docs/security.md)`,
+            'REQUEST_SOURCE_NOT_ALLOWED',
+          ),
+          ...resolutions.cleanup(),
+        ];
+      }
+      const ref = pipelineRefOf(what.resolver, what.resolverParams);
+      const v = visitReference(graphContext(o, req, resolutions), 'spec.pipeline.pipelineRef', ref, []);
+      if (v.kind === 'refused') return [...actions, reject(req, o, v.message, v.code), ...resolutions.cleanup()];
+      if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, [...(v.kind === 'need' ? [ref] : [])], `resolving the Pipeline (${describeRequested(req.spec)})`)];
+      const parsed = parseResolved(v.r.content, ['Pipeline']);
+      if (!parsed.ok) return [...actions, reject(req, o, `spec.pipeline.pipelineRef: ${parsed.message}`, 'REQUEST_RESOLUTION_FAILED'), ...resolutions.cleanup()];
+      const pinned = pin(ref, v.r);
+      if ('error' in pinned) return [...actions, reject(req, o, `spec.pipeline.pipelineRef: ${pinned.error}`, 'REQUEST_RESOLUTION_FAILED'), ...resolutions.cleanup()];
+      provenance.push(provenanceOf('spec.pipeline.pipelineRef', ref, v.r));
+      const md = parsed.obj['metadata'] as { name?: unknown } | undefined;
+      const name = typeof md?.name === 'string' ? md.name : describeRequested(req.spec);
+      pipeline = { spec: parsed.obj['spec'] as Record<string, unknown>, name, origin: 'resolved', declared: parsed.obj as unknown as Pipeline };
+    } else {
+      if (!o.pipeline) {
+        return [...actions, reject(req, o, `no Pipeline named "${what.pipeline}" in namespace "${o.namespace}" of the internal cluster; only Pipelines installed there can be requested`, 'REQUEST_PIPELINE_NOT_FOUND')];
+      }
+      pipeline = { spec: (o.pipeline.spec ?? {}) as Record<string, unknown>, name: what.pipeline, origin: 'installed', declared: o.pipeline };
+    }
+    // 4. Params must match the Pipeline.
+    const params = checkParams(pipeline.name, pipeline.declared, what.params);
+    if (!params.ok) return [...actions, reject(req, o, params.message, 'REQUEST_PARAMS_INVALID'), ...resolutions.cleanup()];
+    const graph = checkGraph({
+      ...graphContext(o, req, resolutions),
+      spec: pipeline.spec,
+      origin: pipeline.origin,
+      params: params.params,
+      pipelineRunName: pipelineRunName(uid),
+      pipelineName: pipeline.name,
+      installedTask: (name) => o.tasks?.get(name),
+    });
+    if (graph.state === 'rejected') return [...actions, reject(req, o, graph.message, graph.code), ...resolutions.cleanup()];
+    if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`)];
+    provenance.push(...graph.provenance);
+    // 5. Exactly one PipelineRun (its name is derived from the request's uid),
+    //    running what was checked.
+    const pr = buildPipelineRun(req, what.kind === 'installed' ? what : { ...what, pipeline: pipeline.name }, pipeline.declared, {
+      namespace: o.namespace,
+      volumeClaim: o.config.volumeClaim,
+      params: params.params,
+      ...(graph.spec ? { pipelineSpec: graph.spec } : {}),
+      provenance,
+    });
     actions.push({ type: 'createPipelineRun', pipelineRun: pr });
-    // 6. Marked Running.
-    actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`));
+    // 6. Marked Running; the resolutions are no longer needed.
+    actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr));
+    actions.push(...resolutions.cleanup());
     return actions;
   }
 
@@ -133,8 +188,9 @@ export function decide(o: Observation): Action[] {
   if (!out.done) {
     const c = succeededCondition(req);
     if (c?.reason !== Reason.Running || req.status?.pipelineRun !== ref || req.status?.observedGeneration !== generation) {
-      actions.push(running(req, o, ref));
+      actions.push(running(req, o, ref, ours));
     }
+    actions.push(...new Resolutions(o, uid).cleanup());
     return actions;
   }
 
@@ -213,9 +269,11 @@ function checkTimeouts(timeouts: unknown, field: string): string | undefined {
   return undefined;
 }
 
-function running(req: InternalRequest, o: Observation, ref: string): Action {
+function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun): Action {
+  const pipeline = pipelineStatusOf(pr);
   const status: InternalRequestStatus = {
     ...req.status,
+    ...(pipeline ? { pipeline } : {}),
     conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Running, message: `PipelineRun ${ref} is running`, ...gen(req) }, o.now),
     startTime: req.status?.startTime ?? rfc3339(o.now),
     pipelineRun: ref,
@@ -269,4 +327,55 @@ function finish(
 
 function gen(req: InternalRequest): { observedGeneration?: number } {
   return req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {};
+}
+
+/**
+ * The ResolutionRequests of one request (by uid): what each reference's
+ * resolution says, and the actions to start the missing ones, wait for the
+ * pending ones, or remove them all once the decision is made.
+ */
+class Resolutions {
+  private readonly mine: ResolutionRequest[];
+  constructor(
+    private readonly o: Observation,
+    private readonly uid: string,
+  ) {
+    this.mine = (o.resolutions ?? []).filter((rr) => requestUidOf(rr) === uid);
+  }
+
+  lookup(ref: RemoteRef, req: InternalRequest): Resolution | undefined {
+    const want = resolutionFor(req, ref, this.o.namespace);
+    const rr = this.mine.find((x) => x.metadata?.name === want.metadata?.name);
+    return rr ? outcomeOfResolution(rr, this.o.now, this.o.config.resolutionTimeoutMs) : undefined;
+  }
+
+  /** Start what is missing, show the request as Resolving, and look again by the deadline. */
+  wait(req: InternalRequest, need: RemoteRef[], what: string): Action[] {
+    const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace) }));
+    const timeout = this.o.config.resolutionTimeoutMs;
+    let ms = timeout;
+    for (const rr of this.mine) {
+      const r = outcomeOfResolution(rr, this.o.now, timeout);
+      if (r.state === 'pending') ms = Math.min(ms, timeout - r.waitedMs);
+    }
+    const c = succeededCondition(req);
+    if (c?.reason !== Reason.Resolving || c.message !== `${what}; nothing runs until every reference is checked`) {
+      const status: InternalRequestStatus = {
+        ...req.status,
+        conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Resolving, message: `${what}; nothing runs until every reference is checked`, ...gen(req) }, this.o.now),
+        ...gen(req),
+      };
+      actions.push({ type: 'writeStatus', status });
+    }
+    actions.push({ type: 'requeueAfter', ms: Math.max(250, ms) + 250 });
+    return actions;
+  }
+
+  cleanup(): Action[] {
+    return this.mine.map((rr) => ({ type: 'deleteResolution', resolution: rr, why: 'the request no longer needs it' }));
+  }
+}
+
+function graphContext(o: Observation, req: InternalRequest, r: Resolutions): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'> {
+  return { policy: o.config.sources, namespace: req.metadata.namespace ?? '', controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
 }

@@ -309,7 +309,7 @@ export async function installProject(env: Environment, opts: InstallProjectOptio
   const tektonCrds =
     (opts.tekton ?? !env.tekton) === false
       ? []
-      : ['300-pipeline.yaml', '300-pipelinerun.yaml', '300-task.yaml', '300-taskrun.yaml'].flatMap((f) =>
+      : ['300-pipeline.yaml', '300-pipelinerun.yaml', '300-task.yaml', '300-taskrun.yaml', '300-resolutionrequest.yaml'].flatMap((f) =>
           loadManifests(join(env.assets.tektonCrdDir, f)),
         );
 

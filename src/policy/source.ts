@@ -3,16 +3,16 @@
  * that a request makes Tekton resolve come? Default deny: a resolver no rule
  * allows is refused, and every refusal names the rule and the value.
  *
- * Pure: no I/O. Not wired into the controller yet — a remote Pipeline may run
- * only once the whole graph it resolves (taskRefs, step refs) is checked and
- * pinned, which is the next step; until then every resolver reference is
- * Rejected by decide().
+ * Pure: no I/O. Applied to a request's pipelineRef and, through
+ * src/tekton/graph.ts, to every reference of the Pipeline it resolves.
  *
  * Patterns are globs: `*` matches within one path segment (no "/"), `**`
  * across segments; everything else is literal.
  */
 
 export interface GitRule {
+  /** How messages name the rule; default sources.git[i]. */
+  name?: string;
   /** Repository URLs (globs), e.g. https://github.com/org/catalog.git. */
   urls: string[];
   /** Branch or tag names (globs) a revision may be; empty: none by name. */
@@ -26,6 +26,7 @@ export interface GitRule {
 }
 
 export interface BundleRule {
+  name?: string;
   /** Repositories (globs) without tag or digest, e.g. quay.io/org/catalog/*. */
   repositories: string[];
   /** Only references by digest (@sha256:…), never by tag. */
@@ -51,7 +52,12 @@ export interface SourceRef {
 
 /** The production controller's field: exact URLs, any revision and path. */
 export function policyFromAllowedGitURLs(urls: readonly string[], source: string): SourcePolicy {
-  return { git: urls.length ? [{ urls: urls.map(escapeGlob), revisions: ['**'], commits: true }] : [], bundles: [], cluster: false, source };
+  return { git: urls.length ? [gitRuleFromAllowedURLs(urls)] : [], bundles: [], cluster: false, source };
+}
+
+/** allowedGitResolverURLs as a git rule: exact URLs (no globs), any revision, any path. */
+export function gitRuleFromAllowedURLs(urls: readonly string[]): GitRule {
+  return { name: 'allowedGitResolverURLs', urls: urls.map((u) => escapeGlob(u.replace(/\/+$/, ''))), revisions: ['**'], commits: true };
 }
 
 const SHA = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -70,21 +76,21 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { namespa
       if (!url) return { allowed: false, message: 'the git reference has no url param (only url-based git references can be checked; the repo/org form is not allowed)' };
       const byUrl = rules.filter(([r]) => r.urls.some((p) => globMatch(p, url)));
       if (byUrl.length === 0) {
-        const allowed = rules.flatMap(([r]) => r.urls);
-        return { allowed: false, message: `git url ${q(url)} is not allowed by ${policy.source}; allowed: ${allowed.map(q).join(', ')}` };
+        const allowed = rules.flatMap(([r, i]) => r.urls.map((u) => `${q(u.replace(/\\\*/g, '*'))} (${r.name ?? `sources.git[${i}]`})`));
+        return { allowed: false, message: `git url ${q(url)} is not allowed by ${policy.source}; allowed: ${allowed.join(', ')}` };
       }
       const problems: string[] = [];
       for (const [r, i] of byUrl) {
         const revOk = (r.commits === true && SHA.test(revision)) || (r.revisions ?? []).some((p) => !SHA.test(revision) && globMatch(p, revision));
         if (!revOk) {
-          problems.push(`sources.git[${i}] allows revisions ${describeRevisions(r)}, not ${q(revision)}`);
+          problems.push(`${r.name ?? `sources.git[${i}]`} allows revisions ${describeRevisions(r)}, not ${q(revision)}`);
           continue;
         }
         if (r.paths && !r.paths.some((p) => globMatch(p, path))) {
-          problems.push(`sources.git[${i}] allows paths ${r.paths.map(q).join(', ')}, not ${q(path)}`);
+          problems.push(`${r.name ?? `sources.git[${i}]`} allows paths ${r.paths.map(q).join(', ')}, not ${q(path)}`);
           continue;
         }
-        return { allowed: true, rule: `sources.git[${i}]` };
+        return { allowed: true, rule: r.name ?? `sources.git[${i}]` };
       }
       return { allowed: false, message: `git ${q(url)} at ${q(revision)}, ${q(path)} is not allowed by ${policy.source}: ${problems.join('; ')}` };
     }
@@ -99,7 +105,7 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { namespa
       }
       const ok = byRepo.find(([r]) => !r.digestOnly || digest !== undefined);
       if (!ok) return { allowed: false, message: `bundle ${q(bundle)} is not pinned by digest, and ${policy.source} allows ${q(repository)} only by digest (@sha256:…)` };
-      return { allowed: true, rule: `sources.bundles[${ok[1]}]` };
+      return { allowed: true, rule: ok[0].name ?? `sources.bundles[${ok[1]}]` };
     }
     case 'cluster': {
       if (!policy.cluster) return { allowed: false, message: `the cluster resolver is not allowed by ${policy.source}` };

@@ -1,5 +1,8 @@
 /** Building PipelineRuns for requests, and reading their outcome. */
-import type { InternalRequest } from '../api/types.js';
+import { createHash } from 'node:crypto';
+import type { InternalRequest, InternalRequestStatus } from '../api/types.js';
+import type { Provenance, RemoteRef } from './graph.js';
+import { resolutionRequest, type ResolutionRequest } from './resolve.js';
 import type { ParamValue, Pipeline, PipelineRun } from './types.js';
 
 /** Labels and annotations that tie a PipelineRun to its request. */
@@ -10,7 +13,9 @@ export const LABEL_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/r
 /** Request names may be 253 characters, more than a label value holds: the name goes in an annotation. */
 export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/request-name';
 export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
-/** Selects every PipelineRun this controller made. */
+/** What was resolved from where and pinned to what (JSON list of Provenance), on PipelineRuns that run a checked graph. */
+export const ANNOTATION_SOURCES = 'internal-services.appstudio.redhat.com/sources';
+/** Selects every PipelineRun (and ResolutionRequest) this controller made. */
 export const OWNED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_REQUEST_UID}`;
 
 /**
@@ -30,8 +35,50 @@ export function requestKeyOf(pr: Pick<PipelineRun, 'metadata'>): string | undefi
   return ns && name ? `${ns}/${name}` : undefined;
 }
 
-export function requestUidOf(pr: Pick<PipelineRun, 'metadata'>): string | undefined {
-  return pr.metadata.labels?.[LABEL_REQUEST_UID];
+export function requestUidOf(obj: { metadata?: { labels?: Record<string, string> } }): string | undefined {
+  return obj.metadata?.labels?.[LABEL_REQUEST_UID];
+}
+
+/**
+ * The ResolutionRequest for one reference of one request: its name is derived
+ * from the request's uid and the reference, so each is made once whatever
+ * retries and restarts happen, and a request's are found by label.
+ */
+export function resolutionFor(req: InternalRequest, ref: RemoteRef, namespace: string): ResolutionRequest {
+  const uid = req.metadata.uid ?? '';
+  const hash = createHash('sha256').update(JSON.stringify([ref.resolver, ref.params.map((p) => [p.name, p.value])])).digest('hex').slice(0, 12);
+  const ns = req.metadata.namespace ?? '';
+  const rr = resolutionRequest(namespace, `${pipelineRunName(uid)}-${hash}`, ref.resolver, ref.params, {
+    [LABEL_MANAGED_BY]: MANAGED_BY,
+    [LABEL_REQUEST_UID]: uid,
+    [LABEL_REQUEST_NAMESPACE]: ns,
+  });
+  rr.metadata!.annotations = { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '' };
+  return rr;
+}
+
+/** The request's status.pipeline, from what the PipelineRun records (undefined: an installed Pipeline, nothing resolved). */
+export function pipelineStatusOf(pr: Pick<PipelineRun, 'metadata'>): InternalRequestStatus['pipeline'] | undefined {
+  const raw = pr.metadata.annotations?.[ANNOTATION_SOURCES];
+  if (!raw) return undefined;
+  let list: unknown;
+  try {
+    list = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(list) || list.length === 0) return undefined;
+  const fields = (p: Provenance) => ({
+    resolver: p.resolver,
+    source: p.source,
+    ...(p.path ? { path: p.path } : {}),
+    ...(p.revision ? { revision: p.revision } : {}),
+    ...(p.digest ? { digest: p.digest } : {}),
+  });
+  const all = list as Provenance[];
+  const top = all.find((p) => p.ref === 'spec.pipeline.pipelineRef');
+  const refs = all.filter((p) => p !== top).slice(0, 256);
+  return { ...(top ? fields(top) : {}), ...(refs.length ? { references: refs.map((p) => ({ ref: p.ref, ...fields(p) })) } : {}) };
 }
 
 /** What runs, already checked: the installed Pipeline and how the request asks to run it. */
@@ -48,12 +95,16 @@ export interface BuildOptions {
   volumeClaim: { name: string; size: string };
   /** Params already converted to the Pipeline's declared types. */
   params: Array<{ name: string; value: ParamValue }>;
+  /** The checked (and pinned) Pipeline spec to run embedded, instead of the installed Pipeline by name. */
+  pipelineSpec?: Record<string, unknown>;
+  /** What was resolved from where (recorded on the PipelineRun). */
+  provenance?: Provenance[];
 }
 
 export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
   const uid = req.metadata.uid ?? '';
   const ns = req.metadata.namespace ?? '';
-  const spec: PipelineRun['spec'] = { pipelineRef: { name: what.pipeline } };
+  const spec: PipelineRun['spec'] = opts.pipelineSpec ? { pipelineSpec: opts.pipelineSpec } : { pipelineRef: { name: what.pipeline } };
   if (opts.params.length) spec.params = opts.params;
   if (what.timeouts) spec.timeouts = what.timeouts;
   if (what.serviceAccount) spec.taskRunTemplate = { serviceAccountName: what.serviceAccount };
@@ -83,6 +134,7 @@ export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: 
       annotations: {
         [ANNOTATION_REQUEST_NAMESPACE]: ns,
         [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '',
+        ...(opts.provenance?.length ? { [ANNOTATION_SOURCES]: JSON.stringify(opts.provenance) } : {}),
       },
     },
     spec,

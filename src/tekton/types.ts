@@ -5,6 +5,7 @@ export const TEKTON_GROUP = 'tekton.dev';
 export const TEKTON_VERSION = 'v1';
 export const PIPELINE = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'pipelines' } as const;
 export const PIPELINERUN = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'pipelineruns' } as const;
+export const TASK = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'tasks' } as const;
 export const TASKRUN = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'taskruns' } as const;
 
 export type ParamType = 'string' | 'array' | 'object';
@@ -47,6 +48,7 @@ export interface PipelineRun {
   metadata: ObjectMeta;
   spec: {
     pipelineRef?: { name: string };
+    pipelineSpec?: Record<string, unknown>;
     params?: Array<{ name: string; value: ParamValue }>;
     timeouts?: { pipeline?: string; tasks?: string; finally?: string };
     taskRunTemplate?: { serviceAccountName?: string };
@@ -60,6 +62,14 @@ export interface PipelineRun {
     results?: PipelineRunResult[];
     childReferences?: ChildReference[];
   };
+}
+
+/** A Task, read only for the refs its steps make. */
+export interface Task {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: Record<string, unknown>;
 }
 
 export interface TaskRun {

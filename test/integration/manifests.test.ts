@@ -193,6 +193,8 @@ describe('config/default (internal cluster)', () => {
   test('the controller may do what it needs on the internal cluster, only in its namespace', async () => {
     await expectAccess('internal', controller, true, [
       ...each(['get', 'list', 'watch'], { group: TEKTON, resource: 'pipelines', namespace: NS }),
+      ...each(['get', 'list', 'watch'], { group: TEKTON, resource: 'tasks', namespace: NS }),
+      ...each(['create', 'get', 'list', 'watch', 'delete'], { group: 'resolution.tekton.dev', resource: 'resolutionrequests', namespace: NS }),
       ...each(['get', 'list', 'watch'], { group: APPSTUDIO, resource: 'internalservicesconfigs', namespace: NS }),
       ...each(['create', 'get', 'list', 'watch', 'patch', 'delete'], { group: TEKTON, resource: 'pipelineruns', namespace: NS }),
       { verb: 'get', group: TEKTON, resource: 'taskruns', namespace: NS },
@@ -218,7 +220,11 @@ describe('config/default (internal cluster)', () => {
       { verb: 'get', group: TEKTON, resource: 'pipelines', namespace: OTHER_NS },
       ...each(['create', 'update', 'patch', 'delete'], { group: APPSTUDIO, resource: 'internalservicesconfigs', namespace: NS }),
       ...each(['create', 'update', 'delete'], { group: TEKTON, resource: 'taskruns', namespace: NS }),
-      ...each(['create', 'get'], { group: TEKTON, resource: 'tasks', namespace: NS }),
+      ...each(['create', 'update', 'delete'], { group: TEKTON, resource: 'tasks', namespace: NS }),
+      { verb: 'get', group: TEKTON, resource: 'tasks', namespace: OTHER_NS },
+      // ResolutionRequests only in its namespace, and never their status.
+      ...each(['create', 'get', 'list'], { group: 'resolution.tekton.dev', resource: 'resolutionrequests', namespace: OTHER_NS }),
+      { verb: 'update', group: 'resolution.tekton.dev', resource: 'resolutionrequests', subresource: 'status', namespace: NS },
       // No Pods, no ServiceAccount tokens, no RBAC, no leases elsewhere.
       ...each(['create', 'get', 'list'], { resource: 'pods', namespace: NS }),
       { verb: 'create', resource: 'pods', subresource: 'exec', namespace: NS },

@@ -41,7 +41,7 @@ test('rejections carry a message a requester can act on', () => {
     { name: 'required param missing', o: { request: request({ params: {} }) }, code: 'REQUEST_PARAMS_INVALID', message: /missing required params: image/ },
     { name: 'undeclared param', o: { request: request({ params: { image: 'x', evil: 'y' } }) }, code: 'REQUEST_PARAMS_INVALID', message: /undeclared params: evil/ },
     { name: 'service account with none allowed', o: { request: request({ serviceAccount: 'root' }) }, code: 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED', message: /allows no service accounts/ },
-    { name: 'service account not in list', o: { request: request({ serviceAccount: 'root' }), config: config({ allowList: ['team-a'], allowedServiceAccounts: ['signer'] }) }, code: 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED', message: /allowed: signer/ },
+    { name: 'service account not in list', o: { request: request({ serviceAccount: 'root' }), config: config({ allowList: ['team-a'], allowedServiceAccounts: ['signer'] }) }, code: 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED', message: /allowed: "signer"/ },
   ];
   for (const c of cases) {
     const a = decide(observe(c.o));
@@ -199,7 +199,7 @@ test('spec.pipeline with a resolver: Rejected, default deny, saying what is allo
   assert.equal(w.code, 'REQUEST_SOURCE_NOT_ALLOWED');
   assert.match(
     w.status.conditions?.[0]?.message ?? '',
-    /asks for the "git" resolver, but remote resolution is not enabled on this internal cluster: InternalServicesConfig internal-services\/config has no source policy that allows it, so only Pipelines installed in namespace "internal-services" can run\. Name one with spec\.pipeline\.pipelineRef\.name/,
+    /asks for the "git" resolver, but remote resolution is not enabled on this internal cluster: InternalServicesConfig internal-services\/config has no source policy \(allowedGitResolverURLs or sources\), so only Pipelines installed in namespace "internal-services" can run\. Name one with spec\.pipeline\.pipelineRef\.name .*ask the administrators of the internal cluster to allow this source \(docs\/security\.md\)/,
   );
   // the namespace is still checked first
   const other = { ...req, metadata: { ...req.metadata, namespace: 'elsewhere' } } as InternalRequest;

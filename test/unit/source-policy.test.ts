@@ -39,7 +39,7 @@ test('git: url, revision (names or full SHAs) and path, with the rule that allow
   assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git/', 'main'), ctx), { allowed: true, rule: 'sources.git[0]' });
   assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml'), ctx), { allowed: true, rule: 'sources.git[0]' });
   const evil = checkSource(policy, git('https://evil.example/catalog.git', 'main'), ctx);
-  assert.deepEqual(evil, { allowed: false, message: `git url "https://evil.example/catalog.git" is not allowed by ${SRC}; allowed: "https://github.com/org/catalog.git"` });
+  assert.deepEqual(evil, { allowed: false, message: `git url "https://evil.example/catalog.git" is not allowed by ${SRC}; allowed: "https://github.com/org/catalog.git" (sources.git[0])` });
   const rev = checkSource(policy, git('https://github.com/org/catalog.git', 'feature-x'), ctx);
   assert.match((rev as { message: string }).message, /sources.git\[0\] allows revisions "main", "release-\*", full commit SHAs, not "feature-x"/);
   const path = checkSource(policy, git('https://github.com/org/catalog.git', 'main', 'pipelines/public/x.yaml'), ctx);

@@ -197,7 +197,7 @@ export function outcomeOf(req: Pick<InternalRequest, 'status'>): Outcome {
   if (!c) return 'Pending';
   if (c.status === 'True') return 'Succeeded';
   if (c.status === 'False') return c.reason === 'Rejected' ? 'Rejected' : 'Failed';
-  return 'Running';
+  return c.reason === 'Resolving' ? 'Pending' : 'Running';
 }
 
 export function exitCodeFor(o: FinalOutcome): number {

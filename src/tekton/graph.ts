@@ -1,0 +1,459 @@
+/**
+ * What will run, checked before it runs: every reference Tekton would
+ * resolve while a PipelineRun executes — the Pipeline's tasks' and finally
+ * tasks' taskRefs, the steps' refs (StepActions) of those Tasks — is worked
+ * out here ahead of time, with the request's params (and the declared
+ * defaults) substituted, checked against the source policy, resolved, and
+ * pinned: git references to the commit that was checked, bundles to the
+ * digest. The result is the Pipeline's spec with every remote reference
+ * replaced by its pinned form (Tasks whose steps had to be pinned are
+ * embedded), to run as the PipelineRun's pipelineSpec, and a list of what was
+ * resolved from where (the provenance written on the PipelineRun and the
+ * request).
+ *
+ * Pure: contents come in through `lookup` (the controller resolves what
+ * `pending` asks for and calls again). No I/O, no clock.
+ */
+import { parse as parseYaml } from 'yaml';
+import { checkSource, type SourcePolicy } from '../policy/source.js';
+import type { Resolution } from './resolve.js';
+import type { ParamValue } from './types.js';
+
+/** A reference to resolve: a resolver and its params, with values final (substituted). */
+export interface RemoteRef {
+  resolver: string;
+  params: Array<{ name: string; value: string }>;
+}
+
+/** Where a checked reference came from and what it was pinned to. */
+export interface Provenance {
+  /** Which reference: spec.pipeline.pipelineRef, tasks[sign].taskRef, tasks[sign].steps[0].ref, … */
+  ref: string;
+  resolver: string;
+  /** The source as the resolver reports it, e.g. git+https://…/catalog.git. */
+  source: string;
+  /** The file in the source (git: pathInRepo). */
+  path?: string;
+  /** The revision or tag asked for. */
+  revision?: string;
+  /** What it was pinned to, e.g. sha1:<commit>, sha256:<digest>. */
+  digest?: string;
+}
+
+export type GraphResult =
+  | { state: 'pending'; need: RemoteRef[] }
+  | { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_INVALID' }
+  /** spec: the Pipeline spec to embed, or undefined when nothing had to change (an installed Pipeline runs by name). */
+  | { state: 'ready'; spec: Record<string, unknown> | undefined; provenance: Provenance[] };
+
+export interface GraphInput {
+  /** The Pipeline's spec as resolved or installed. */
+  spec: Record<string, unknown>;
+  /**
+   * installed: the Pipeline is the administrators' (its literal references,
+   * and those of installed Tasks, are theirs to choose and are left alone);
+   * resolved: it came from a remote source, nothing in it is trusted.
+   */
+  origin: 'installed' | 'resolved';
+  /** The request's params, as the Pipeline declares them (typed). */
+  params: ReadonlyArray<{ name: string; value: ParamValue }>;
+  policy: SourcePolicy;
+  namespace: string;
+  controllerNamespace: string;
+  pipelineRunName: string;
+  /** The Pipeline's name for $(context.pipeline.name). */
+  pipelineName: string;
+  /** A reference's resolution, or undefined when it has not been started. */
+  lookup(ref: RemoteRef): Resolution | undefined;
+  /** A Task installed in the controller's namespace, by name (undefined: not known). */
+  installedTask(name: string): Record<string, unknown> | undefined;
+}
+
+/** Resolver params this controller passes on; others (tokens, secrets, server URLs) are refused. */
+const KNOWN_PARAMS: Record<string, readonly string[]> = {
+  git: ['url', 'revision', 'pathInRepo'],
+  bundles: ['bundle', 'name', 'kind'],
+  cluster: ['kind', 'name', 'namespace'],
+};
+
+/** A value in scope for substitution: known (with where it came from) or not knowable before the run. */
+type Var = { value: ParamValue; from: string } | { dynamic: string };
+
+interface Sub {
+  value: string;
+  /** The params whose values went into it, for messages. */
+  from: string[];
+  /** Expressions that cannot be known before the run. */
+  dynamic: string[];
+}
+
+const EXPR = /\$\(([^()]*)\)/g;
+const PARAM_EXPR = /^params(?:\.([A-Za-z0-9_-]+)|\[(["'])(.+?)\2\])(?:\.([A-Za-z0-9_.-]+)|\[(\d+)\])?$/;
+
+/** Tekton's $(…) substitution, for the expressions that can be known before the run. */
+export function substitute(text: string, vars: ReadonlyMap<string, Var>, context: ReadonlyMap<string, string>): Sub {
+  const from: string[] = [];
+  const dynamic: string[] = [];
+  const value = text.replace(EXPR, (whole, inner: string) => {
+    const ctx = context.get(inner);
+    if (ctx !== undefined) return ctx;
+    const m = PARAM_EXPR.exec(inner);
+    if (!m) {
+      dynamic.push(whole);
+      return whole;
+    }
+    const name = m[1] ?? m[3]!;
+    let key = m[4];
+    let v: Var | undefined;
+    // $(params.a.b): a param named "a.b" if there is one, else key b of object param a.
+    if (m[1] && key !== undefined && vars.has(`${name}.${key}`)) {
+      v = vars.get(`${name}.${key}`);
+      key = undefined;
+    } else v = vars.get(name);
+    if (!v) {
+      dynamic.push(`${whole} (no such param)`);
+      return whole;
+    }
+    if ('dynamic' in v) {
+      dynamic.push(`${whole} (${v.dynamic})`);
+      return whole;
+    }
+    let out: ParamValue | undefined = v.value;
+    if (key !== undefined) out = !Array.isArray(out) && typeof out === 'object' ? out[key] : undefined;
+    else if (m[5] !== undefined) out = Array.isArray(out) ? out[Number(m[5])] : undefined;
+    if (typeof out !== 'string') {
+      dynamic.push(`${whole} (not a single string)`);
+      return whole;
+    }
+    from.push(v.from);
+    return out;
+  });
+  // A value that still holds $(…) after substitution (one given by a
+  // requester, say) would be substituted again by Tekton: not final.
+  if (!dynamic.length && /\$\(/.test(value)) dynamic.push(`${JSON.stringify(value)} (holds an expression after substitution)`);
+  return { value, from: [...new Set(from)], dynamic };
+}
+
+const q = (s: string) => JSON.stringify(s);
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const clone = <T>(x: T): T => structuredClone(x);
+
+/** Parses resolved content (YAML or JSON) and checks its kind. */
+export function parseResolved(content: string, kinds: readonly string[]): { ok: true; obj: Record<string, unknown> } | { ok: false; message: string } {
+  let obj: unknown;
+  try {
+    obj = parseYaml(content, { maxAliasCount: 100 });
+  } catch (e) {
+    return { ok: false, message: `the resolved file is not YAML: ${(e as Error).message.split('\n')[0]}` };
+  }
+  if (!isObj(obj)) return { ok: false, message: 'the resolved file is not a Kubernetes object' };
+  const kind = obj['kind'];
+  const apiVersion = obj['apiVersion'];
+  if (typeof kind !== 'string' || !kinds.includes(kind)) return { ok: false, message: `the resolved file is a ${q(String(kind))}, not a ${kinds.join(' or ')}` };
+  if (apiVersion !== 'tekton.dev/v1' && !(kind === 'StepAction' && apiVersion === 'tekton.dev/v1beta1')) {
+    return { ok: false, message: `the resolved ${kind} has apiVersion ${q(String(apiVersion))}; only tekton.dev/v1 can be checked and run here` };
+  }
+  if (!isObj(obj['spec'])) return { ok: false, message: `the resolved ${kind} has no spec` };
+  return { ok: true, obj };
+}
+
+/** The digest a resolution pinned, e.g. sha1:<commit>; undefined when the resolver gave none. */
+function digestOf(r: Extract<Resolution, { state: 'resolved' }>): { algo: string; hex: string } | undefined {
+  const d = r.refSource?.digest ?? {};
+  for (const algo of ['sha1', 'sha256', 'sha512']) if (typeof d[algo] === 'string' && d[algo]) return { algo, hex: d[algo]! };
+  return undefined;
+}
+
+/** The params to run with, pinned to what was resolved; an error when the resolution cannot be pinned. */
+export function pin(ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }>): { params: RemoteRef['params'] } | { error: string } {
+  const d = digestOf(r);
+  const params = ref.params.map((p) => ({ ...p }));
+  const set = (name: string, value: string) => {
+    const p = params.find((x) => x.name === name);
+    if (p) p.value = value;
+    else params.push({ name, value });
+  };
+  switch (ref.resolver) {
+    case 'git':
+      if (d?.algo !== 'sha1' && d?.algo !== 'sha256') return { error: 'the git resolver reported no commit, so the reference cannot be pinned' };
+      set('revision', d.hex);
+      return { params };
+    case 'bundles': {
+      if (d?.algo !== 'sha256') return { error: 'the bundles resolver reported no digest, so the reference cannot be pinned' };
+      const bundle = params.find((p) => p.name === 'bundle')?.value ?? '';
+      const at = bundle.indexOf('@');
+      let repo = at >= 0 ? bundle.slice(0, at) : bundle;
+      const slash = repo.lastIndexOf('/');
+      const colon = repo.lastIndexOf(':');
+      if (colon > slash) repo = repo.slice(0, colon);
+      set('bundle', `${repo}@sha256:${d.hex}`);
+      return { params };
+    }
+    default:
+      // cluster: objects of the controller's namespace, the administrators'.
+      return { params };
+  }
+}
+
+export function provenanceOf(where: string, ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }>): Provenance {
+  const p = new Map(ref.params.map((x) => [x.name, x.value]));
+  const d = digestOf(r);
+  const revision = ref.resolver === 'git' ? p.get('revision') : ref.resolver === 'bundles' ? p.get('bundle') : undefined;
+  return {
+    ref: where,
+    resolver: ref.resolver,
+    source: r.refSource?.uri ?? '',
+    ...(r.refSource?.entryPoint ? { path: r.refSource.entryPoint } : {}),
+    ...(revision ? { revision } : {}),
+    ...(d ? { digest: `${d.algo}:${d.hex}` } : {}),
+  };
+}
+
+/** Refuses resolver params this controller does not pass on. */
+export function unknownResolverParams(ref: RemoteRef): string | undefined {
+  const known = KNOWN_PARAMS[ref.resolver];
+  if (!known) return undefined; // the policy refuses the resolver itself
+  const extra = ref.params.map((p) => p.name).filter((n) => !known.includes(n));
+  return extra.length ? `resolver params ${extra.map(q).join(', ')} are not accepted for the ${ref.resolver} resolver (only ${known.map(q).join(', ')})` : undefined;
+}
+
+/**
+ * Checks one reference (already substituted) against the policy and looks up
+ * its resolution. Returns the resolved value, a need, or a refusal message.
+ */
+export function visitReference(
+  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'>,
+  where: string,
+  ref: RemoteRef,
+  from: string[],
+): { kind: 'resolved'; r: Extract<Resolution, { state: 'resolved' }> } | { kind: 'need' } | { kind: 'pending' } | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' } {
+  const via = from.length ? ` (values from ${from.join(', ')})` : '';
+  const extra = unknownResolverParams(ref);
+  if (extra) return { kind: 'refused', message: `${where}${via}: ${extra}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
+  const verdict = checkSource(input.policy, { resolver: ref.resolver, params: Object.fromEntries(ref.params.map((p) => [p.name, p.value])) }, { namespace: input.namespace, controllerNamespace: input.controllerNamespace });
+  if (!verdict.allowed) return { kind: 'refused', message: `${where}${via}: ${verdict.message}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
+  const r = input.lookup(ref);
+  if (!r) return { kind: 'need' };
+  if (r.state === 'pending') return { kind: 'pending' };
+  if (r.state === 'failed') return { kind: 'refused', message: `${where}${via}: resolving it with the ${ref.resolver} resolver failed: ${r.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
+  return { kind: 'resolved', r };
+}
+
+function paramsOf(x: unknown): Array<{ name: string; value: unknown }> {
+  return Array.isArray(x) ? x.filter((p): p is { name: string; value: unknown } => isObj(p) && typeof p['name'] === 'string') : [];
+}
+
+/** Substitutes a resolver's params; values that are not strings are refused. */
+function substituteRef(resolver: string, params: unknown, vars: ReadonlyMap<string, Var>, context: ReadonlyMap<string, string>): { ref: RemoteRef; from: string[]; dynamic: string[] } {
+  const out: RemoteRef = { resolver, params: [] };
+  const from: string[] = [];
+  const dynamic: string[] = [];
+  for (const p of paramsOf(params)) {
+    if (typeof p.value !== 'string') {
+      dynamic.push(`param ${q(p.name)} is not a string`);
+      continue;
+    }
+    const s = substitute(p.value, vars, context);
+    out.params.push({ name: p.name, value: s.value });
+    from.push(...s.from);
+    dynamic.push(...s.dynamic.map((d) => `${p.name}: ${d}`));
+  }
+  return { ref: out, from: [...new Set(from)], dynamic };
+}
+
+function hasExpression(params: unknown): boolean {
+  return paramsOf(params).some((p) => JSON.stringify(p.value ?? '').includes('$('));
+}
+
+/** Where a param got its value, for messages. */
+function pipelineVars(spec: Record<string, unknown>, given: GraphInput['params']): Map<string, Var> {
+  const vars = new Map<string, Var>();
+  for (const p of paramsOf(spec['params'])) {
+    const d = (p as { default?: unknown }).default;
+    if (d !== undefined) vars.set(p.name, { value: d as ParamValue, from: `the default of param ${q(p.name)}` });
+  }
+  for (const p of given) vars.set(p.name, { value: p.value, from: `param ${q(p.name)}` });
+  return vars;
+}
+
+/** A Task's params, from its declared defaults and what the pipeline task passes. */
+function taskVars(taskSpec: Record<string, unknown>, pipelineTaskParams: unknown, pvars: ReadonlyMap<string, Var>, context: ReadonlyMap<string, string>, task: string): Map<string, Var> {
+  const vars = new Map<string, Var>();
+  for (const p of paramsOf(taskSpec['params'])) {
+    const d = (p as { default?: unknown }).default;
+    if (d !== undefined) vars.set(p.name, { value: d as ParamValue, from: `the default of param ${q(p.name)} of task ${q(task)}` });
+  }
+  for (const p of paramsOf(pipelineTaskParams)) {
+    const via = `task ${q(task)} param ${q(p.name)}`;
+    if (typeof p.value === 'string') {
+      const s = substitute(p.value, pvars, context);
+      vars.set(p.name, s.dynamic.length ? { dynamic: s.dynamic.join(', ') } : { value: s.value, from: s.from.length ? `${via} ← ${s.from.join(', ')}` : via });
+    } else {
+      // Arrays and objects: element by element.
+      const flat = JSON.stringify(p.value);
+      const s = substitute(flat, pvars, context);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(s.value);
+      } catch {
+        parsed = undefined;
+      }
+      vars.set(p.name, s.dynamic.length || parsed === undefined ? { dynamic: s.dynamic.join(', ') || 'not a value' } : { value: parsed as ParamValue, from: via });
+    }
+  }
+  return vars;
+}
+
+export function checkGraph(input: GraphInput): GraphResult {
+  const spec = clone(input.spec);
+  const context = new Map([
+    ['context.pipelineRun.name', input.pipelineRunName],
+    ['context.pipelineRun.namespace', input.controllerNamespace],
+    ['context.pipeline.name', input.pipelineName],
+  ]);
+  const pvars = pipelineVars(spec, input.params);
+  const need: RemoteRef[] = [];
+  let pending = false;
+  let changed = false;
+  const provenance: Provenance[] = [];
+  const trusted = input.origin === 'installed';
+
+  for (const section of ['tasks', 'finally'] as const) {
+    const list = spec[section];
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) return { state: 'rejected', code: 'REQUEST_INVALID', message: `the Pipeline's ${section} is not a list` };
+    for (const pt of list) {
+      if (!isObj(pt)) continue;
+      const name = typeof pt['name'] === 'string' ? pt['name'] : '?';
+      const where = `${section}[${name}]`;
+      if (pt['pipelineRef'] !== undefined || pt['pipelineSpec'] !== undefined) {
+        return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where} is a nested Pipeline (pipelineRef/pipelineSpec); nested Pipelines are not run here, because their references cannot be checked and pinned before the run` };
+      }
+      const taskRef = pt['taskRef'];
+      if (isObj(taskRef)) {
+        if (taskRef['apiVersion'] !== undefined || (taskRef['kind'] !== undefined && taskRef['kind'] !== 'Task')) {
+          return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef names a ${q(String(taskRef['kind'] ?? taskRef['apiVersion']))}; only Tasks run here (no custom tasks or cluster-scoped tasks)` };
+        }
+        if (taskRef['bundle'] !== undefined) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef.bundle is not supported; use the bundles resolver` };
+        let taskObj: Record<string, unknown> | undefined;
+        let taskTrusted = false;
+        if (typeof taskRef['resolver'] === 'string') {
+          if (trusted && !hasExpression(taskRef['params'])) continue; // the administrators' own literal reference
+          const s = substituteRef(taskRef['resolver'], taskRef['params'], pvars, context);
+          if (s.dynamic.length) {
+            return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
+          }
+          const v = visitReference(input, `${where}.taskRef`, s.ref, s.from);
+          if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
+          if (v.kind === 'need') need.push(s.ref);
+          if (v.kind !== 'resolved') {
+            pending = true;
+            continue;
+          }
+          const parsed = parseResolved(v.r.content, ['Task']);
+          if (!parsed.ok) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${where}.taskRef: ${parsed.message}` };
+          const pinned = pin(s.ref, v.r);
+          if ('error' in pinned) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${where}.taskRef: ${pinned.error}` };
+          pt['taskRef'] = { resolver: s.ref.resolver, params: pinned.params };
+          changed = true;
+          provenance.push(provenanceOf(`${where}.taskRef`, s.ref, v.r));
+          taskObj = parsed.obj;
+        } else if (typeof taskRef['name'] === 'string') {
+          // A Task installed in the controller's namespace: the
+          // administrators', but the params it is given may not be.
+          taskObj = input.installedTask(taskRef['name']);
+          taskTrusted = true;
+          if (!taskObj) continue; // not installed: Tekton fails the run, nothing runs
+        } else {
+          return { state: 'rejected', code: 'REQUEST_INVALID', message: `${where}.taskRef has neither name nor resolver` };
+        }
+        const steps = checkSteps(input, where, taskObj['spec'] as Record<string, unknown>, pt['params'], pvars, context, name, taskTrusted, need, provenance);
+        if (steps.state === 'rejected') return steps;
+        if (steps.state === 'pending') pending = true;
+        else if (steps.embed) {
+          // A step reference had to be pinned: the Task runs embedded, as checked.
+          const md = isObj(taskObj['metadata']) ? taskObj['metadata'] : {};
+          const labels = isObj(md['labels']) ? md['labels'] : undefined;
+          const annotations = isObj(md['annotations']) ? md['annotations'] : undefined;
+          delete pt['taskRef'];
+          pt['taskSpec'] = { ...(labels || annotations ? { metadata: { ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) } } : {}), ...steps.embed };
+          changed = true;
+        }
+        continue;
+      }
+      const taskSpec = pt['taskSpec'];
+      if (isObj(taskSpec)) {
+        if (taskSpec['apiVersion'] !== undefined || taskSpec['kind'] !== undefined) {
+          return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskSpec is a custom task (${q(String(taskSpec['kind'] ?? taskSpec['apiVersion']))}); only Tasks run here` };
+        }
+        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, trusted, need, provenance);
+        if (steps.state === 'rejected') return steps;
+        if (steps.state === 'pending') pending = true;
+        else if (steps.embed) {
+          pt['taskSpec'] = { ...(isObj(taskSpec['metadata']) ? { metadata: taskSpec['metadata'] } : {}), ...steps.embed };
+          changed = true;
+        }
+      }
+    }
+  }
+  if (pending || need.length) return { state: 'pending', need };
+  return { state: 'ready', spec: changed || input.origin === 'resolved' ? spec : undefined, provenance };
+}
+
+/**
+ * The step refs (StepActions) of one Task. A ref to an installed StepAction
+ * (by name) is the administrators'; a remote one is checked, resolved and
+ * pinned, which needs the Task embedded (returned as `embed`).
+ */
+function checkSteps(
+  input: GraphInput,
+  where: string,
+  taskSpec: Record<string, unknown>,
+  pipelineTaskParams: unknown,
+  pvars: ReadonlyMap<string, Var>,
+  context: ReadonlyMap<string, string>,
+  task: string,
+  trusted: boolean,
+  need: RemoteRef[],
+  provenance: Provenance[],
+): { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_INVALID' } | { state: 'pending' } | { state: 'ok'; embed: Record<string, unknown> | undefined } {
+  const steps = taskSpec['steps'];
+  if (!Array.isArray(steps)) return { state: 'ok', embed: undefined };
+  const vars = taskVars(taskSpec, pipelineTaskParams, pvars, context, task);
+  const out = clone(taskSpec);
+  const outSteps = out['steps'] as unknown[];
+  let pending = false;
+  let changed = false;
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i];
+    if (!isObj(step) || !isObj(step['ref'])) continue;
+    const ref = step['ref'];
+    const stepWhere = `${where}.steps[${typeof step['name'] === 'string' ? step['name'] : i}].ref`;
+    if (typeof ref['resolver'] !== 'string') continue; // an installed StepAction
+    if (trusted && !hasExpression(ref['params'])) continue;
+    const s = substituteRef(ref['resolver'], ref['params'], vars, context);
+    if (s.dynamic.length) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
+    const v = visitReference(input, stepWhere, s.ref, s.from);
+    if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
+    if (v.kind === 'need') need.push(s.ref);
+    if (v.kind !== 'resolved') {
+      pending = true;
+      continue;
+    }
+    const parsed = parseResolved(v.r.content, ['StepAction']);
+    if (!parsed.ok) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${stepWhere}: ${parsed.message}` };
+    const pinned = pin(s.ref, v.r);
+    if ('error' in pinned) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${stepWhere}: ${pinned.error}` };
+    (outSteps[i] as Record<string, unknown>)['ref'] = { resolver: s.ref.resolver, params: pinned.params };
+    provenance.push(provenanceOf(stepWhere, s.ref, v.r));
+    changed = true;
+  }
+  if (pending) return { state: 'pending' };
+  return { state: 'ok', embed: changed ? out : undefined };
+}
+
+/** The request's pipelineRef as a reference to check (no substitution: Tekton would do none). */
+export function pipelineRefOf(resolver: string, params: ReadonlyArray<{ name: string; value: string }>): RemoteRef {
+  return { resolver, params: params.map((p) => ({ name: p.name, value: p.value })) };
+}
+

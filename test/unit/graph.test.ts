@@ -1,0 +1,278 @@
+/**
+ * The whole-graph check (src/tekton/graph.ts) and the way decide() drives it
+ * through ResolutionRequests: substitution, policy, pinning, provenance.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { stringify } from 'yaml';
+import { checkGraph, pin, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import type { Resolution, ResolutionRequest } from '../../src/tekton/resolve.js';
+import type { SourcePolicy } from '../../src/policy/source.js';
+import { decide, type Action, type Observation } from '../../src/controller/decide.js';
+import { resolutionFor, ANNOTATION_SOURCES } from '../../src/tekton/pipelinerun.js';
+import type { InternalRequest } from '../../src/api/types.js';
+import { config, NOW, NS, request, TODAYS_PAYLOAD } from './fixtures.js';
+
+const CATALOG = 'https://example.com/org/catalog.git';
+const SHA_P = '1'.repeat(40);
+const SHA_T = '2'.repeat(40);
+const SHA_S = '3'.repeat(40);
+const SRC = 'InternalServicesConfig internal-services/config';
+const policy: SourcePolicy = { source: SRC, git: [{ urls: [CATALOG], revisions: ['main'], commits: true, paths: ['pipelines/**', 'tasks/**', 'stepactions/**'] }], bundles: [], cluster: false };
+
+const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
+
+/** The shape of the real catalog's internal Pipelines: Tasks from git, at the URL and revision the request passes. */
+function catalogPipeline(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    params: [{ name: 'image' }, { name: 'taskGitUrl' }, { name: 'taskGitRevision', default: 'main' }],
+    tasks: [
+      {
+        name: 'sign',
+        params: [{ name: 'image', value: '$(params.image)' }],
+        taskRef: gitRef('$(params.taskGitUrl)', '$(params.taskGitRevision)', 'tasks/internal/sign/sign.yaml'),
+      },
+    ],
+    finally: [{ name: 'notify', taskRef: gitRef('$(params.taskGitUrl)', '$(params.taskGitRevision)', 'tasks/internal/notify/notify.yaml') }],
+    ...extra,
+  };
+}
+
+const task = (steps: unknown[] = [{ name: 'sign', image: 'registry/sign' }], params: unknown[] = []) => stringify({ apiVersion: 'tekton.dev/v1', kind: 'Task', metadata: { name: 't' }, spec: { params, steps } });
+const resolved = (content: string, sha: string, path: string): Resolution => ({ state: 'resolved', content, refSource: { uri: `git+${CATALOG}`, digest: { sha1: sha }, entryPoint: path } });
+
+function input(over: Partial<GraphInput> & { contents?: Map<string, Resolution> } = {}): GraphInput {
+  const contents = over.contents ?? new Map();
+  return {
+    spec: catalogPipeline(),
+    origin: 'resolved',
+    params: [
+      { name: 'image', value: 'quay.io/org/app' },
+      { name: 'taskGitUrl', value: CATALOG },
+    ],
+    policy,
+    namespace: 'team-a',
+    controllerNamespace: NS,
+    pipelineRunName: 'ir-u-1',
+    pipelineName: 'sign',
+    lookup: (ref: RemoteRef) => contents.get(ref.params.find((p) => p.name === 'pathInRepo')?.value ?? ''),
+    installedTask: () => undefined,
+    ...over,
+  };
+}
+
+test('substitution: params, defaults, object keys, array items and context; what cannot be known is reported', () => {
+  const vars = new Map<string, { value: string | string[] | Record<string, string>; from: string } | { dynamic: string }>([
+    ['url', { value: 'https://x/y.git', from: 'param "url"' }],
+    ['obj', { value: { rev: 'main' }, from: 'param "obj"' }],
+    ['arr', { value: ['a', 'b'], from: 'param "arr"' }],
+    ['dotted.name', { value: 'd', from: 'param "dotted.name"' }],
+    ['evil', { value: '$(params.url)', from: 'param "evil"' }],
+  ]);
+  const ctx = new Map([['context.pipelineRun.namespace', 'internal-services']]);
+  assert.deepEqual(substitute('$(params.url)', vars, ctx), { value: 'https://x/y.git', from: ['param "url"'], dynamic: [] });
+  assert.equal(substitute("$(params['url'])@$(params.obj.rev)/$(params.arr[1])", vars, ctx).value, 'https://x/y.git@main/b');
+  assert.equal(substitute('$(params.dotted.name)-$(params["dotted.name"])', vars, ctx).value, 'd-d');
+  assert.equal(substitute('$(context.pipelineRun.namespace)', vars, ctx).value, 'internal-services');
+  assert.deepEqual(substitute('$(tasks.a.results.url)', vars, ctx).dynamic, ['$(tasks.a.results.url)']);
+  assert.deepEqual(substitute('$(params.nope)', vars, ctx).dynamic, ['$(params.nope) (no such param)']);
+  assert.deepEqual(substitute('$(params.arr)', vars, ctx).dynamic, ['$(params.arr) (not a single string)']);
+  // A requester's value that is itself an expression would be substituted again by Tekton.
+  assert.match(substitute('$(params.evil)', vars, ctx).dynamic[0] ?? '', /holds an expression after substitution/);
+});
+
+test('a resolved Pipeline: every task reference is substituted, checked, resolved, then pinned to the commit that was checked', () => {
+  const first = checkGraph(input());
+  assert.equal(first.state, 'pending');
+  assert.deepEqual(
+    first.state === 'pending' && first.need,
+    [gitRef(CATALOG, 'main', 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, 'main', 'tasks/internal/notify/notify.yaml')],
+    'both references asked for at once, with the params and defaults substituted',
+  );
+  const contents = new Map([
+    ['tasks/internal/sign/sign.yaml', resolved(task(), SHA_T, 'tasks/internal/sign/sign.yaml')],
+    ['tasks/internal/notify/notify.yaml', resolved(task(), SHA_T, 'tasks/internal/notify/notify.yaml')],
+  ]);
+  const r = checkGraph(input({ contents }));
+  assert.equal(r.state, 'ready');
+  if (r.state !== 'ready') return;
+  const tasks = r.spec?.['tasks'] as Array<{ taskRef: unknown; params: unknown }>;
+  assert.deepEqual(tasks[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'), 'the revision is the commit, not the branch');
+  assert.deepEqual(tasks[0]?.params, [{ name: 'image', value: '$(params.image)' }], 'everything else is left to Tekton');
+  assert.deepEqual((r.spec?.['finally'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/notify/notify.yaml'));
+  assert.deepEqual(r.provenance[0], { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: 'main', digest: `sha1:${SHA_T}` });
+});
+
+test('refusals name the reference, the params its values came from, and the rule', () => {
+  const evil = checkGraph(input({ params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: 'https://evil.example/tasks.git' }] }));
+  assert.equal(evil.state, 'rejected');
+  assert.equal(evil.state === 'rejected' && evil.code, 'REQUEST_SOURCE_NOT_ALLOWED');
+  assert.match(
+    evil.state === 'rejected' ? evil.message : '',
+    /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", the default of param "taskGitRevision"\): git url "https:\/\/evil\.example\/tasks\.git" is not allowed by InternalServicesConfig internal-services\/config; allowed: "https:\/\/example\.com\/org\/catalog\.git" \(sources\.git\[0\]\)$/,
+  );
+  const rev = checkGraph(input({ params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: CATALOG }, { name: 'taskGitRevision', value: 'my-branch' }] }));
+  assert.match(rev.state === 'rejected' ? rev.message : '', /tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): .*sources\.git\[0\] allows revisions "main", full commit SHAs, not "my-branch"/);
+
+  const path = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: gitRef('$(params.taskGitUrl)', 'main', 'secret/x.yaml') }] }) });
+  assert.match((checkGraph(path) as { message: string }).message, /tasks\[x\]\.taskRef .*sources\.git\[0\] allows paths .*, not "secret\/x\.yaml"/);
+
+  const fromResult = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: gitRef('$(tasks.a.results.url)', 'main', 'tasks/x.yaml') }] }) });
+  assert.match((checkGraph(fromResult) as { message: string }).message, /tasks\[x\]\.taskRef cannot be checked before the run, so it is refused: url: \$\(tasks\.a\.results\.url\)/);
+
+  const hub = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: { resolver: 'hub', params: [{ name: 'name', value: 'git-clone' }] } }] }) });
+  assert.match((checkGraph(hub) as { message: string }).message, /tasks\[x\]\.taskRef: the "hub" resolver is not allowed by InternalServicesConfig/);
+
+  const token = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: { resolver: 'git', params: [...gitRef(CATALOG, 'main', 'tasks/x.yaml').params, { name: 'token', value: 'ci-secret' }] } }] }) });
+  assert.match((checkGraph(token) as { message: string }).message, /resolver params "token" are not accepted for the git resolver/);
+
+  const nested = input({ spec: catalogPipeline({ tasks: [{ name: 'inner', pipelineRef: gitRef(CATALOG, 'main', 'pipelines/x.yaml') }] }) });
+  assert.match((checkGraph(nested) as { message: string }).message, /tasks\[inner\] is a nested Pipeline/);
+
+  const custom = input({ spec: catalogPipeline({ tasks: [{ name: 'c', taskRef: { apiVersion: 'example.dev/v1', kind: 'Wait', name: 'w' } }] }) });
+  assert.match((checkGraph(custom) as { message: string }).message, /only Tasks run here/);
+});
+
+test('a Task whose step refers to a StepAction through a resolver: checked, pinned, and the Task embedded so that the pin holds', () => {
+  const steps = [{ name: 'clone', ref: gitRef('$(params.url)', '$(params.rev)', 'stepactions/clone.yaml') }, { name: 'run', image: 'x' }];
+  const contents = new Map([
+    ['tasks/internal/sign/sign.yaml', resolved(task(steps, [{ name: 'url' }, { name: 'rev', default: 'main' }]), SHA_T, 'tasks/internal/sign/sign.yaml')],
+    ['tasks/internal/notify/notify.yaml', resolved(task(), SHA_T, 'tasks/internal/notify/notify.yaml')],
+  ]);
+  const spec = catalogPipeline();
+  (spec['tasks'] as Array<Record<string, unknown>>)[0]!['params'] = [{ name: 'url', value: '$(params.taskGitUrl)' }];
+  const pending = checkGraph(input({ spec, contents }));
+  assert.deepEqual(pending.state === 'pending' && pending.need, [gitRef(CATALOG, 'main', 'stepactions/clone.yaml')]);
+  contents.set('stepactions/clone.yaml', resolved(stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'clone' }, spec: { image: 'git' } }), SHA_S, 'stepactions/clone.yaml'));
+  const r = checkGraph(input({ spec, contents }));
+  assert.equal(r.state, 'ready');
+  const t0 = (r.state === 'ready' ? (r.spec?.['tasks'] as Array<Record<string, unknown>>) : [])[0]!;
+  assert.equal(t0['taskRef'], undefined);
+  const embedded = t0['taskSpec'] as { steps: Array<{ ref?: unknown }> };
+  assert.deepEqual(embedded.steps[0]?.ref, gitRef(CATALOG, SHA_S, 'stepactions/clone.yaml'));
+  assert.deepEqual(r.state === 'ready' && r.provenance.map((p) => [p.ref, p.digest]), [
+    ['tasks[sign].taskRef', `sha1:${SHA_T}`],
+    ['tasks[sign].steps[clone].ref', `sha1:${SHA_S}`],
+    ['finally[notify].taskRef', `sha1:${SHA_T}`],
+  ]);
+  // a step reference to a source the policy does not allow
+  contents.delete('stepactions/clone.yaml');
+  const bad = catalogPipeline();
+  (bad['tasks'] as Array<Record<string, unknown>>)[0]!['params'] = [{ name: 'url', value: 'https://evil.example/x.git' }];
+  assert.match((checkGraph(input({ spec: bad, contents })) as { message: string }).message, /^tasks\[sign\]\.steps\[clone\]\.ref \(values from task "sign" param "url", the default of param "rev" of task "sign"\): git url "https:\/\/evil\.example\/x\.git" is not allowed/);
+});
+
+test('installed Pipelines: the administrators\' literal references are left alone; references built from request params are checked like any other', () => {
+  const literal = { tasks: [{ name: 'a', taskRef: gitRef('https://anywhere.example/x.git', 'main', 'a.yaml') }, { name: 'b', taskRef: { name: 'installed-task' } }] };
+  const r = checkGraph(input({ spec: literal, origin: 'installed' }));
+  assert.deepEqual(r, { state: 'ready', spec: undefined, provenance: [] }, 'nothing to change: run the installed Pipeline by name');
+  const fromParams = checkGraph(input({ origin: 'installed', params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: 'https://evil.example/x.git' }] }));
+  assert.match((fromParams as { message: string }).message, /tasks\[sign\]\.taskRef \(values from param "taskGitUrl".*is not allowed/);
+  // an installed Task whose step ref takes its source from a param the Pipeline passes on
+  const installedTask = { spec: { params: [{ name: 'src' }], steps: [{ name: 's', ref: gitRef('$(params.src)', 'main', 'stepactions/a.yaml') }] } };
+  const viaTask = checkGraph(input({ origin: 'installed', spec: { params: [{ name: 'src' }], tasks: [{ name: 't', params: [{ name: 'src', value: '$(params.src)' }], taskRef: { name: 'tool' } }] }, params: [{ name: 'src', value: 'https://evil.example/y.git' }], installedTask: (n) => (n === 'tool' ? installedTask : undefined) }));
+  assert.match((viaTask as { message: string }).message, /tasks\[t\]\.steps\[s\]\.ref \(values from task "t" param "src" ← param "src"\): git url "https:\/\/evil\.example\/y\.git" is not allowed/);
+});
+
+test('pinning: git to the commit, bundles to the digest; a resolution without one cannot be pinned', () => {
+  const bundle = { resolver: 'bundles', params: [{ name: 'bundle', value: 'quay.io/org/catalog/sign:v1' }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'task' }] };
+  const d = 'f'.repeat(64);
+  assert.deepEqual(pin(bundle, { state: 'resolved', content: '', refSource: { uri: 'quay.io/org/catalog/sign', digest: { sha256: d }, entryPoint: 'sign' } }), {
+    params: [{ name: 'bundle', value: `quay.io/org/catalog/sign@sha256:${d}` }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'task' }],
+  });
+  assert.deepEqual(pin(gitRef(CATALOG, 'main', 'a.yaml'), { state: 'resolved', content: '', refSource: undefined }), { error: 'the git resolver reported no commit, so the reference cannot be pinned' });
+});
+
+// --- decide() driving the resolutions --------------------------------------------
+
+const todays = (): InternalRequest => ({ ...request(), spec: structuredClone(TODAYS_PAYLOAD) }) as unknown as InternalRequest;
+const allowed = () => config({ allowList: ['team-a'], allowedGitResolverURLs: [CATALOG], sources: { resolutionTimeout: '30s' } });
+const pipelineYaml = stringify({ apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name: 'sign' }, spec: { ...catalogPipeline(), params: [{ name: 'image' }, { name: 'taskGitUrl' }, { name: 'taskGitRevision' }] } });
+
+/** A ResolutionRequest as Tekton's resolver leaves it: answered, or not (yet). */
+function answered(req: InternalRequest, ref: RemoteRef, content: string | undefined, sha: string, created = '2026-11-22T09:59:58Z', failed?: string): ResolutionRequest {
+  const rr = resolutionFor(req, ref, NS);
+  rr.metadata!.creationTimestamp = created;
+  const path = ref.params.find((p) => p.name === 'pathInRepo')?.value ?? '';
+  if (failed) rr.status = { conditions: [{ type: 'Succeeded', status: 'False', reason: 'ResolutionFailed', message: failed }] };
+  else if (content !== undefined) rr.status = { data: Buffer.from(content).toString('base64'), refSource: { uri: `git+${CATALOG}`, digest: { sha1: sha }, entryPoint: path }, conditions: [{ type: 'Succeeded', status: 'True' }] };
+  return rr;
+}
+const observe = (o: Partial<Observation>): Observation => ({ namespace: NS, request: todays(), pipelineRuns: [], config: allowed(), pipeline: undefined, now: NOW, ...o });
+const types = (a: Action[]) => a.map((x) => x.type);
+
+test('decide: resolve the Pipeline, then its Tasks, then run the checked graph and record what ran; the ResolutionRequests go', () => {
+  const req = todays();
+  const pRef = gitRef(CATALOG, 'main', 'pipelines/internal/sign/sign.yaml');
+  const a1 = decide(observe({ request: req }));
+  assert.deepEqual(types(a1), ['startResolution', 'writeStatus', 'requeueAfter']);
+  const start = a1[0] as Extract<Action, { type: 'startResolution' }>;
+  assert.deepEqual(start.resolution.spec?.params, pRef.params);
+  assert.equal(start.resolution.metadata?.labels?.['resolution.tekton.dev/type'], 'git');
+  const w = a1[1] as Extract<Action, { type: 'writeStatus' }>;
+  assert.equal(w.status.conditions?.[0]?.reason, 'Resolving');
+  assert.equal(w.status.conditions?.[0]?.status, 'Unknown');
+  assert.equal((a1[2] as { ms: number }).ms, 30_250, 'looks again by the deadline');
+
+  const rrP = answered(req, pRef, pipelineYaml, SHA_P);
+  const a2 = decide(observe({ request: req, resolutions: [rrP] }));
+  assert.deepEqual(types(a2), ['startResolution', 'startResolution', 'writeStatus', 'requeueAfter']);
+
+  const rrT1 = answered(req, gitRef(CATALOG, 'main', 'tasks/internal/sign/sign.yaml'), task(), SHA_T);
+  const rrT2 = answered(req, gitRef(CATALOG, 'main', 'tasks/internal/notify/notify.yaml'), task(), SHA_T);
+  const a3 = decide(observe({ request: req, resolutions: [rrP, rrT1, rrT2] }));
+  assert.deepEqual(types(a3), ['createPipelineRun', 'writeStatus', 'deleteResolution', 'deleteResolution', 'deleteResolution']);
+  const pr = (a3[0] as Extract<Action, { type: 'createPipelineRun' }>).pipelineRun;
+  assert.equal(pr.spec.pipelineRef, undefined, 'the checked spec is embedded, not fetched again');
+  const tasks = pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>;
+  assert.deepEqual(tasks[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'));
+  assert.deepEqual(pr.spec.params?.map((p) => p.name), ['image', 'taskGitRevision', 'taskGitUrl']);
+  assert.deepEqual(pr.spec.timeouts, TODAYS_PAYLOAD.timeouts);
+  assert.ok(pr.metadata.annotations?.[ANNOTATION_SOURCES]);
+  const st = (a3[1] as Extract<Action, { type: 'writeStatus' }>).status;
+  assert.equal(st.conditions?.[0]?.reason, 'Running');
+  assert.deepEqual(st.pipeline, {
+    resolver: 'git',
+    source: `git+${CATALOG}`,
+    path: 'pipelines/internal/sign/sign.yaml',
+    revision: 'main',
+    digest: `sha1:${SHA_P}`,
+    references: [
+      { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: 'main', digest: `sha1:${SHA_T}` },
+      { ref: 'finally[notify].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/notify/notify.yaml', revision: 'main', digest: `sha1:${SHA_T}` },
+    ],
+  });
+});
+
+test('decide: a failed or unanswered resolution Rejects the request with the resolver\'s message; params are checked against the resolved Pipeline', () => {
+  const req = todays();
+  const pRef = gitRef(CATALOG, 'main', 'pipelines/internal/sign/sign.yaml');
+  const failed = decide(observe({ request: req, resolutions: [answered(req, pRef, undefined, '', undefined, 'error opening file "pipelines/internal/sign/sign.yaml": file does not exist')] }));
+  assert.deepEqual(types(failed), ['writeStatus', 'deleteResolution']);
+  const w = failed[0] as Extract<Action, { type: 'writeStatus' }>;
+  assert.equal(w.code, 'REQUEST_RESOLUTION_FAILED');
+  assert.equal(w.status.conditions?.[0]?.reason, 'Rejected');
+  assert.match(w.status.conditions?.[0]?.message ?? '', /^spec\.pipeline\.pipelineRef: resolving it with the git resolver failed: error opening file/);
+
+  const silent = decide(observe({ request: req, resolutions: [answered(req, pRef, undefined, '', '2026-11-22T09:59:00Z')] }));
+  assert.match((silent[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /did not answer within 30 s/);
+
+  const undeclared = { ...req, spec: { ...req.spec, params: { ...req.spec.params, extra: 'x' } } } as InternalRequest;
+  const p = decide(observe({ request: undeclared, resolutions: [answered(undeclared, pRef, pipelineYaml, SHA_P)] }));
+  assert.equal((p[0] as Extract<Action, { type: 'writeStatus' }>).code, 'REQUEST_PARAMS_INVALID');
+  assert.match((p[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /undeclared params: extra/);
+
+  const notAPipeline = decide(observe({ request: req, resolutions: [answered(req, pRef, task(), SHA_P)] }));
+  assert.match((notAPipeline[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /the resolved file is a "Task", not a Pipeline/);
+
+  const elsewhere = { ...req, spec: { ...req.spec, pipeline: { pipelineRef: gitRef('https://evil.example/p.git', 'main', 'p.yaml') } } } as unknown as InternalRequest;
+  const refused = decide(observe({ request: elsewhere }));
+  assert.equal((refused[0] as Extract<Action, { type: 'writeStatus' }>).code, 'REQUEST_SOURCE_NOT_ALLOWED');
+  assert.match((refused[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /^spec\.pipeline\.pipelineRef: git url "https:\/\/evil\.example\/p\.git" is not allowed by InternalServicesConfig internal-services\/config; allowed: "https:\/\/example\.com\/org\/catalog\.git" \(allowedGitResolverURLs\)$/);
+});
+
+test('decide: ResolutionRequests of a deleted request, or of one already running, are removed', () => {
+  const req = todays();
+  const rr = answered(req, gitRef(CATALOG, 'main', 'x.yaml'), undefined, '');
+  assert.deepEqual(types(decide(observe({ request: undefined, resolutions: [rr] }))), ['deleteResolution']);
+});
