@@ -133,7 +133,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     await configure({
       allowList: [TENANT],
       allowedGitResolverURLs: ['git://127.0.0.1:1/nothing.git'],
-      sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: true, paths: ['pipelines/**', 'tasks/**'] }], resolutionTimeout: '20s' },
+      sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: true, paths: ['pipelines/**', 'tasks/**'] }], cluster: true, resolutionTimeout: '20s' },
     });
   });
 
@@ -177,6 +177,19 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     assert.equal(installed.status?.pipeline?.references?.length, 2);
   });
 
+  test('the cluster resolver, for a Pipeline of the controller\'s namespace: resolved, recorded with its digest, run', async () => {
+    await createRequest(requester, TENANT, 'by-cluster', {
+      pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'plain' }, { name: 'namespace', value: NS }] } },
+      params: { image: 'c' },
+    });
+    const done = await waitForReason(requester, TENANT, 'by-cluster', FINAL, 60_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+    assert.deepEqual(done.status?.results, { out: 'plain:c' });
+    assert.equal(done.status?.pipeline?.resolver, 'cluster');
+    assert.match(done.status?.pipeline?.source ?? '', /^\/apis\/tekton.dev\/v1\/namespaces\/internal-services\/pipeline\/plain@/);
+    assert.match(done.status?.pipeline?.digest ?? '', /^sha256:[0-9a-f]{64}$/);
+  });
+
   test("the requester CLI's git shape completes and prints the results", async () => {
     const entry = join(repoRoot(), 'dist', 'src', 'cli', 'kubectl-internalrequest.js');
     const { stdout } = await promisify(execFile)(
@@ -197,6 +210,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
       ['task-revision', todays({}, { taskGitRevision: 'feature' }), /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): git ".*" at "feature", "tasks\/internal\/sign\/sign\.yaml" is not allowed .*: sources\.git\[0\] allows revisions "main", full commit SHAs, not "feature"/],
       ['pipeline-path', todays({ pathInRepo: 'secret/pipeline.yaml' }), /^spec\.pipeline\.pipelineRef: git ".*" at "main", "secret\/pipeline\.yaml" is not allowed .*sources\.git\[0\] allows paths "pipelines\/\*\*", "tasks\/\*\*", not "secret\/pipeline\.yaml"/],
       ['resolver', { pipeline: { pipelineRef: { resolver: 'http', params: [{ name: 'url', value: 'https://example.com/p.yaml' }] } } }, /^spec\.pipeline\.pipelineRef: the "http" resolver is not allowed by InternalServicesConfig internal-services\/config; only git, bundles and cluster can be allowed/],
+      ['cluster-elsewhere', { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'plain' }, { name: 'namespace', value: 'default' }] } }, params: { image: 'x' } }, /^spec\.pipeline\.pipelineRef: the cluster resolver may only read namespace "internal-services", not "default"/],
       ['nested-source', { pipeline: { pipelineRef: gitRef(catalog.url, 'main', 'pipelines/internal/nested/nested.yaml') } }, new RegExp(`^tasks\\[elsewhere\\]\\.taskRef: git url "${other.url}" is not allowed`)],
     ];
     await Promise.all(cases.map(([name, spec]) => createRequest(requester, TENANT, `refused-${name}`, spec)));
