@@ -4,6 +4,8 @@ import type { Condition, InternalRequest } from './types.js';
 export const SUCCEEDED = 'Succeeded';
 
 export const Reason = {
+  /** Not decided yet: the controller waits for something outside the request (its configuration). */
+  Pending: 'Pending',
   /** The Pipeline and its references are being resolved and checked; nothing runs yet. */
   Resolving: 'Resolving',
   Running: 'Running',

@@ -14,12 +14,15 @@ export interface StringSchema {
   readonly minLength?: number;
   readonly maxLength?: number;
   readonly default?: string;
+  readonly 'x-kubernetes-validations'?: readonly ValidationRule[];
 }
 export interface IntegerSchema {
   readonly type: 'integer';
   readonly description?: string;
   readonly format?: 'int32' | 'int64';
   readonly minimum?: number;
+  readonly maximum?: number;
+  readonly default?: number;
 }
 export interface BooleanSchema {
   readonly type: 'boolean';
@@ -30,6 +33,7 @@ export interface ArraySchema {
   readonly type: 'array';
   readonly description?: string;
   readonly items: Schema;
+  readonly minItems?: number;
   readonly maxItems?: number;
   readonly 'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
   readonly 'x-kubernetes-list-map-keys'?: readonly string[];

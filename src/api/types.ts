@@ -10,7 +10,7 @@ export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
 /** Go-style duration as Tekton accepts it: "1h", "30m", "1h30m", "90s", "1.5h". */
-export const DURATION_PATTERN = '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$';
+export const DURATION_PATTERN = '^([0-9]{1,9}(\\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$';
 /** RFC 1123 label: namespaces, service accounts. */
 export const DNS_LABEL_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** RFC 1123 subdomain: object names such as a Pipeline's. */
@@ -35,9 +35,25 @@ export const conditionSchema = schema({
   },
 } as const);
 
+/** The longest timeout a request may give at all (administrators set lower maximums in the InternalServicesConfig). */
+export const MAX_TIMEOUT = '8760h';
+/** What all of a request's params (names and values) may add up to: far below the object size limits, so a request can always receive its final status. */
+export const MAX_PARAMS_BYTES = 1048576;
+/** The longest single param value. */
+export const MAX_PARAM_VALUE_BYTES = 262144;
+
 const timeoutsSchema = schema({
   type: 'object',
-  description: 'Timeouts for the PipelineRun, as Tekton defines them.',
+  description: "Timeouts for the PipelineRun, as Tekton defines them; 0s means no timeout (only where the internal cluster's configuration allows it). tasks + finally must not exceed pipeline.",
+  'x-kubernetes-validations': [
+    { rule: `!has(self.pipeline) || duration(self.pipeline) <= duration('${MAX_TIMEOUT}')`, message: `pipeline must be at most ${MAX_TIMEOUT} (one year)` },
+    { rule: `!has(self.tasks) || duration(self.tasks) <= duration('${MAX_TIMEOUT}')`, message: `tasks must be at most ${MAX_TIMEOUT} (one year)` },
+    { rule: `!has(self.finally) || duration(self.finally) <= duration('${MAX_TIMEOUT}')`, message: `finally must be at most ${MAX_TIMEOUT} (one year)` },
+    {
+      rule: "!has(self.pipeline) || duration(self.pipeline) == duration('0s') || (has(self.tasks) ? duration(self.tasks) : duration('0s')) + (has(self.finally) ? duration(self.finally) : duration('0s')) <= duration(self.pipeline)",
+      message: 'tasks + finally must not be longer than pipeline (Tekton\'s rule)',
+    },
+  ],
   properties: {
     pipeline: durationField('Timeout of the whole PipelineRun'),
     tasks: durationField('Timeout of the tasks, not counting finally tasks'),
@@ -93,7 +109,7 @@ export const pipelineSpecSchema = schema({
       description: 'Same as spec.serviceAccount (give one of the two, or the same value in both).',
     },
     timeouts: timeoutsSchema,
-    params: nameValueList('Params passed to the Pipeline, merged with spec.params (a name in both must have the same value).', 256, 262144),
+    params: nameValueList('Params passed to the Pipeline, merged with spec.params (a name in both must have the same value).', 256, MAX_PARAM_VALUE_BYTES),
     taskRunSpecs: {
       type: 'array',
       maxItems: 64,
@@ -110,6 +126,10 @@ export const internalRequestSpecSchema = schema({
   'x-kubernetes-validations': [
     { rule: 'self == oldSelf', message: 'spec is immutable; create a new InternalRequest instead' },
     {
+      rule: `(has(self.params) ? self.params.map(k, size(k) + size(self.params[k])).sum() : 0) + (has(self.pipeline) && has(self.pipeline.params) ? self.pipeline.params.map(p, size(p.name) + size(p.value)).sum() : 0) <= ${MAX_PARAMS_BYTES}`,
+      message: `the params (names and values, spec.params and spec.pipeline.params together) must add up to at most ${MAX_PARAMS_BYTES} bytes, so that the request can always receive its status; pass large data by reference (an image, a URL)`,
+    },
+    {
       rule: 'has(self.request) != has(self.pipeline)',
       message: "give exactly one of spec.request (the name of a Pipeline installed in the controller's namespace) or spec.pipeline (a pipelineRef)",
     },
@@ -125,9 +145,9 @@ export const internalRequestSpecSchema = schema({
     pipeline: pipelineSpecSchema,
     params: {
       type: 'object',
-      description: 'Parameters passed to the Pipeline; each must be declared by it.',
+      description: `Parameters passed to the Pipeline; each must be declared by it. At most ${MAX_PARAM_VALUE_BYTES} bytes per value and ${MAX_PARAMS_BYTES} for all params together (names and values, with spec.pipeline.params); the internal cluster may allow less.`,
       maxProperties: 256,
-      additionalProperties: { type: 'string' },
+      additionalProperties: { type: 'string', maxLength: MAX_PARAM_VALUE_BYTES },
     },
     timeouts: timeoutsSchema,
     serviceAccount: {
@@ -215,6 +235,29 @@ export const internalServicesConfigSpecSchema = schema({
         'Git repositories (exact URLs) that Pipelines, Tasks and StepActions may be resolved from with the git resolver, at any revision and path; the same field as the production controller\'s. Empty or absent: no git resolution. For patterns, revisions, paths and per-namespace rules, use sources.git.',
       items: { type: 'string', minLength: 1, maxLength: 2048 },
       'x-kubernetes-list-type': 'set',
+    },
+    limits: {
+      type: 'object',
+      default: {},
+      description: 'Bounds on what a request may carry, checked before anything runs (the CRD already caps them at what always fits on the objects).',
+      properties: {
+        maxParamValueBytes: { type: 'integer', minimum: 0, maximum: MAX_PARAM_VALUE_BYTES, default: MAX_PARAM_VALUE_BYTES, description: `Longest single param value, in bytes (at most ${MAX_PARAM_VALUE_BYTES}).` },
+        maxParamsBytes: { type: 'integer', minimum: 0, maximum: MAX_PARAMS_BYTES, default: 524288, description: `All params together (names and values), in bytes (at most ${MAX_PARAMS_BYTES}).` },
+      },
+    },
+    timeouts: {
+      type: 'object',
+      default: {},
+      description: "Timeouts of the PipelineRuns: what a request gets when it gives none, the longest it may ask for, and whether it may ask for none (0s).",
+      properties: {
+        defaults: {
+          type: 'object',
+          description: "Applied to each timeout a request does not give (absent: Tekton's own default applies).",
+          properties: { pipeline: durationField('Default pipeline timeout'), tasks: durationField('Default tasks timeout'), finally: durationField('Default finally timeout') },
+        },
+        maximum: { ...durationField('The longest pipeline, tasks or finally timeout a request may ask for; default 24h'), default: '24h' },
+        allowNoTimeout: { type: 'boolean', default: false, description: 'A request may ask for 0s (no timeout). Default: refused.' },
+      },
     },
     sources: {
       type: 'object',

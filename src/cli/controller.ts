@@ -121,8 +121,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     running: () => controller.runningRequests(),
     lastContact: () => controller.lastContact(),
     leader: () => (elector ? elector.isLeader : true),
+    configPresent: () => controller.configPresent,
   });
-  const health = healthAddr ? await startHealthServer(healthAddr, () => controller.ready, log) : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => controller.readiness(), log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;

@@ -40,7 +40,15 @@ export function listen(addr: BindAddress, handler: http.RequestListener, log: Lo
   });
 }
 
-export function startHealthServer(addr: BindAddress, ready: () => boolean, log: Logger): Promise<Closable> {
+/** One line of /readyz: a failed required check makes it 503; a failed advisory one is only reported. */
+export interface ReadinessCheck {
+  name: string;
+  ok: boolean;
+  required: boolean;
+  detail?: string;
+}
+
+export function startHealthServer(addr: BindAddress, ready: () => ReadinessCheck[], log: Logger): Promise<Closable> {
   return listen(
     addr,
     (req, res) => {
@@ -48,8 +56,10 @@ export function startHealthServer(addr: BindAddress, ready: () => boolean, log: 
       if (path === '/healthz' || path === '/livez') {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       } else if (path === '/readyz') {
-        const ok = ready();
-        res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok' : 'not ready: caches not synced or a cluster unreachable');
+        const checks = ready();
+        const ok = checks.every((c) => c.ok || !c.required);
+        const lines = checks.map((c) => `[${c.ok ? '+' : '-'}]${c.name} ${c.ok ? 'ok' : 'failed'}${c.detail ? `: ${c.detail}` : ''}`);
+        res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(`${lines.join('\n')}\n${ok ? 'ok' : 'not ready'}\n`);
       } else {
         res.writeHead(404).end();
       }

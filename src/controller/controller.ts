@@ -150,9 +150,17 @@ export class Controller {
       'internal/internalservicesconfigs',
       opts.internal.resource<InternalServicesConfig>(INTERNAL_SERVICES_CONFIG),
       {
-        onAdd: (c) => this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration loaded'),
-        onUpdate: (_o, c) => this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration changed'),
-        onDelete: () => this.log.warn('configuration deleted; using defaults (no namespace allowed)'),
+        onAdd: (c) => {
+          this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration loaded');
+          this.requeueUndecided();
+        },
+        onUpdate: (old, c) => {
+          this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration changed');
+          this.requeueUndecided();
+          // debug switched off: the PipelineRuns it kept go now, not at the next resync.
+          if (old.spec?.debug === true && c.spec?.debug !== true) this.sweep();
+        },
+        onDelete: () => this.log.warn('configuration deleted; new requests wait (reason Pending) until it is back'),
       },
       this.log,
       { ...inf, namespace: opts.namespace, fieldSelector: `metadata.name=${CONFIG_NAME}` },
@@ -191,6 +199,29 @@ export class Controller {
     return this.started && this.informers.every((i) => i.synced && i.health.failures === 0);
   }
 
+  /** Whether the InternalServicesConfig "config" exists (in the cache). */
+  get configPresent(): boolean {
+    return this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`) !== undefined;
+  }
+
+  /** /readyz: the caches and clusters (required), and the configuration (reported: without it requests wait). */
+  readiness(): Array<{ name: string; ok: boolean; required: boolean; detail?: string }> {
+    const checks = this.informers.map((i) => ({
+      name: i.name,
+      ok: this.started && i.synced && i.health.failures === 0,
+      required: true,
+      ...(!i.synced ? { detail: 'not synced' } : i.health.failures ? { detail: `${i.health.failures} failed attempts in a row` } : {}),
+    }));
+    const present = this.configPresent;
+    checks.push({
+      name: 'config',
+      ok: present,
+      required: false,
+      ...(present ? {} : { detail: `no InternalServicesConfig "${CONFIG_NAME}" in namespace ${this.opts.namespace}; new requests wait (reason Pending)` }),
+    });
+    return checks;
+  }
+
   /** Requests whose PipelineRun is running (for the concurrency gauge). */
   runningRequests(): number {
     let n = 0;
@@ -225,6 +256,12 @@ export class Controller {
     await Promise.all(this.informers.map((i) => i.stop()));
     this.opts.remote.close();
     this.opts.internal.close();
+  }
+
+  /** Requests not yet running or finished: the configuration decides them. */
+  private requeueUndecided(): void {
+    if (!this.requests.synced) return;
+    for (const r of this.requests.list()) if (!isFinished(r) && !r.status?.pipelineRun) this.queue.add(keyOf(r));
   }
 
   /** Enqueues the request of every PipelineRun we own: the reconcile removes orphans. */

@@ -13,6 +13,7 @@ import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '..
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import { allowsRemoteSources, type EffectiveConfig } from './config.js';
+import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 
 export interface Observation {
@@ -94,7 +95,18 @@ export function decide(o: Observation): Action[] {
       actions.push(...new Resolutions(o, uid).cleanup());
       return actions;
     }
-    // 2. Only allowed namespaces are served.
+    // 2. Without a configuration nothing is decided: a missing `config`
+    //    (deleted and re-applied, not created yet) must not turn away every
+    //    request that arrives meanwhile. The configuration's arrival brings
+    //    every waiting request back here.
+    if (!o.config.present) {
+      const msg = `waiting for the internal cluster's configuration: there is no InternalServicesConfig "config" in namespace ${JSON.stringify(o.namespace)}; the request is decided once its administrators create it`;
+      const c = succeededCondition(req);
+      if (c?.reason === Reason.Pending && c.message === msg) return actions;
+      const status: InternalRequestStatus = { ...req.status, conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Pending, message: msg, ...gen(req) }, o.now), ...gen(req) };
+      return [...actions, { type: 'writeStatus', status, event: { type: 'Warning', reason: Reason.Pending, message: msg } }];
+    }
+    // 3. Only allowed namespaces are served.
     const ns = req.metadata.namespace ?? '';
     // The API server validates requests against the CRD schema; objects stored
     // before it (or under an older schema) are checked again here, so that a
@@ -104,7 +116,7 @@ export function decide(o: Observation): Action[] {
     if (!o.config.allowList.has(ns)) {
       return [...actions, reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED')];
     }
-    // 3. What to run: an installed Pipeline, or one resolved from a source
+    // 4. What to run: an installed Pipeline, or one resolved from a source
     //    the policy allows; then every reference in it (graph.ts).
     const what = requestedOf(req.spec);
     if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
@@ -116,6 +128,12 @@ export function decide(o: Observation): Action[] {
         : `serviceAccount "${sa}" is not allowed: ${o.config.source} allows no service accounts; omit spec.serviceAccount`;
       return [...actions, reject(req, o, msg, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED')];
     }
+    // Limits: param sizes, and the timeouts the run gets.
+    const sizes = checkParamSizes(what.params, o.config.limits, o.config.source);
+    if (!sizes.ok) return [...actions, reject(req, o, sizes.message, 'REQUEST_LIMIT_EXCEEDED')];
+    const timeouts = effectiveTimeouts(what.timeouts, o.config.timeouts, o.config.source);
+    if (!timeouts.ok) return [...actions, reject(req, o, timeouts.message, 'REQUEST_LIMIT_EXCEEDED')];
+    what.timeouts = timeouts.value;
     const resolutions = new Resolutions(o, uid);
     let pipeline: { spec: Record<string, unknown>; name: string; origin: 'installed' | 'resolved'; declared: Pipeline };
     const provenance: Provenance[] = [];
@@ -152,7 +170,7 @@ export function decide(o: Observation): Action[] {
       }
       pipeline = { spec: (o.pipeline.spec ?? {}) as Record<string, unknown>, name: what.pipeline, origin: 'installed', declared: o.pipeline };
     }
-    // 4. Params must match the Pipeline.
+    // 5. Params must match the Pipeline.
     const params = checkParams(pipeline.name, pipeline.declared, what.params);
     if (!params.ok) return [...actions, reject(req, o, params.message, 'REQUEST_PARAMS_INVALID'), ...resolutions.cleanup()];
     const graph = checkGraph({
@@ -167,7 +185,7 @@ export function decide(o: Observation): Action[] {
     if (graph.state === 'rejected') return [...actions, reject(req, o, graph.message, graph.code), ...resolutions.cleanup()];
     if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`)];
     provenance.push(...graph.provenance);
-    // 5. Exactly one PipelineRun (its name is derived from the request's uid),
+    // 6. Exactly one PipelineRun (its name is derived from the request's uid),
     //    running what was checked.
     const pr = buildPipelineRun(req, what.kind === 'installed' ? what : { ...what, pipeline: pipeline.name }, pipeline.declared, {
       namespace: o.namespace,
@@ -177,7 +195,7 @@ export function decide(o: Observation): Action[] {
       provenance,
     });
     actions.push({ type: 'createPipelineRun', pipelineRun: pr });
-    // 6. Marked Running; the resolutions are no longer needed.
+    // 7. Marked Running; the resolutions are no longer needed.
     actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr));
     actions.push(...resolutions.cleanup());
     return actions;
@@ -194,17 +212,21 @@ export function decide(o: Observation): Action[] {
     return actions;
   }
 
-  // 7. The PipelineRun finished: outcome and results go back to the request.
+  // 8. The PipelineRun finished: outcome and results go back to the request.
+  // Written whether or not the Running status was (the run may have ended
+  // while the controller was down): status.pipelineRun and status.pipeline
+  // always say which PipelineRun ran what.
+  const ran: InternalRequestStatus = { pipelineRun: ref, ...(pipelineStatusOf(ours) ? { pipeline: pipelineStatusOf(ours) } : {}) };
   if (out.succeeded) {
-    actions.push(finish(req, o, 'True', Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime));
+    actions.push(finish(req, o, 'True', Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime, ran));
   } else {
     const failed = o.failedTasks?.length ? `; failed tasks: ${[...o.failedTasks].sort().join(', ')}` : '';
     const why = [out.reason, out.message].filter(Boolean).join(': ');
     actions.push(
-      finish(req, o, 'False', Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime),
+      finish(req, o, 'False', Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime, ran),
     );
   }
-  // 8. Then the PipelineRun is removed, unless debugging.
+  // 9. Then the PipelineRun is removed, unless debugging.
   if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'it finished and its outcome was recorded' });
   return actions;
 }
@@ -313,9 +335,11 @@ function finish(
   code?: ErrorCode,
   startTime?: string,
   completionTime?: string,
+  extra: InternalRequestStatus = {},
 ): Action {
   const s: InternalRequestStatus = {
     ...req.status,
+    ...extra,
     conditions: withSucceeded(req.status?.conditions, { status, reason, message, ...gen(req) }, o.now),
     startTime: req.status?.startTime ?? startTime ?? rfc3339(o.now),
     completionTime: completionTime ?? rfc3339(o.now),

@@ -42,16 +42,17 @@ export function checkParams(pipelineName: string, pipeline: Pipeline, given: Rec
     ) {
       params.push({ name, value: parsed as Record<string, string> });
     } else {
-      malformed.push(`${name} (expected ${type === 'array' ? 'a JSON array of strings' : 'a JSON object of strings'})`);
+      malformed.push(`${JSON.stringify(name)} (expected ${type === 'array' ? 'a JSON array of strings' : 'a JSON object of strings'})`);
     }
   }
   if (!undeclared.length && !missing.length && !malformed.length) return { ok: true, params };
   const parts: string[] = [];
-  if (missing.length) parts.push(`missing required params: ${missing.join(', ')}`);
-  if (undeclared.length) parts.push(`undeclared params: ${undeclared.join(', ')}`);
+  const q = (n: string) => JSON.stringify(n);
+  if (missing.length) parts.push(`missing required params: ${missing.map(q).join(', ')}`);
+  if (undeclared.length) parts.push(`undeclared params: ${undeclared.map(q).join(', ')}`);
   if (malformed.length) parts.push(`malformed params: ${malformed.join(', ')}`);
   const decl = [...declared.keys()].sort();
-  const message = `params do not match Pipeline "${pipelineName}": ${parts.join('; ')} (it declares: ${decl.length ? decl.join(', ') : 'no params'})`;
+  const message = `params do not match Pipeline ${q(pipelineName)}: ${parts.join('; ')} (it declares: ${decl.length ? decl.map(q).join(', ') : 'no params'})`;
   return { ok: false, missing, undeclared, malformed, message };
 }
 

@@ -208,7 +208,7 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     const cases: Array<{ ns: string; name: string; spec: InternalRequestSpec; msg: RegExp }> = [
       { ns: 'outside', name: 'not-allowed', spec: { request: 'sign', params: { image: 'x' } }, msg: /namespace "outside" is not on the allowList of InternalServicesConfig internal-services\/config/ },
       { ns: 'team-a', name: 'no-pipeline', spec: { request: 'does-not-exist' }, msg: /no Pipeline named "does-not-exist" in namespace "internal-services"/ },
-      { ns: 'team-a', name: 'bad-params', spec: { request: 'sign', params: { nope: '1' } }, msg: /missing required params: image; undeclared params: nope/ },
+      { ns: 'team-a', name: 'bad-params', spec: { request: 'sign', params: { nope: '1' } }, msg: /missing required params: "image"; undeclared params: "nope"/ },
       { ns: 'team-a', name: 'bad-sa', spec: { request: 'sign', params: { image: 'x' }, serviceAccount: 'root' }, msg: /serviceAccount "root" is not allowed .* allowed: "signer"/ },
     ];
     for (const c of cases) {

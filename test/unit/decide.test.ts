@@ -34,12 +34,11 @@ test('a new allowed request gets exactly one PipelineRun, then is marked Running
 
 test('rejections carry a message a requester can act on', () => {
   const cases: Array<{ name: string; o: Partial<Observation>; code: string; message: RegExp }> = [
-    { name: 'no config: default deny', o: { config: effectiveConfig(undefined, NS) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /namespace "team-a" is not on the allowList of defaults/ },
     { name: 'namespace not allowed', o: { config: config({ allowList: ['team-b'] }) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /namespace "team-a" is not on the allowList of InternalServicesConfig internal-services\/config/ },
     { name: 'empty allowList', o: { config: config({ allowList: [] }) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /team-a/ },
     { name: 'pipeline missing', o: { pipeline: undefined }, code: 'REQUEST_PIPELINE_NOT_FOUND', message: /no Pipeline named "sign" in namespace "internal-services"/ },
-    { name: 'required param missing', o: { request: request({ params: {} }) }, code: 'REQUEST_PARAMS_INVALID', message: /missing required params: image/ },
-    { name: 'undeclared param', o: { request: request({ params: { image: 'x', evil: 'y' } }) }, code: 'REQUEST_PARAMS_INVALID', message: /undeclared params: evil/ },
+    { name: 'required param missing', o: { request: request({ params: {} }) }, code: 'REQUEST_PARAMS_INVALID', message: /missing required params: "image"/ },
+    { name: 'undeclared param', o: { request: request({ params: { image: 'x', evil: 'y' } }) }, code: 'REQUEST_PARAMS_INVALID', message: /undeclared params: "evil"/ },
     { name: 'service account with none allowed', o: { request: request({ serviceAccount: 'root' }) }, code: 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED', message: /allows no service accounts/ },
     { name: 'service account not in list', o: { request: request({ serviceAccount: 'root' }), config: config({ allowList: ['team-a'], allowedServiceAccounts: ['signer'] }) }, code: 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED', message: /allowed: "signer"/ },
   ];
@@ -247,4 +246,64 @@ test('the same thing said twice, differently: Rejected with both places named', 
   // the same value in both places is fine
   const same = { ...request(), spec: { pipeline: { pipelineRef: { name: 'sign' }, serviceAccountName: 'a', timeouts: { pipeline: '1h' }, params: [{ name: 'image', value: 'x' }] }, serviceAccount: 'a', timeouts: { pipeline: '1h' }, params: { image: 'x' } } } as unknown as InternalRequest;
   assert.deepEqual(types(decide(observe({ request: same, config: config({ allowList: ['team-a'], allowedServiceAccounts: ['a'] }) }))), ['createPipelineRun', 'writeStatus']);
+});
+
+test('no configuration: a new request waits (Pending, saying why) instead of being Rejected; written once', () => {
+  const a = decide(observe({ config: effectiveConfig(undefined, NS) }));
+  assert.deepEqual(types(a), ['writeStatus']);
+  const w = statusOf(a);
+  assert.equal(w.status.conditions?.[0]?.status, 'Unknown');
+  assert.equal(w.status.conditions?.[0]?.reason, 'Pending');
+  assert.match(w.status.conditions?.[0]?.message ?? '', /waiting for the internal cluster's configuration: there is no InternalServicesConfig "config" in namespace "internal-services"/);
+  assert.equal(w.code, undefined, 'not an error: nothing is decided');
+  const again = decide(observe({ request: request({}, {}, w.status), config: effectiveConfig(undefined, NS) }));
+  assert.deepEqual(again, [], 'nothing to write the second time');
+  // the configuration is back: the same request is decided
+  assert.deepEqual(types(decide(observe({ request: request({}, {}, w.status) }))), ['createPipelineRun', 'writeStatus']);
+});
+
+test('param names in rejections are quoted, so an empty or odd name can be read', () => {
+  const w = statusOf(decide(observe({ request: request({ params: { image: 'x', '': 'e', 'a b': 'y' } }) })));
+  assert.match(w.status.conditions?.[0]?.message ?? '', /undeclared params: "", "a b" \(it declares: "image"\)/);
+});
+
+test('a run that finished while the controller was down: the final status still names the PipelineRun', () => {
+  const a = decide(observe({ pipelineRuns: [pipelineRun('u-1', done(true))] }));
+  const w = statusOf(a);
+  assert.equal(w.status.conditions?.[0]?.reason, 'Succeeded');
+  assert.equal(w.status.pipelineRun, `${NS}/ir-u-1`);
+});
+
+test('limits: param sizes and timeouts, each refusal naming the param or timeout, the value and the setting', () => {
+  const big = 'x'.repeat(300);
+  const limited = config({ allowList: ['team-a'], limits: { maxParamValueBytes: 100, maxParamsBytes: 1000 } });
+  const tooLong = statusOf(decide(observe({ request: request({ params: { image: big } }), config: limited })));
+  assert.equal(tooLong.code, 'REQUEST_LIMIT_EXCEEDED');
+  assert.match(tooLong.status.conditions?.[0]?.message ?? '', /param values longer than the 100 bytes allowed by InternalServicesConfig internal-services\/config \(limits\.maxParamValueBytes\): "image" \(300 bytes\)/);
+  const manyPipeline = pipeline([{ name: 'a' }, { name: 'b' }, { name: 'c' }, { name: 'd' }]);
+  const total = statusOf(decide(observe({ request: request({ params: { a: 'x'.repeat(90), b: 'x'.repeat(90), c: 'x'.repeat(90), d: 'x'.repeat(90) } }), pipeline: manyPipeline, config: config({ allowList: ['team-a'], limits: { maxParamValueBytes: 100, maxParamsBytes: 300 } }) })));
+  assert.match(total.status.conditions?.[0]?.message ?? '', /the params add up to 364 bytes, more than the 300 allowed .*\(limits\.maxParamsBytes\)/);
+
+  const cases: Array<[Record<string, unknown>, Record<string, unknown> | undefined, RegExp | undefined]> = [
+    [{ pipeline: '0s' }, undefined, /timeouts\.pipeline "0s" means no timeout, which InternalServicesConfig internal-services\/config does not allow \(timeouts\.allowNoTimeout\); give a duration of at most 24h/],
+    [{ pipeline: '0s' }, { allowNoTimeout: true }, undefined],
+    [{ pipeline: '25h' }, undefined, /timeouts\.pipeline "25h" is longer than the 24h allowed by .* \(timeouts\.maximum\)/],
+    [{ pipeline: '3h' }, { maximum: '2h' }, /longer than the 2h allowed/],
+    [{ pipeline: '1h', tasks: '50m', finally: '20m' }, undefined, /timeouts\.tasks "50m" \+ timeouts\.finally "20m" is longer than timeouts\.pipeline "1h": tasks \+ finally must not exceed pipeline/],
+    [{ tasks: '50m' }, { defaults: { pipeline: '30m' } }, /timeouts\.tasks "50m" is longer than the default timeouts\.pipeline "30m" of InternalServicesConfig/],
+  ];
+  for (const [timeouts, policy, msg] of cases) {
+    const a = decide(observe({ request: request({ timeouts }), config: config({ allowList: ['team-a'], ...(policy ? { timeouts: policy } : {}) }) }));
+    if (!msg) {
+      assert.equal(a[0]?.type, 'createPipelineRun', JSON.stringify(timeouts));
+      continue;
+    }
+    const w = statusOf(a);
+    assert.equal(w.code, 'REQUEST_LIMIT_EXCEEDED', JSON.stringify(timeouts));
+    assert.match(w.status.conditions?.[0]?.message ?? '', msg, JSON.stringify(timeouts));
+  }
+  // defaults fill what the request does not give
+  const d = decide(observe({ request: request({ timeouts: { tasks: '20m' } }), config: config({ allowList: ['team-a'], timeouts: { defaults: { pipeline: '30m', finally: '5m' } } }) }));
+  assert.ok(d[0]?.type === 'createPipelineRun');
+  assert.deepEqual(d[0].pipelineRun.spec.timeouts, { pipeline: '30m', tasks: '20m', finally: '5m' });
 });

@@ -260,7 +260,7 @@ test('decide: a failed or unanswered resolution Rejects the request with the res
   const undeclared = { ...req, spec: { ...req.spec, params: { ...req.spec.params, extra: 'x' } } } as InternalRequest;
   const p = decide(observe({ request: undeclared, resolutions: [answered(undeclared, pRef, pipelineYaml, SHA_P)] }));
   assert.equal((p[0] as Extract<Action, { type: 'writeStatus' }>).code, 'REQUEST_PARAMS_INVALID');
-  assert.match((p[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /undeclared params: extra/);
+  assert.match((p[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /undeclared params: "extra"/);
 
   const notAPipeline = decide(observe({ request: req, resolutions: [answered(req, pRef, task(), SHA_P)] }));
   assert.match((notAPipeline[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /the resolved file is a "Task", not a Pipeline/);

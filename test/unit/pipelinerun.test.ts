@@ -79,8 +79,8 @@ test('params: defaults make a param optional; array and object params take JSON 
   assert.equal(!bad.ok && bad.malformed.length, 2);
   assert.equal(
     !bad.ok && bad.message,
-    'params do not match Pipeline "sign": missing required params: a; undeclared params: zzz; ' +
-      'malformed params: list (expected a JSON array of strings), obj (expected a JSON object of strings) (it declares: a, b, list, obj)',
+    'params do not match Pipeline "sign": missing required params: "a"; undeclared params: "zzz"; ' +
+      'malformed params: "list" (expected a JSON array of strings), "obj" (expected a JSON object of strings) (it declares: "a", "b", "list", "obj")',
   );
 });
 
