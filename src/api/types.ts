@@ -203,6 +203,61 @@ export const internalRequestStatusSchema = schema({
   },
 } as const);
 
+const sourcesSchema = schema({
+  type: 'object',
+  description:
+    "Which remote sources a request may make Tekton resolve from (its pipelineRef, and every taskRef and step ref of that Pipeline after the request's params are substituted). Default deny: without a rule, only Pipelines installed in the controller's namespace run. See docs/security.md.",
+  properties: {
+    git: {
+      type: 'array',
+      maxItems: 256,
+      description: 'Rules for the git resolver; a reference is allowed when one rule allows its url, revision and path.',
+      items: {
+        type: 'object',
+        required: ['urls'],
+        properties: {
+          urls: { type: 'array', minItems: 1, maxItems: 256, description: 'Repository URLs (globs: * within a path segment, ** across).', items: { type: 'string', minLength: 1, maxLength: 2048 } },
+          revisions: { type: 'array', maxItems: 256, description: 'Branch or tag names (globs) a revision may be. Empty: none by name.', items: { type: 'string', minLength: 1, maxLength: 255 } },
+          commits: { type: 'boolean', description: 'Full commit SHAs are allowed as revisions.' },
+          paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs. Absent: any path.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
+          namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 63 } },
+        },
+      },
+    },
+    bundles: {
+      type: 'array',
+      maxItems: 256,
+      description: 'Rules for the bundles resolver (Tekton bundles in an OCI registry).',
+      items: {
+        type: 'object',
+        required: ['repositories'],
+        properties: {
+          repositories: { type: 'array', minItems: 1, maxItems: 256, description: 'Repositories without tag or digest (globs), e.g. quay.io/org/catalog/*.', items: { type: 'string', minLength: 1, maxLength: 1024 } },
+          digestOnly: { type: 'boolean', description: 'Only references by digest (@sha256:…), never by tag.' },
+          namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 63 } },
+        },
+      },
+    },
+    cluster: { type: 'boolean', description: "The cluster resolver, for objects of the controller's own namespace only." },
+    resolutionTimeout: durationField('How long one resolution may take before the request is Rejected; default 2m'),
+  },
+} as const);
+
+const timeoutPolicySchema = schema({
+  type: 'object',
+  default: {},
+  description: "Timeouts of the PipelineRuns: what a request gets when it gives none, the longest it may ask for, and whether it may ask for none (0s).",
+  properties: {
+    defaults: {
+      type: 'object',
+      description: "Applied to each timeout a request does not give (absent: Tekton's own default applies).",
+      properties: { pipeline: durationField('Default pipeline timeout'), tasks: durationField('Default tasks timeout'), finally: durationField('Default finally timeout') },
+    },
+    maximum: { ...durationField('The longest pipeline, tasks or finally timeout a request may ask for; default 24h'), default: '24h' },
+    allowNoTimeout: { type: 'boolean', default: false, description: 'A request may ask for 0s (no timeout). Default: refused.' },
+  },
+} as const);
+
 export const internalServicesConfigSpecSchema = schema({
   type: 'object',
   properties: {
@@ -245,59 +300,51 @@ export const internalServicesConfigSpecSchema = schema({
         maxParamsBytes: { type: 'integer', minimum: 0, maximum: MAX_PARAMS_BYTES, default: 524288, description: `All params together (names and values), in bytes (at most ${MAX_PARAMS_BYTES}).` },
       },
     },
-    timeouts: {
-      type: 'object',
-      default: {},
-      description: "Timeouts of the PipelineRuns: what a request gets when it gives none, the longest it may ask for, and whether it may ask for none (0s).",
-      properties: {
-        defaults: {
-          type: 'object',
-          description: "Applied to each timeout a request does not give (absent: Tekton's own default applies).",
-          properties: { pipeline: durationField('Default pipeline timeout'), tasks: durationField('Default tasks timeout'), finally: durationField('Default finally timeout') },
-        },
-        maximum: { ...durationField('The longest pipeline, tasks or finally timeout a request may ask for; default 24h'), default: '24h' },
-        allowNoTimeout: { type: 'boolean', default: false, description: 'A request may ask for 0s (no timeout). Default: refused.' },
-      },
-    },
-    sources: {
-      type: 'object',
+    timeouts: timeoutPolicySchema,
+    rules: {
+      type: 'array',
+      maxItems: 64,
       description:
-        "Which remote sources a request may make Tekton resolve from (its pipelineRef, and every taskRef and step ref of that Pipeline after the request's params are substituted). Default deny: without a rule, only Pipelines installed in the controller's namespace run. See docs/security.md.",
-      properties: {
-        git: {
-          type: 'array',
-          maxItems: 256,
-          description: 'Rules for the git resolver; a reference is allowed when one rule allows its url, revision and path.',
-          items: {
+        'Per-namespace grants. A remote namespace that some rule names is governed by the rules alone (the allowList and the global limits, timeouts and sources do not apply to it): the first rule, in order, that grants the requested Pipeline decides. Default deny. See docs/security.md.',
+      items: {
+        type: 'object',
+        required: ['namespaces'],
+        properties: {
+          name: { type: 'string', maxLength: 63, description: 'A name for messages and logs.' },
+          namespaces: { type: 'array', minItems: 1, maxItems: 256, description: 'Remote namespaces (globs: * within, ** across "/"-free names, so * is enough).', items: { type: 'string', minLength: 1, maxLength: 63 } },
+          pipelines: { type: 'array', maxItems: 256, description: 'Installed Pipelines (names or globs) the rule grants. Absent: none.', items: { type: 'string', minLength: 1, maxLength: 253 } },
+          sources: sourcesSchema,
+          serviceAccounts: { type: 'array', maxItems: 256, description: 'Service accounts a request under this rule may name. Absent: none.', items: { type: 'string', maxLength: 63, pattern: DNS_LABEL_PATTERN } },
+          params: {
             type: 'object',
-            required: ['urls'],
+            description: 'Constraints on the params of a request under this rule.',
             properties: {
-              urls: { type: 'array', minItems: 1, maxItems: 256, description: 'Repository URLs (globs: * within a path segment, ** across).', items: { type: 'string', minLength: 1, maxLength: 2048 } },
-              revisions: { type: 'array', maxItems: 256, description: 'Branch or tag names (globs) a revision may be. Empty: none by name.', items: { type: 'string', minLength: 1, maxLength: 255 } },
-              commits: { type: 'boolean', description: 'Full commit SHAs are allowed as revisions.' },
-              paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs. Absent: any path.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
-              namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 63 } },
+              allowed: { type: 'array', maxItems: 256, description: 'Param names (globs) a request may give. Absent: any the Pipeline declares.', items: { type: 'string', maxLength: 256 } },
+              patterns: {
+                type: 'array',
+                maxItems: 32,
+                description: 'A regular expression (RE2 syntax, whole value) per param.',
+                items: {
+                  type: 'object',
+                  required: ['name', 'pattern'],
+                  'x-kubernetes-validations': [{ rule: "size(''.matches(self.pattern) ? 'a' : 'b') > 0", message: 'pattern must be a valid regular expression' }],
+                  properties: { name: { type: 'string', minLength: 1, maxLength: 256 }, pattern: { type: 'string', minLength: 1, maxLength: 512 } },
+                },
+              },
+              maxValueBytes: { type: 'integer', minimum: 0, maximum: MAX_PARAM_VALUE_BYTES, description: 'Longest param value under this rule (default: limits.maxParamValueBytes).' },
             },
           },
-        },
-        bundles: {
-          type: 'array',
-          maxItems: 256,
-          description: 'Rules for the bundles resolver (Tekton bundles in an OCI registry).',
-          items: {
-            type: 'object',
-            required: ['repositories'],
-            properties: {
-              repositories: { type: 'array', minItems: 1, maxItems: 256, description: 'Repositories without tag or digest (globs), e.g. quay.io/org/catalog/*.', items: { type: 'string', minLength: 1, maxLength: 1024 } },
-              digestOnly: { type: 'boolean', description: 'Only references by digest (@sha256:…), never by tag.' },
-              namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 63 } },
-            },
+          timeouts: timeoutPolicySchema,
+          onRevoke: {
+            type: 'string',
+            enum: ['finish', 'cancel'],
+            default: 'finish',
+            description: 'When a later change of the configuration no longer grants a running request: finish (default) lets it run to the end; cancel stops its PipelineRun and ends it Failed, saying why.',
           },
         },
-        cluster: { type: 'boolean', description: "The cluster resolver, for objects of the controller's own namespace only." },
-        resolutionTimeout: durationField('How long one resolution may take before the request is Rejected; default 2m'),
       },
     },
+    sources: sourcesSchema,
   },
 } as const);
 

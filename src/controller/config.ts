@@ -1,21 +1,26 @@
 /** The controller's effective configuration, from the InternalServicesConfig named `config`. */
 import type { InternalServicesConfig } from '../api/types.js';
-import { gitRuleFromAllowedURLs, type BundleRule, type GitRule, type SourcePolicy } from '../policy/source.js';
-import { parseDuration } from '../util/duration.js';
-import type { Limits, TimeoutPolicy } from '../policy/limits.js';
 import { MAX_PARAM_VALUE_BYTES, MAX_PARAMS_BYTES } from '../api/types.js';
+import { gitRuleFromAllowedURLs, type BundleRule, type GitRule, type SourcePolicy } from '../policy/source.js';
+import type { Limits, TimeoutPolicy } from '../policy/limits.js';
+import type { Grant, Rule } from '../policy/grant.js';
+import { parseDuration } from '../util/duration.js';
 
 export interface EffectiveConfig {
   allowList: ReadonlySet<string>;
   debug: boolean;
   volumeClaim: { name: string; size: string };
   allowedServiceAccounts: ReadonlySet<string>;
-  /** Which remote sources may be resolved (sources and allowedGitResolverURLs); default deny. */
+  /** Which remote sources may be resolved by allowList namespaces (sources and allowedGitResolverURLs); default deny. */
   sources: SourcePolicy;
   /** How long one resolution may take. */
   resolutionTimeoutMs: number;
   limits: Limits;
   timeouts: TimeoutPolicy;
+  /** Per-namespace rules, in order. */
+  rules: Rule[];
+  /** What the allowList grants: the global settings. */
+  global: Omit<Grant, 'rule'>;
   /** False when there is no InternalServicesConfig "config": new requests wait instead of being decided. */
   present: boolean;
   /** Where the values came from, for messages: "internal-services/config" or "defaults". */
@@ -27,55 +32,102 @@ export const DEFAULT_RESOLUTION_TIMEOUT_MS = 120_000;
 export const DEFAULT_MAX_PARAMS_BYTES = 524288;
 export const DEFAULT_MAX_TIMEOUT = '24h';
 
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(obj) : []);
+const int = (v: unknown, dflt: number, max: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, max) : dflt);
+
+function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string): SourcePolicy {
+  const git: GitRule[] = list(src['git'])
+    .filter((r) => strings(r['urls']).length > 0)
+    .map((r) => ({
+      urls: strings(r['urls']),
+      revisions: strings(r['revisions']),
+      commits: r['commits'] === true,
+      ...(r['paths'] !== undefined ? { paths: strings(r['paths']) } : {}),
+      ...(r['namespaces'] !== undefined ? { namespaces: strings(r['namespaces']) } : {}),
+    }));
+  if (allowedURLs.length) git.push(gitRuleFromAllowedURLs(allowedURLs));
+  const bundles: BundleRule[] = list(src['bundles'])
+    .filter((r) => strings(r['repositories']).length > 0)
+    .map((r) => ({ repositories: strings(r['repositories']), digestOnly: r['digestOnly'] === true, ...(r['namespaces'] !== undefined ? { namespaces: strings(r['namespaces']) } : {}) }));
+  return { git, bundles, cluster: src['cluster'] === true, source };
+}
+
+function timeoutPolicyOf(t: Obj, base?: TimeoutPolicy): TimeoutPolicy {
+  const d = obj(t['defaults']);
+  const defaults: Record<string, string> = {};
+  for (const k of ['pipeline', 'tasks', 'finally']) if (typeof d[k] === 'string' && parseDuration(d[k] as string) !== undefined) defaults[k] = d[k] as string;
+  const maxText = typeof t['maximum'] === 'string' ? t['maximum'] : undefined;
+  const maximum = maxText !== undefined ? parseDuration(maxText) : base ? base.maximumMs : parseDuration(DEFAULT_MAX_TIMEOUT);
+  return {
+    defaults: t['defaults'] !== undefined || !base ? defaults : base.defaults,
+    maximumMs: maximum === undefined || maximum === 0 ? undefined : maximum,
+    allowNoTimeout: typeof t['allowNoTimeout'] === 'boolean' ? t['allowNoTimeout'] : (base?.allowNoTimeout ?? false),
+  };
+}
+
 /**
  * Defaults apply when there is no config (deny everything). The API server
  * validates and defaults the object; this only guards against objects stored
  * before the schema had a field.
  */
 export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespace: string): EffectiveConfig {
-  const spec = cfg?.spec ?? {};
-  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+  const spec = obj(cfg?.spec);
   const source = cfg ? `InternalServicesConfig ${namespace}/${cfg.metadata.name}` : `defaults (no InternalServicesConfig "config" in namespace ${namespace})`;
-  const src = spec.sources ?? {};
-  const git: GitRule[] = (Array.isArray(src.git) ? src.git : [])
-    .filter((r) => strings(r?.urls).length > 0)
-    .map((r) => ({
-      urls: strings(r.urls),
-      revisions: strings(r.revisions),
-      commits: r.commits === true,
-      ...(r.paths !== undefined ? { paths: strings(r.paths) } : {}),
-      ...(r.namespaces !== undefined ? { namespaces: strings(r.namespaces) } : {}),
-    }));
-  const allowedURLs = strings(spec.allowedGitResolverURLs);
-  if (allowedURLs.length) git.push(gitRuleFromAllowedURLs(allowedURLs));
-  const bundles: BundleRule[] = (Array.isArray(src.bundles) ? src.bundles : [])
-    .filter((r) => strings(r?.repositories).length > 0)
-    .map((r) => ({ repositories: strings(r.repositories), digestOnly: r.digestOnly === true, ...(r.namespaces !== undefined ? { namespaces: strings(r.namespaces) } : {}) }));
-  const timeout = typeof src.resolutionTimeout === 'string' ? parseDuration(src.resolutionTimeout) : undefined;
-  const int = (v: unknown, dflt: number, max: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, max) : dflt);
-  const t = spec.timeouts ?? {};
-  const durations = (d: unknown) => {
-    const o = (typeof d === 'object' && d !== null ? d : {}) as Record<string, unknown>;
-    const out: Record<string, string> = {};
-    for (const k of ['pipeline', 'tasks', 'finally']) if (typeof o[k] === 'string' && parseDuration(o[k] as string) !== undefined) out[k] = o[k] as string;
-    return out;
-  };
-  const maximum = parseDuration(typeof t.maximum === 'string' ? t.maximum : DEFAULT_MAX_TIMEOUT);
-  return {
-    allowList: new Set(strings(spec.allowList)),
-    debug: spec.debug === true,
-    volumeClaim: {
-      name: typeof spec.volumeClaim?.name === 'string' && spec.volumeClaim.name ? spec.volumeClaim.name : DEFAULT_VOLUME_CLAIM.name,
-      size: typeof spec.volumeClaim?.size === 'string' && spec.volumeClaim.size ? spec.volumeClaim.size : DEFAULT_VOLUME_CLAIM.size,
-    },
-    allowedServiceAccounts: new Set(strings(spec.allowedServiceAccounts)),
-    sources: { git, bundles, cluster: src.cluster === true, source },
-    resolutionTimeoutMs: timeout && timeout > 0 ? timeout : DEFAULT_RESOLUTION_TIMEOUT_MS,
+  const src = obj(spec['sources']);
+  const sources = sourcePolicyOf(src, strings(spec['allowedGitResolverURLs']), source);
+  const timeout = typeof src['resolutionTimeout'] === 'string' ? parseDuration(src['resolutionTimeout']) : undefined;
+  const limits = obj(spec['limits']);
+  const vc = obj(spec['volumeClaim']);
+  const global: Omit<Grant, 'rule'> = {
+    serviceAccounts: new Set(strings(spec['allowedServiceAccounts'])),
     limits: {
-      maxParamValueBytes: int(spec.limits?.maxParamValueBytes, MAX_PARAM_VALUE_BYTES, MAX_PARAM_VALUE_BYTES),
-      maxParamsBytes: int(spec.limits?.maxParamsBytes, DEFAULT_MAX_PARAMS_BYTES, MAX_PARAMS_BYTES),
+      maxParamValueBytes: int(limits['maxParamValueBytes'], MAX_PARAM_VALUE_BYTES, MAX_PARAM_VALUE_BYTES),
+      maxParamsBytes: int(limits['maxParamsBytes'], DEFAULT_MAX_PARAMS_BYTES, MAX_PARAMS_BYTES),
     },
-    timeouts: { defaults: durations(t.defaults), maximumMs: maximum === undefined || maximum === 0 ? undefined : maximum, allowNoTimeout: t.allowNoTimeout === true },
+    timeouts: timeoutPolicyOf(obj(spec['timeouts'])),
+    sources,
+    params: { patterns: [] },
+    onRevoke: 'finish',
+    approval: { required: false, timeoutMs: undefined },
+  };
+  const rules: Rule[] = list(spec['rules'])
+    .filter((r) => strings(r['namespaces']).length > 0)
+    .map((r, i) => {
+      const p = obj(r['params']);
+      const name = typeof r['name'] === 'string' && r['name'] ? r['name'] : undefined;
+      return {
+        label: name ? `rules[${i}] (${JSON.stringify(name)})` : `rules[${i}]`,
+        namespaces: strings(r['namespaces']),
+        pipelines: strings(r['pipelines']),
+        serviceAccounts: new Set(strings(r['serviceAccounts'])),
+        limits: { maxParamValueBytes: int(p['maxValueBytes'], global.limits.maxParamValueBytes, MAX_PARAM_VALUE_BYTES), maxParamsBytes: global.limits.maxParamsBytes },
+        timeouts: timeoutPolicyOf(obj(r['timeouts']), global.timeouts),
+        sources: sourcePolicyOf(obj(r['sources']), [], `${name ? `rules[${i}] (${JSON.stringify(name)})` : `rules[${i}]`} of ${source}`),
+        params: {
+          ...(p['allowed'] !== undefined ? { allowed: strings(p['allowed']) } : {}),
+          patterns: list(p['patterns']).filter((x) => typeof x['name'] === 'string' && typeof x['pattern'] === 'string').map((x) => ({ name: x['name'] as string, pattern: x['pattern'] as string })),
+        },
+        onRevoke: r['onRevoke'] === 'cancel' ? 'cancel' : 'finish',
+        approval: { required: false, timeoutMs: undefined },
+      };
+    });
+  return {
+    allowList: new Set(strings(spec['allowList'])),
+    debug: spec['debug'] === true,
+    volumeClaim: {
+      name: typeof vc['name'] === 'string' && vc['name'] ? vc['name'] : DEFAULT_VOLUME_CLAIM.name,
+      size: typeof vc['size'] === 'string' && vc['size'] ? vc['size'] : DEFAULT_VOLUME_CLAIM.size,
+    },
+    allowedServiceAccounts: global.serviceAccounts,
+    sources,
+    resolutionTimeoutMs: timeout && timeout > 0 ? timeout : DEFAULT_RESOLUTION_TIMEOUT_MS,
+    limits: global.limits,
+    timeouts: global.timeouts,
+    rules,
+    global,
     present: cfg !== undefined,
     source,
   };
@@ -83,5 +135,6 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
 
 /** True when some rule opens remote resolution at all. */
 export function allowsRemoteSources(c: EffectiveConfig): boolean {
-  return c.sources.git.length > 0 || c.sources.bundles.length > 0 || c.sources.cluster;
+  const any = (s: SourcePolicy) => s.git.length > 0 || s.bundles.length > 0 || s.cluster;
+  return any(c.sources) || c.rules.some((r) => any(r.sources));
 }

@@ -258,10 +258,10 @@ export class Controller {
     this.opts.internal.close();
   }
 
-  /** Requests not yet running or finished: the configuration decides them. */
+  /** Every unfinished request: a new configuration decides the waiting ones, and may revoke running ones (onRevoke: cancel). */
   private requeueUndecided(): void {
     if (!this.requests.synced) return;
-    for (const r of this.requests.list()) if (!isFinished(r) && !r.status?.pipelineRun) this.queue.add(keyOf(r));
+    for (const r of this.requests.list()) if (!isFinished(r)) this.queue.add(keyOf(r));
   }
 
   /** Enqueues the request of every PipelineRun we own: the reconcile removes orphans. */
@@ -430,7 +430,7 @@ export class Controller {
       case 'cancelPipelineRun': {
         const name = action.pipelineRun.metadata.name!;
         try {
-          await this.prClient.patchMerge(ns, name, { spec: { status: 'Cancelled' } });
+          await this.prClient.patchMerge(ns, name, { ...(action.annotations ? { metadata: { annotations: action.annotations } } : {}), spec: { status: 'Cancelled' } });
           this.log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun cancelled');
         } catch (e) {
           if (statusCode(e) !== 404) throw e;

@@ -7,12 +7,14 @@
 import { isFinished, Reason, succeededCondition, withSucceeded, rfc3339 } from '../api/conditions.js';
 import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
-import { buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
+import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
 import { checkGraph, parseResolved, pin, pipelineRefOf, provenanceOf, visitReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
-import { allowsRemoteSources, type EffectiveConfig } from './config.js';
+import type { EffectiveConfig } from './config.js';
+import { checkParamConstraints, grantFor, rulesFor } from '../policy/grant.js';
+import type { SourcePolicy } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 
@@ -44,7 +46,7 @@ export interface EventSpec {
 export type Action =
   | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
   | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
-  | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string }
+  | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
   | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string }
   | { type: 'startResolution'; resolution: ResolutionRequest }
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
@@ -111,34 +113,44 @@ export function decide(o: Observation): Action[] {
     // The API server validates requests against the CRD schema; objects stored
     // before it (or under an older schema) are checked again here, so that a
     // malformed one is rejected with a reason instead of failing every retry.
+    const served = o.config.allowList.has(ns) || rulesFor(o.config.rules, ns).length > 0;
     const malformed = checkShape(req);
-    if (malformed && o.config.allowList.has(ns)) return [...actions, reject(req, o, malformed, 'REQUEST_INVALID')];
-    if (!o.config.allowList.has(ns)) {
-      return [...actions, reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED')];
+    if (malformed && served) return [...actions, reject(req, o, malformed, 'REQUEST_INVALID')];
+    if (!served) {
+      return [
+        ...actions,
+        reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}${o.config.rules.length ? ', and no rule names it' : ''}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED'),
+      ];
     }
-    // 4. What to run: an installed Pipeline, or one resolved from a source
-    //    the policy allows; then every reference in it (graph.ts).
+    // 4. What to run, and which rule grants it (the allowList, or the first
+    //    per-namespace rule that grants this Pipeline): its settings apply.
     const what = requestedOf(req.spec);
     if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
+    const verdict = grantFor({ ...o.config, global: o.config.global }, ns, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+    if (!verdict.ok) return [...actions, reject(req, o, verdict.message, verdict.code)];
+    const grant = verdict.grant;
+    const by = grant.rule === 'allowList' ? o.config.source : `${grant.rule} of ${o.config.source}`;
     const sa = what.serviceAccount;
-    if (sa && !o.config.allowedServiceAccounts.has(sa)) {
-      const allowed = [...o.config.allowedServiceAccounts].sort();
+    if (sa && !grant.serviceAccounts.has(sa)) {
+      const allowed = [...grant.serviceAccounts].sort();
       const msg = allowed.length
-        ? `serviceAccount "${sa}" is not allowed by ${o.config.source}; allowed: ${allowed.map((x) => JSON.stringify(x)).join(', ')}`
-        : `serviceAccount "${sa}" is not allowed: ${o.config.source} allows no service accounts; omit spec.serviceAccount`;
+        ? `serviceAccount "${sa}" is not allowed by ${by}; allowed: ${allowed.map((x) => JSON.stringify(x)).join(', ')}`
+        : `serviceAccount "${sa}" is not allowed: ${by} allows no service accounts; omit spec.serviceAccount`;
       return [...actions, reject(req, o, msg, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED')];
     }
-    // Limits: param sizes, and the timeouts the run gets.
-    const sizes = checkParamSizes(what.params, o.config.limits, o.config.source);
+    // Limits: param sizes and constraints, and the timeouts the run gets.
+    const sizes = checkParamSizes(what.params, grant.limits, by);
     if (!sizes.ok) return [...actions, reject(req, o, sizes.message, 'REQUEST_LIMIT_EXCEEDED')];
-    const timeouts = effectiveTimeouts(what.timeouts, o.config.timeouts, o.config.source);
+    const constraints = checkParamConstraints(what.params, grant, o.config.source);
+    if (!constraints.ok) return [...actions, reject(req, o, constraints.message, 'REQUEST_PARAMS_INVALID')];
+    const timeouts = effectiveTimeouts(what.timeouts, grant.timeouts, by);
     if (!timeouts.ok) return [...actions, reject(req, o, timeouts.message, 'REQUEST_LIMIT_EXCEEDED')];
     what.timeouts = timeouts.value;
     const resolutions = new Resolutions(o, uid);
     let pipeline: { spec: Record<string, unknown>; name: string; origin: 'installed' | 'resolved'; declared: Pipeline };
     const provenance: Provenance[] = [];
     if (what.kind === 'resolver') {
-      if (!allowsRemoteSources(o.config)) {
+      if (!hasSources(grant.sources)) {
         return [
           ...actions,
           reject(
@@ -153,7 +165,7 @@ export function decide(o: Observation): Action[] {
         ];
       }
       const ref = pipelineRefOf(what.resolver, what.resolverParams);
-      const v = visitReference(graphContext(o, req, resolutions), 'spec.pipeline.pipelineRef', ref, []);
+      const v = visitReference(graphContext(o, req, resolutions, grant.sources), 'spec.pipeline.pipelineRef', ref, []);
       if (v.kind === 'refused') return [...actions, reject(req, o, v.message, v.code), ...resolutions.cleanup()];
       if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, [...(v.kind === 'need' ? [ref] : [])], `resolving the Pipeline (${describeRequested(req.spec)})`)];
       const parsed = parseResolved(v.r.content, ['Pipeline']);
@@ -174,7 +186,7 @@ export function decide(o: Observation): Action[] {
     const params = checkParams(pipeline.name, pipeline.declared, what.params);
     if (!params.ok) return [...actions, reject(req, o, params.message, 'REQUEST_PARAMS_INVALID'), ...resolutions.cleanup()];
     const graph = checkGraph({
-      ...graphContext(o, req, resolutions),
+      ...graphContext(o, req, resolutions, grant.sources),
       spec: pipeline.spec,
       origin: pipeline.origin,
       params: params.params,
@@ -193,6 +205,7 @@ export function decide(o: Observation): Action[] {
       params: params.params,
       ...(graph.spec ? { pipelineSpec: graph.spec } : {}),
       provenance,
+      ...(grant.onRevoke === 'cancel' ? { annotations: { [ANNOTATION_ON_REVOKE]: 'cancel' } } : {}),
     });
     actions.push({ type: 'createPipelineRun', pipelineRun: pr });
     // 7. Marked Running; the resolutions are no longer needed.
@@ -204,6 +217,10 @@ export function decide(o: Observation): Action[] {
   const ref = `${o.namespace}/${ours.metadata.name}`;
   const out = outcomeOf(ours);
   if (!out.done) {
+    // The configuration changed under a running request, and the rule that
+    // granted it asked for running requests to be stopped then.
+    const revoked = !out.cancelled ? revocationOf(o, req, ours) : undefined;
+    if (revoked) actions.push({ type: 'cancelPipelineRun', pipelineRun: ours, why: revoked, annotations: { [ANNOTATION_REVOKED]: revoked } });
     const c = succeededCondition(req);
     if (c?.reason !== Reason.Running || req.status?.pipelineRun !== ref || req.status?.observedGeneration !== generation) {
       actions.push(running(req, o, ref, ours));
@@ -221,7 +238,8 @@ export function decide(o: Observation): Action[] {
     actions.push(finish(req, o, 'True', Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime, ran));
   } else {
     const failed = o.failedTasks?.length ? `; failed tasks: ${[...o.failedTasks].sort().join(', ')}` : '';
-    const why = [out.reason, out.message].filter(Boolean).join(': ');
+    const revoked = ours.metadata.annotations?.[ANNOTATION_REVOKED];
+    const why = revoked ? `cancelled because the configuration no longer allows it: ${revoked}` : [out.reason, out.message].filter(Boolean).join(': ');
     actions.push(
       finish(req, o, 'False', Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime, ran),
     );
@@ -400,6 +418,24 @@ class Resolutions {
   }
 }
 
-function graphContext(o: Observation, req: InternalRequest, r: Resolutions): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'> {
-  return { policy: o.config.sources, namespace: req.metadata.namespace ?? '', controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
+function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'> {
+  return { policy, namespace: req.metadata.namespace ?? '', controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
+}
+
+function hasSources(s: SourcePolicy): boolean {
+  return s.git.length > 0 || s.bundles.length > 0 || s.cluster;
+}
+
+/**
+ * Why a running request is no longer allowed, when the rule that granted it
+ * said onRevoke: cancel (recorded on its PipelineRun); undefined otherwise.
+ * Only who may run what is looked at again (namespace and Pipeline), not the
+ * limits the request was checked with; a missing configuration revokes nothing.
+ */
+function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): string | undefined {
+  if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present) return undefined;
+  const what = requestedOf(req.spec);
+  if (what.kind === 'invalid') return undefined;
+  const v = grantFor(o.config, req.metadata.namespace ?? '', what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+  return v.ok ? undefined : v.message;
 }

@@ -15,6 +15,10 @@ export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/r
 export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
 /** What was resolved from where and pinned to what (JSON list of Provenance), on PipelineRuns that run a checked graph. */
 export const ANNOTATION_SOURCES = 'internal-services.appstudio.redhat.com/sources';
+/** "cancel": the rule that granted the request wants the run stopped if the configuration stops granting it. */
+export const ANNOTATION_ON_REVOKE = 'internal-services.appstudio.redhat.com/on-revoke';
+/** Why the run was cancelled when the configuration stopped granting it. */
+export const ANNOTATION_REVOKED = 'internal-services.appstudio.redhat.com/revoked';
 /** Selects every PipelineRun (and ResolutionRequest) this controller made. */
 export const OWNED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_REQUEST_UID}`;
 
@@ -99,6 +103,7 @@ export interface BuildOptions {
   pipelineSpec?: Record<string, unknown>;
   /** What was resolved from where (recorded on the PipelineRun). */
   provenance?: Provenance[];
+  annotations?: Record<string, string>;
 }
 
 export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
@@ -135,6 +140,7 @@ export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: 
         [ANNOTATION_REQUEST_NAMESPACE]: ns,
         [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '',
         ...(opts.provenance?.length ? { [ANNOTATION_SOURCES]: JSON.stringify(opts.provenance) } : {}),
+        ...opts.annotations,
       },
     },
     spec,

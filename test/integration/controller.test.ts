@@ -96,8 +96,18 @@ describe('the API, enforced by the real apiserver', () => {
   test('InternalServicesConfig: defaults filled in, invalid values refused', async () => {
     await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'defaults', namespace: NS }, spec: {} } as never]);
     const got = (await api(internalAdmin).getNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalservicesconfigs', namespace: NS, name: 'defaults' })) as { spec: Record<string, unknown> };
-    assert.deepEqual(got.spec, { debug: false, volumeClaim: { name: 'workspace', size: '1Gi' } });
+    assert.deepEqual(got.spec, {
+      debug: false,
+      volumeClaim: { name: 'workspace', size: '1Gi' },
+      limits: { maxParamValueBytes: 262144, maxParamsBytes: 524288 },
+      timeouts: { allowNoTimeout: false, maximum: '24h' },
+    });
     const bad = [
+      { limits: { maxParamsBytes: 2_000_000 } },
+      { timeouts: { maximum: 'forever' } },
+      { rules: [{ namespaces: ['a'], params: { patterns: [{ name: 'x', pattern: '(' }] } }] },
+      { rules: [{ namespaces: ['a'], onRevoke: 'later' }] },
+      { rules: [{ pipelines: ['x'] }] },
       { volumeClaim: { size: 'lots' } },
       { allowList: ['Not_A_Namespace'] },
       { allowedServiceAccounts: ['UPPER'] },

@@ -193,3 +193,20 @@ export async function onlyPipelineRunOf(kc: KubeConfig, uid: string): Promise<Pi
     return prs[0];
   });
 }
+
+/** The controller's /metrics text. */
+export async function scrape(port: number): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+}
+
+/** One sample of a metric (the first whose labels include these). */
+export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const ls = m[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => ls.includes(`${k}="${v}"`))) return Number(m[3]);
+  }
+  return undefined;
+}

@@ -15,7 +15,7 @@ import { applyObjects, grantRequester, installProject } from '../../src/envtest/
 import type { PipelineRun } from '../../src/tekton/types.js';
 import {
   api, createRequest, httpStatus, NS, PR, pipelineRunsFor, releaseRun, runCli, simulatedStep, startController, testPipeline, waitFor, waitForReason,
-  type ControllerProcess,
+  type ControllerProcess, scrape, sample,
 } from './helpers.js';
 
 let env: Environment;
@@ -53,21 +53,6 @@ after(async () => {
   await Promise.all(procs.map((p) => p.kill('SIGKILL')));
   await env?.stop();
 });
-
-async function scrape(port: number): Promise<string> {
-  return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-}
-
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const m = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const ls = m[2] ?? '';
-    if (Object.entries(labels).every(([k, v]) => ls.includes(`${k}="${v}"`))) return Number(m[3]);
-  }
-  return undefined;
-}
 
 async function completeRequest(name: string): Promise<void> {
   const r = await createRequest(requester, 'team-a', name, { request: 'sign', params: { image: name } });

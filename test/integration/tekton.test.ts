@@ -232,7 +232,7 @@ describe('real Tekton (pods simulated)', () => {
 
   test('a PipelineRun the Tekton webhook refuses: the request is Rejected with its message', async () => {
     assert.ok(env.tekton?.webhook, 'the webhook runs in this environment');
-    await createRequest(requester, TENANT, 'refused', { request: 'results', params: { image: 'i' }, timeouts: { pipeline: '1h', tasks: '2h' } });
+    await createRequest(requester, TENANT, 'refused', { request: 'results', params: { image: 'i' }, timeouts: { tasks: '2h' } });
     const done = await waitForReason(requester, TENANT, 'refused', ['Succeeded', 'Failed', 'Rejected'], 30_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(done.status?.conditions?.[0]?.message ?? '', /the internal cluster refused the PipelineRun for this request: .*admission webhook "validation\.webhook\.pipeline\.tekton\.dev" denied the request: validation failed: invalid value: 2h0m0s should be <= pipeline duration: spec\.timeouts\.tasks/);

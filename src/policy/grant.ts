@@ -1,0 +1,121 @@
+/**
+ * Who may run what: the per-namespace rules of the InternalServicesConfig,
+ * and the allowList as their simple form. Pure: no I/O.
+ *
+ * A namespace that some rule names (by pattern or list) is governed by the
+ * rules alone: the first rule, in order, that grants the requested Pipeline
+ * decides, with its own service accounts, param constraints, timeouts and
+ * sources. A namespace that no rule names is served if it is on the
+ * allowList, with the global settings ("may run everything installed").
+ * Anything else is refused, and the refusal names the rules that were
+ * looked at.
+ */
+import { globMatch, type SourcePolicy } from './source.js';
+import type { Limits, TimeoutPolicy } from './limits.js';
+
+export interface ParamConstraints {
+  /** Param names (globs) a request may give; undefined: any the Pipeline declares. */
+  allowed?: string[];
+  /** Per param: a regular expression the whole value must match. */
+  patterns: Array<{ name: string; pattern: string }>;
+}
+
+/** What a grant carries: the settings a request is checked with once it is allowed. */
+export interface Grant {
+  /** For messages: `rules[0] ("signing")`, or `allowList`. */
+  rule: string;
+  serviceAccounts: ReadonlySet<string>;
+  limits: Limits;
+  timeouts: TimeoutPolicy;
+  sources: SourcePolicy;
+  params: ParamConstraints;
+  /** What happens to a running request when the policy stops allowing it. */
+  onRevoke: 'finish' | 'cancel';
+  approval: { required: boolean; timeoutMs: number | undefined };
+}
+
+export interface Rule extends Omit<Grant, 'rule'> {
+  /** rules[i] or rules[i] ("name"). */
+  label: string;
+  namespaces: string[];
+  /** Installed Pipelines (names, globs) the rule grants. */
+  pipelines: string[];
+}
+
+export type Requested = { kind: 'installed'; pipeline: string } | { kind: 'resolver'; resolver: string };
+
+export type GrantVerdict = { ok: true; grant: Grant } | { ok: false; message: string; code: 'REQUEST_NAMESPACE_NOT_ALLOWED' | 'REQUEST_PIPELINE_NOT_ALLOWED' };
+
+const q = (s: string) => JSON.stringify(s);
+
+/** The rules that name a namespace. */
+export function rulesFor(rules: readonly Rule[], namespace: string): Rule[] {
+  return rules.filter((r) => r.namespaces.some((p) => globMatch(p, namespace)));
+}
+
+export function grantFor(
+  cfg: { rules: readonly Rule[]; allowList: ReadonlySet<string>; global: Omit<Grant, 'rule'>; source: string },
+  namespace: string,
+  what: Requested,
+): GrantVerdict {
+  const matching = rulesFor(cfg.rules, namespace);
+  if (matching.length === 0) {
+    if (cfg.allowList.has(namespace)) return { ok: true, grant: { rule: 'allowList', ...cfg.global } };
+    return {
+      ok: false,
+      code: 'REQUEST_NAMESPACE_NOT_ALLOWED',
+      message: `namespace ${q(namespace)} is not on the allowList of ${cfg.source}${cfg.rules.length ? ', and no rule names it' : ''}; ask the administrators of the internal cluster to add it`,
+    };
+  }
+  for (const r of matching) {
+    const grants =
+      what.kind === 'installed'
+        ? r.pipelines.some((p) => globMatch(p, what.pipeline))
+        : r.sources.git.length > 0 || r.sources.bundles.length > 0 || r.sources.cluster;
+    if (grants) {
+      const { label, namespaces: _n, pipelines: _p, ...grant } = r;
+      return { ok: true, grant: { rule: label, ...grant } };
+    }
+  }
+  const labels = matching.map((r) => r.label).join(', ');
+  if (what.kind === 'installed') {
+    const allowed = [...new Set(matching.flatMap((r) => r.pipelines))];
+    return {
+      ok: false,
+      code: 'REQUEST_PIPELINE_NOT_ALLOWED',
+      message: `Pipeline ${q(what.pipeline)} is not granted to namespace ${q(namespace)} by ${cfg.source}: ${labels} ${matching.length > 1 ? 'grant' : 'grants'} ${allowed.length ? `only ${allowed.map(q).join(', ')}` : 'no installed Pipelines'}`,
+    };
+  }
+  return {
+    ok: false,
+    code: 'REQUEST_PIPELINE_NOT_ALLOWED',
+    message: `remote Pipelines (the ${q(what.resolver)} resolver) are not granted to namespace ${q(namespace)} by ${cfg.source}: ${labels} ${matching.length > 1 ? 'have' : 'has'} no sources`,
+  };
+}
+
+/** The params a grant allows: names and value patterns. Messages name the param, the rule and the constraint. */
+export function checkParamConstraints(params: Record<string, string>, grant: Grant, source: string): { ok: true } | { ok: false; message: string } {
+  const c = grant.params;
+  const names = Object.keys(params).sort();
+  if (c.allowed) {
+    const refused = names.filter((n) => !c.allowed!.some((p) => globMatch(p, n)));
+    if (refused.length) {
+      return { ok: false, message: `params ${refused.map(q).join(', ')} may not be given under ${grant.rule} of ${source}; it allows ${c.allowed.length ? c.allowed.map(q).join(', ') : 'no params'}` };
+    }
+  }
+  for (const { name, pattern } of c.patterns) {
+    if (!(name in params)) continue;
+    let re: RegExp;
+    try {
+      re = new RegExp(`^(?:${pattern})$`, 'u');
+    } catch {
+      return { ok: false, message: `${grant.rule} of ${source} has an invalid pattern for param ${q(name)}; ask the administrators of the internal cluster to fix it` };
+    }
+    if (!re.test(params[name]!)) {
+      const v = params[name]!;
+      const shown = v.length > 120 ? `${JSON.stringify(v.slice(0, 120))}…` : q(v);
+      return { ok: false, message: `param ${q(name)} is ${shown}, which does not match the pattern ${q(pattern)} of ${grant.rule} of ${source}` };
+    }
+  }
+  return { ok: true };
+}

@@ -1,0 +1,210 @@
+/**
+ * Hostile and unlucky inputs on the real control planes and REAL Tekton
+ * (pods simulated): oversize params, absurd timeouts, a configuration that
+ * disappears for a while, debug switched off, a run that ends while the
+ * controller is down. Each ends with a clear message, and the controller
+ * keeps serving a well-formed request right after.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
+import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import type { InternalRequestSpec } from '../../src/api/types.js';
+import {
+  createRequest, getRequest, httpStatus, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
+  type ControllerProcess,
+} from './helpers.js';
+
+const TENANT = 'hostile';
+let env: Environment;
+let internalAdmin: KubeConfig;
+let requester: KubeConfig;
+let controller: ControllerProcess;
+let metricsPort: number;
+const FINAL = ['Succeeded', 'Failed', 'Rejected'];
+const BASE = { allowList: [TENANT] };
+
+const messageOf = (r: { status?: { conditions?: Array<{ message?: string }> } }) => r.status?.conditions?.[0]?.message ?? '';
+
+/** What the API server says when it refuses to create a request (its message), or undefined when it accepts it. */
+async function refusedAtCreation(name: string, spec: InternalRequestSpec): Promise<string | undefined> {
+  try {
+    await createRequest(requester, TENANT, name, spec);
+    return undefined;
+  } catch (e) {
+    const body = (e as { body?: unknown }).body;
+    const text = typeof body === 'string' ? body : JSON.stringify(body ?? (e as Error).message);
+    return (JSON.parse(text) as { message?: string }).message ?? text;
+  }
+}
+
+/** A well-formed request completes: the controller is still serving. */
+async function stillServing(name: string): Promise<void> {
+  await createRequest(requester, TENANT, name, { request: 'echo', params: { text: name } });
+  const done = await waitForReason(requester, TENANT, name, FINAL, 60_000);
+  assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+  assert.deepEqual(done.status?.results, { out: name });
+}
+
+before(async () => {
+  env = await startEnvironment({ tekton: true });
+  await installProject(env);
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  requester = env.remote.identities.requester!.kubeConfig();
+  for (const ns of [TENANT, 'ruled', 'finisher']) await grantRequester(env, ns);
+  const params = ['text', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, default: '' }));
+  await applyObjects(internalAdmin, [
+    testPipeline('echo', { params, results: [{ name: 'out', value: '$(tasks.t.results.out)' }], tasks: [{ name: 't', params: [{ name: 'text', value: '$(params.text)' }], taskSpec: { params: [{ name: 'text' }], results: [{ name: 'out' }], steps: [simulatedStep('s', { SIMULATED_RESULT_out: '$(params.text)' })] } }] }),
+    testPipeline('gated', { results: [{ name: 'out', value: '$(tasks.t.results.out)' }], tasks: [{ name: 't', taskSpec: { results: [{ name: 'out' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_out: 'released' })] } }] }),
+  ] as never);
+  await setRunConfig(internalAdmin, BASE);
+  controller = await startController(env, ['--metrics-bind-address', '127.0.0.1:0']);
+  metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
+});
+
+after(async () => {
+  await controller?.kill('SIGKILL');
+  await env?.stop();
+});
+
+/** Applies the config and waits until the controller has read it. */
+async function configure(spec: Record<string, unknown>): Promise<void> {
+  const seen = controller.lines.length;
+  await setRunConfig(internalAdmin, spec);
+  await waitFor('the controller to read the configuration', async () => controller.lines.slice(seen).some((l) => l.msg === 'configuration changed' || l.msg === 'configuration loaded'));
+}
+
+describe('limits (real Tekton, pods simulated)', () => {
+  test('absurd timeouts: refused by the API server or Rejected by the controller, each with a message; then a good request runs', async () => {
+    const huge = await refusedAtCreation('huge-timeout', { request: 'echo', timeouts: { pipeline: '99999999999h' } });
+    assert.match(huge ?? 'accepted', /spec\.timeouts\.pipeline: Invalid value: "99999999999h": spec\.timeouts\.pipeline in body should match/);
+    const year = await refusedAtCreation('year-timeout', { request: 'echo', timeouts: { pipeline: '9000h' } });
+    assert.match(year ?? 'accepted', /spec\.timeouts: Invalid value: pipeline must be at most 8760h \(one year\)/);
+    const overflow = await refusedAtCreation('overflow-timeout', { request: 'echo', timeouts: { pipeline: '999999999h' } });
+    // Past what a Go duration holds: CEL cannot convert it, and says which rule.
+    assert.match(overflow ?? 'accepted', /evaluating rule: pipeline must be at most 8760h \(one year\)/);
+    const sum = await refusedAtCreation('sum-timeout', { request: 'echo', timeouts: { pipeline: '1h', tasks: '50m', finally: '20m' } });
+    assert.match(sum ?? 'accepted', /tasks \+ finally must not be longer than pipeline/);
+
+    await createRequest(requester, TENANT, 'no-timeout', { request: 'echo', timeouts: { pipeline: '0s' } });
+    await createRequest(requester, TENANT, 'too-long', { request: 'echo', timeouts: { pipeline: '30h' } });
+    const none = await waitForReason(requester, TENANT, 'no-timeout', FINAL, 30_000);
+    assert.equal(none.status?.conditions?.[0]?.reason, 'Rejected');
+    assert.match(messageOf(none), /timeouts\.pipeline "0s" means no timeout, which InternalServicesConfig internal-services\/config does not allow \(timeouts\.allowNoTimeout\)/);
+    const long = await waitForReason(requester, TENANT, 'too-long', FINAL, 30_000);
+    assert.match(messageOf(long), /timeouts\.pipeline "30h" is longer than the 24h allowed by .*\(timeouts\.maximum\)/);
+    await stillServing('after-timeouts');
+  });
+
+  test('oversize params: per value and all together, at the API server and at the controller; every refusal is written; then a good request runs', async () => {
+    const mib = 'x'.repeat(1536 * 1024);
+    const one = await refusedAtCreation('one-and-a-half-mib', { request: 'echo', params: { text: mib } });
+    assert.match(one ?? 'accepted', /spec\.params\.text: Too long: may not be (longer than|more than) 262144/);
+    const quarter = 'y'.repeat(250 * 1024);
+    const many = await refusedAtCreation('many-params', { request: 'echo', params: { a: quarter, b: quarter, c: quarter, d: quarter, e: quarter } });
+    assert.match(many ?? 'accepted', /the params \(names and values, spec\.params and spec\.pipeline\.params together\) must add up to at most 1048576 bytes/);
+
+    // Under the CRD's caps, over the configuration's (default 512 KiB together): Rejected, and the rejection fits on the object.
+    await createRequest(requester, TENANT, 'near-the-limit', { request: 'echo', params: { a: quarter, b: quarter, c: quarter, d: quarter } });
+    const near = await waitForReason(requester, TENANT, 'near-the-limit', FINAL, 30_000);
+    assert.equal(near.status?.conditions?.[0]?.reason, 'Rejected');
+    assert.match(messageOf(near), /the params add up to 1024004 bytes, more than the 524288 allowed by InternalServicesConfig internal-services\/config \(limits\.maxParamsBytes\)/);
+
+    await configure({ ...BASE, limits: { maxParamValueBytes: 1024 } });
+    await createRequest(requester, TENANT, 'long-value', { request: 'echo', params: { text: 'z'.repeat(2000) } });
+    const lv = await waitForReason(requester, TENANT, 'long-value', FINAL, 30_000);
+    assert.match(messageOf(lv), /param values longer than the 1024 bytes allowed by .*\(limits\.maxParamValueBytes\): "text" \(2000 bytes\)/);
+    await configure(BASE);
+    await stillServing('after-params');
+  });
+});
+
+describe('the configuration\'s lifecycle (real Tekton, pods simulated)', () => {
+  test('config absent for a while: new requests wait (Pending, with the reason, a metric and a /readyz line), then run when it is back', async () => {
+    const custom = internalAdmin.makeApiClient(CustomObjectsApi);
+    const seen = controller.lines.length;
+    await custom.deleteNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalservicesconfigs', namespace: NS, name: 'config' });
+    await waitFor('the controller to see the configuration go', async () => controller.lines.slice(seen).some((l) => l.msg === 'configuration deleted; new requests wait (reason Pending) until it is back'));
+    await createRequest(requester, TENANT, 'while-absent', { request: 'echo', params: { text: 'waited' } });
+    const pending = await waitForReason(requester, TENANT, 'while-absent', ['Pending'], 30_000);
+    assert.equal(pending.status?.conditions?.[0]?.status, 'Unknown');
+    assert.match(messageOf(pending), /there is no InternalServicesConfig "config" in namespace "internal-services"; the request is decided once its administrators create it/);
+    assert.equal(sample(await scrape(metricsPort), 'internal_services_config_present'), 0);
+    const readyz = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz`);
+    assert.equal(readyz.status, 200, 'still ready: it serves what it can and says what it waits for');
+    assert.match(await readyz.text(), /\[-\]config failed: no InternalServicesConfig "config" in namespace internal-services; new requests wait/);
+
+    await setRunConfig(internalAdmin, BASE);
+    const done = await waitForReason(requester, TENANT, 'while-absent', FINAL, 60_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+    assert.deepEqual(done.status?.results, { out: 'waited' });
+    assert.equal(sample(await scrape(metricsPort), 'internal_services_config_present'), 1);
+    assert.equal(await httpStatus(`http://127.0.0.1:${controller.healthPort}/readyz`), 200);
+  });
+
+  test('debug switched off: the PipelineRuns it kept are removed at once, not at the next resync', async () => {
+    await configure({ ...BASE, debug: true });
+    const r = await createRequest(requester, TENANT, 'debugged', { request: 'echo', params: { text: 'kept' } });
+    await waitForReason(requester, TENANT, 'debugged', ['Succeeded'], 60_000);
+    const kept = await pipelineRunsFor(internalAdmin, r.metadata.uid!);
+    assert.equal(kept.length, 1, 'kept while debug is on');
+    await configure(BASE);
+    await waitFor('the kept PipelineRun to be removed', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0, 15_000);
+  });
+
+  test('a run that ends while the controller is down: after the restart the final status still names the PipelineRun', async () => {
+    const r = await createRequest(requester, TENANT, 'ends-while-down', { request: 'gated' });
+    const pr = await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
+    await waitForReason(requester, TENANT, 'ends-while-down', ['Running'], 30_000);
+    await controller.kill('SIGKILL');
+    await releaseRun(env, pr.metadata.name!);
+    await waitFor('Tekton to finish the run', async () => {
+      const [p] = await pipelineRunsFor(internalAdmin, r.metadata.uid!);
+      return p?.status?.conditions?.find((c) => c.type === 'Succeeded')?.status === 'True';
+    }, 60_000);
+    controller = await startController(env, ['--metrics-bind-address', '127.0.0.1:0']);
+    metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
+    const done = await waitForReason(requester, TENANT, 'ends-while-down', FINAL, 60_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded');
+    assert.equal(done.status?.pipelineRun, `${NS}/${pr.metadata.name}`);
+    assert.deepEqual(done.status?.results, { out: 'released' });
+  });
+});
+
+describe('per-namespace rules (real Tekton, pods simulated)', () => {
+  const SIGNING = { name: 'signing', namespaces: ['ruled'], pipelines: ['echo', 'gated'], params: { patterns: [{ name: 'text', pattern: 'release-[0-9]+' }] }, onRevoke: 'cancel' };
+  const FINISHING = { name: 'finishing', namespaces: ['finisher'], pipelines: ['gated'] };
+
+  test('a rule grants some Pipelines to some namespaces, with constraints on params; refusals name the rule and the value', async () => {
+    await configure({ ...BASE, rules: [SIGNING, FINISHING] });
+    await createRequest(requester, 'ruled', 'good', { request: 'echo', params: { text: 'release-42' } });
+    await createRequest(requester, 'ruled', 'bad-param', { request: 'echo', params: { text: 'rm -rf' } });
+    await createRequest(requester, 'finisher', 'not-granted', { request: 'echo', params: { text: 'x' } });
+    const good = await waitForReason(requester, 'ruled', 'good', FINAL, 60_000);
+    assert.equal(good.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(good));
+    const bad = await waitForReason(requester, 'ruled', 'bad-param', FINAL, 30_000);
+    assert.match(messageOf(bad), /^param "text" is "rm -rf", which does not match the pattern "release-\[0-9\]\+" of rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config$/);
+    const ng = await waitForReason(requester, 'finisher', 'not-granted', FINAL, 30_000);
+    assert.match(messageOf(ng), /^Pipeline "echo" is not granted to namespace "finisher" by InternalServicesConfig internal-services\/config: rules\[1\] \("finishing"\) grants only "gated"$/);
+    await stillServing('after-rules');
+  });
+
+  test('the policy tightened while requests run: onRevoke cancel stops the run and says why; finish (the default) lets it end', async () => {
+    // (the rules of the previous test are in force)
+    const cancelled = await createRequest(requester, 'ruled', 'to-cancel', { request: 'gated' });
+    const finishing = await createRequest(requester, 'finisher', 'to-finish', { request: 'gated' });
+    const [prC, prF] = await Promise.all([onlyPipelineRunOf(internalAdmin, cancelled.metadata.uid!), onlyPipelineRunOf(internalAdmin, finishing.metadata.uid!)]);
+    await Promise.all([waitForReason(requester, 'ruled', 'to-cancel', ['Running'], 30_000), waitForReason(requester, 'finisher', 'to-finish', ['Running'], 30_000)]);
+    // Both namespaces lose their rules.
+    await configure(BASE);
+    const c = await waitForReason(requester, 'ruled', 'to-cancel', FINAL, 60_000);
+    assert.equal(c.status?.conditions?.[0]?.reason, 'Failed');
+    assert.match(messageOf(c), new RegExp(`^PipelineRun ${NS}/${prC.metadata.name} failed: cancelled because the configuration no longer allows it: namespace "ruled" is not on the allowList`));
+    assert.equal((await getRequest(requester, 'finisher', 'to-finish')).status?.conditions?.[0]?.reason, 'Running', 'onRevoke finish: still running');
+    await releaseRun(env, prF.metadata.name!);
+    const fd = await waitForReason(requester, 'finisher', 'to-finish', FINAL, 60_000);
+    assert.equal(fd.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(fd));
+  });
+});
+

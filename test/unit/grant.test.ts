@@ -1,0 +1,101 @@
+/** Per-namespace rules (src/policy/grant.ts) and how decide() applies them. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decide, type Action, type Observation } from '../../src/controller/decide.js';
+import { effectiveConfig } from '../../src/controller/config.js';
+import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED } from '../../src/tekton/pipelinerun.js';
+import type { InternalRequest } from '../../src/api/types.js';
+import { config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus } from './fixtures.js';
+
+const RULES = {
+  allowList: ['team-a', 'managed-x'],
+  allowedServiceAccounts: ['global-sa'],
+  rules: [
+    {
+      name: 'signing',
+      namespaces: ['managed-*'],
+      pipelines: ['sign', 'sign-*'],
+      serviceAccounts: ['signer'],
+      params: { allowed: ['image', 'tag*'], patterns: [{ name: 'image', pattern: 'quay\\.io/org/[a-z0-9-]+(@sha256:[0-9a-f]{64})?' }], maxValueBytes: 200 },
+      timeouts: { maximum: '2h', defaults: { pipeline: '1h' } },
+      onRevoke: 'cancel',
+    },
+    { namespaces: ['managed-*', 'ops'], pipelines: ['*'] },
+  ],
+};
+const SHA = 'a'.repeat(64);
+const observe = (o: Partial<Observation>): Observation => ({ namespace: NS, request: request(), pipelineRuns: [], config: config(RULES), pipeline: pipeline(), now: NOW, ...o });
+const inNs = (ns: string, spec: Partial<InternalRequest['spec']> = {}) => request({ params: { image: `quay.io/org/app@sha256:${SHA}` }, ...spec }, { namespace: ns });
+const statusOf = (a: Action[]) => {
+  const w = a.find((x) => x.type === 'writeStatus');
+  assert.ok(w && w.type === 'writeStatus');
+  return w;
+};
+const msg = (a: Action[]) => statusOf(a).status.conditions?.[0]?.message ?? '';
+
+test('a namespace named by a rule is governed by the rules: the first rule granting the Pipeline applies, with its own settings', () => {
+  const a = decide(observe({ request: inNs('managed-x', { serviceAccount: 'signer' }) }));
+  assert.equal(a[0]?.type, 'createPipelineRun');
+  const pr = (a[0] as Extract<Action, { type: 'createPipelineRun' }>).pipelineRun;
+  assert.deepEqual(pr.spec.timeouts, { pipeline: '1h' }, "the rule's default timeout");
+  assert.equal(pr.metadata.annotations?.[ANNOTATION_ON_REVOKE], 'cancel');
+  // on the allowList too, but the rules govern it: the global service account is not granted
+  const sa = decide(observe({ request: inNs('managed-x', { serviceAccount: 'global-sa' }) }));
+  assert.equal(statusOf(sa).code, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED');
+  assert.match(msg(sa), /serviceAccount "global-sa" is not allowed by rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config; allowed: "signer"/);
+});
+
+test('refusals name the rule and the value, quoted', () => {
+  const cases: Array<[InternalRequest, string, RegExp, Partial<Observation>?]> = [
+    [inNs('elsewhere'), 'REQUEST_NAMESPACE_NOT_ALLOWED', /namespace "elsewhere" is not on the allowList of InternalServicesConfig internal-services\/config, and no rule names it/],
+    [inNs('managed-x', { params: { image: 'docker.io/evil/app' } }), 'REQUEST_PARAMS_INVALID', /param "image" is "docker\.io\/evil\/app", which does not match the pattern "quay\\\\\.io\/org\/.*" of rules\[0\] \("signing"\) of InternalServicesConfig/],
+    [inNs('managed-x', { params: { image: `quay.io/org/app@sha256:${SHA}`, extra: 'x' } }), 'REQUEST_PARAMS_INVALID', /params "extra" may not be given under rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config; it allows "image", "tag\*"/],
+    [inNs('managed-x', { params: { image: `quay.io/org/app@sha256:${SHA}`, tag: 'x'.repeat(300) } }), 'REQUEST_LIMIT_EXCEEDED', /param values longer than the 200 bytes allowed by rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config \(limits\.maxParamValueBytes\): "tag" \(300 bytes\)/],
+    [inNs('managed-x', { timeouts: { pipeline: '3h' } }), 'REQUEST_LIMIT_EXCEEDED', /timeouts\.pipeline "3h" is longer than the 2h allowed by rules\[0\] \("signing"\)/],
+    [inNs('ops', { request: 'deploy' }), 'REQUEST_PIPELINE_NOT_FOUND', /no Pipeline named "deploy"/, { pipeline: undefined }],
+  ];
+  for (const [req, code, re, extra] of cases) {
+    const a = decide(observe({ request: req, ...extra }));
+    assert.equal(statusOf(a).code, code, JSON.stringify(req.spec));
+    assert.match(msg(a), re, JSON.stringify(req.spec));
+  }
+  // a namespace governed by rules, none of which grants the Pipeline
+  const onlyOps = config({ rules: [{ name: 'ops', namespaces: ['ops'], pipelines: ['deploy-*'] }] });
+  const notGranted = decide(observe({ request: inNs('ops'), config: onlyOps }));
+  assert.equal(statusOf(notGranted).code, 'REQUEST_PIPELINE_NOT_ALLOWED');
+  assert.match(msg(notGranted), /Pipeline "sign" is not granted to namespace "ops" by InternalServicesConfig internal-services\/config: rules\[0\] \("ops"\) grants only "deploy-\*"/);
+  const remote = { ...inNs('ops'), spec: { pipeline: { pipelineRef: { resolver: 'git', params: [{ name: 'url', value: 'https://x/y.git' }] } } } } as unknown as InternalRequest;
+  assert.match(msg(decide(observe({ request: remote, config: onlyOps }))), /remote Pipelines \(the "git" resolver\) are not granted to namespace "ops" .*rules\[0\] \("ops"\) has no sources/);
+});
+
+test('the second rule grants what the first does not, with its settings (no constraints)', () => {
+  const a = decide(observe({ request: inNs('managed-x', { request: 'other', params: { anything: 'goes' } }), pipeline: { ...pipeline([{ name: 'anything' }]), metadata: { name: 'other', namespace: NS } } }));
+  assert.equal(a[0]?.type, 'createPipelineRun');
+});
+
+test('onRevoke: cancel stops a running request once no rule grants it; finish (the default) lets it run', () => {
+  const req = inNs('managed-x');
+  const running = { ...req, status: { conditions: [{ type: 'Succeeded', status: 'Unknown' as const, reason: 'Running', message: 'm', lastTransitionTime: '2026-11-22T09:59:00Z' }], pipelineRun: `${NS}/ir-u-1` } };
+  const pr = pipelineRun('u-1', runningStatus(), { ns: 'managed-x', name: 'req' });
+  pr.metadata.annotations = { ...pr.metadata.annotations, [ANNOTATION_ON_REVOKE]: 'cancel' };
+  const cancels = (a: Action[]) => a.filter((x) => x.type === 'cancelPipelineRun');
+  // still granted: nothing to stop
+  assert.deepEqual(cancels(decide(observe({ request: running, pipelineRuns: [pr] }))), []);
+  // the rules no longer name managed-x, and it is not on the allowList: cancelled, saying why
+  const tightened = config({ allowList: ['team-a'], rules: [{ namespaces: ['ops'], pipelines: ['*'] }] });
+  const a = cancels(decide(observe({ request: running, pipelineRuns: [pr], config: tightened })));
+  assert.equal(a.length, 1);
+  const c = a[0] as Extract<Action, { type: 'cancelPipelineRun' }>;
+  assert.match(c.annotations?.[ANNOTATION_REVOKED] ?? '', /namespace "managed-x" is not on the allowList/);
+  // once Tekton reports it cancelled: Failed, with the reason
+  const cancelled = pipelineRun('u-1', done(false, { conditions: [{ type: 'Succeeded', status: 'False', reason: 'Cancelled', message: 'PipelineRun "ir-u-1" was cancelled' }] }), { ns: 'managed-x', name: 'req' });
+  cancelled.metadata.annotations = { ...cancelled.metadata.annotations, [ANNOTATION_REVOKED]: c.annotations![ANNOTATION_REVOKED]! };
+  const end = statusOf(decide(observe({ request: running, pipelineRuns: [cancelled], config: tightened })));
+  assert.equal(end.status.conditions?.[0]?.reason, 'Failed');
+  assert.match(end.status.conditions?.[0]?.message ?? '', /failed: cancelled because the configuration no longer allows it: namespace "managed-x" is not on the allowList/);
+  // without the annotation (onRevoke: finish), the same change leaves it running
+  const finishing = pipelineRun('u-1', runningStatus(), { ns: 'managed-x', name: 'req' });
+  assert.deepEqual(cancels(decide(observe({ request: running, pipelineRuns: [finishing], config: tightened }))), []);
+  // and a missing configuration revokes nothing
+  assert.deepEqual(cancels(decide(observe({ request: running, pipelineRuns: [pr], config: effectiveConfig(undefined, NS) }))), []);
+});
