@@ -6,6 +6,8 @@ export const SUCCEEDED = 'Succeeded';
 export const Reason = {
   /** Not decided yet: the controller waits for something outside the request (its configuration). */
   Pending: 'Pending',
+  /** Allowed, checked, and waiting for an approver's decision (a rule requires approval). */
+  AwaitingApproval: 'AwaitingApproval',
   /** The Pipeline and its references are being resolved and checked; nothing runs yet. */
   Resolving: 'Resolving',
   Running: 'Running',

@@ -2,6 +2,9 @@
 import {
   INTERNAL_REQUEST,
   INTERNAL_SERVICES_CONFIG,
+  INTERNAL_REQUEST_APPROVAL,
+  approvalSpecSchema,
+  approvalStatusSchema,
   internalRequestSpecSchema,
   internalRequestStatusSchema,
   internalServicesConfigSpecSchema,
@@ -93,8 +96,27 @@ export const internalServicesConfigCrd = crd(
   false,
 );
 
+export const internalRequestApprovalCrd = crd(
+  INTERNAL_REQUEST_APPROVAL,
+  'A request waiting for approval on the internal cluster; approvers write the decision into its status.',
+  approvalSpecSchema,
+  approvalStatusSchema,
+  [
+    { name: 'Namespace', type: 'string', jsonPath: '.spec.request.namespace' },
+    { name: 'Request', type: 'string', jsonPath: '.spec.request.name' },
+    { name: 'Rule', type: 'string', jsonPath: '.spec.rule' },
+    { name: 'Pipeline', type: 'string', jsonPath: '.spec.pipeline' },
+    { name: 'Decision', type: 'string', jsonPath: '.status.decision.result' },
+    { name: 'By', type: 'string', jsonPath: '.status.decision.by' },
+    { name: 'Expires', type: 'date', jsonPath: '.spec.expiresAt', priority: 1 },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+  true,
+);
+
 /** File name under config/crd/bases → CRD object, in the kubebuilder naming style. */
 export const crdFiles: Record<string, object> = {
   [`${INTERNAL_REQUEST.group}_${INTERNAL_REQUEST.plural}.yaml`]: internalRequestCrd,
   [`${INTERNAL_SERVICES_CONFIG.group}_${INTERNAL_SERVICES_CONFIG.plural}.yaml`]: internalServicesConfigCrd,
+  [`${INTERNAL_REQUEST_APPROVAL.group}_${INTERNAL_REQUEST_APPROVAL.plural}.yaml`]: internalRequestApprovalCrd,
 };

@@ -185,6 +185,17 @@ export const internalRequestStatusSchema = schema({
       additionalProperties: { type: 'string' },
     },
     pipelineRun: { type: 'string', description: 'namespace/name of the PipelineRun on the internal cluster.' },
+    approval: {
+      type: 'object',
+      description: 'For a request whose rule requires approval: the decision, who made it (as the internal cluster authenticated them) and when.',
+      properties: {
+        result: { type: 'string', description: 'Approved, Denied or Expired.' },
+        by: { type: 'string' },
+        at: { type: 'string', format: 'date-time' },
+        message: { type: 'string', maxLength: 4096 },
+        rule: { type: 'string' },
+      },
+    },
     pipeline: {
       type: 'object',
       description:
@@ -309,8 +320,9 @@ export const internalServicesConfigSpecSchema = schema({
       items: {
         type: 'object',
         required: ['namespaces'],
+        'x-kubernetes-validations': [{ rule: '!has(self.requireApproval) || !self.requireApproval || has(self.name)', message: 'a rule that requires approval needs a name: approvers are authorized by it' }],
         properties: {
-          name: { type: 'string', maxLength: 63, description: 'A name for messages and logs.' },
+          name: { type: 'string', maxLength: 63, pattern: DNS_SUBDOMAIN_PATTERN, description: 'A name for messages, logs, and (with requireApproval) the resource name approvers are authorized for.' },
           namespaces: { type: 'array', minItems: 1, maxItems: 256, description: 'Remote namespaces (globs: * within, ** across "/"-free names, so * is enough).', items: { type: 'string', minLength: 1, maxLength: 63 } },
           pipelines: { type: 'array', maxItems: 256, description: 'Installed Pipelines (names or globs) the rule grants. Absent: none.', items: { type: 'string', minLength: 1, maxLength: 253 } },
           sources: sourcesSchema,
@@ -335,6 +347,11 @@ export const internalServicesConfigSpecSchema = schema({
             },
           },
           timeouts: timeoutPolicySchema,
+          requireApproval: {
+            type: 'boolean',
+            description: 'Requests under this rule run only once approved on the internal cluster (kubectl internalrequest approve) by a user with verb "approve" on rules.appstudio.redhat.com named after the rule (docs/security.md).',
+          },
+          approvalTimeout: { ...durationField('Without a decision within this time, the request is Rejected; default 24h'), default: '24h' },
           onRevoke: {
             type: 'string',
             enum: ['finish', 'cancel'],
@@ -347,6 +364,76 @@ export const internalServicesConfigSpecSchema = schema({
     sources: sourcesSchema,
   },
 } as const);
+
+/**
+ * InternalRequestApproval, on the internal cluster (the trusted side): made
+ * by the controller for a request whose rule requires approval, with what
+ * exactly would run; decided by an approver through its status, which a
+ * ValidatingAdmissionPolicy lets only users with the "approve" verb write,
+ * under their own name (config/rbac/internal/approval_policy.yaml).
+ */
+export const approvalSpecSchema = schema({
+  type: 'object',
+  description: 'The request waiting for approval and what would run for it. Written by the controller only.',
+  required: ['request', 'rule'],
+  'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'spec is immutable' }],
+  properties: {
+    request: {
+      type: 'object',
+      required: ['namespace', 'name', 'uid'],
+      properties: {
+        namespace: { type: 'string', maxLength: 63 },
+        name: { type: 'string', maxLength: 253 },
+        uid: { type: 'string', maxLength: 64 },
+      },
+    },
+    rule: { type: 'string', maxLength: 128, description: 'The rule that requires approval (its name, or rules[i]); approvers are authorized per rule: verb "approve" on rules.appstudio.redhat.com with this resource name.' },
+    pipeline: { type: 'string', maxLength: 4096, description: 'What would run: the Pipeline, or its source and pinned commit.' },
+    serviceAccount: { type: 'string', maxLength: 63 },
+    params: { type: 'object', maxProperties: 256, additionalProperties: { type: 'string', maxLength: 1024 }, description: 'The params (values over 1 KiB shortened).' },
+    timeouts: { type: 'object', properties: { pipeline: { type: 'string', maxLength: 64 }, tasks: { type: 'string', maxLength: 64 }, finally: { type: 'string', maxLength: 64 } } },
+    expiresAt: { type: 'string', format: 'date-time', description: 'Without a decision by then, the request is Rejected.' },
+  },
+} as const);
+
+export const approvalStatusSchema = schema({
+  type: 'object',
+  description: 'The decision, written once by an approver (kubectl internalrequest approve/deny).',
+  'x-kubernetes-validations': [{ rule: '!has(oldSelf.decision) || self == oldSelf', message: 'a decision cannot be changed once made' }],
+  properties: {
+    decision: {
+      type: 'object',
+      required: ['result', 'by'],
+      properties: {
+        result: { type: 'string', enum: ['Approved', 'Denied'] },
+        by: { type: 'string', maxLength: 512, description: 'Who decided: must be the authenticated user who writes the decision (checked by the API server).' },
+        groups: { type: 'array', maxItems: 256, items: { type: 'string', maxLength: 512 }, description: "The decider's groups, as the API server knows them (checked by it)." },
+        message: { type: 'string', maxLength: 4096 },
+        at: { type: 'string', format: 'date-time' },
+      },
+    },
+  },
+} as const);
+
+export type ApprovalSpec = FromSchema<typeof approvalSpecSchema>;
+export type ApprovalStatus = FromSchema<typeof approvalStatusSchema>;
+
+export interface InternalRequestApproval {
+  apiVersion: typeof API_VERSION;
+  kind: 'InternalRequestApproval';
+  metadata: ObjectMeta;
+  spec: ApprovalSpec;
+  status?: ApprovalStatus;
+}
+
+export const INTERNAL_REQUEST_APPROVAL = {
+  group: GROUP,
+  version: VERSION,
+  kind: 'InternalRequestApproval',
+  plural: 'internalrequestapprovals',
+  singular: 'internalrequestapproval',
+  shortNames: ['ira'],
+} as const;
 
 export type Condition = FromSchema<typeof conditionSchema>;
 export type InternalRequestSpec = FromSchema<typeof internalRequestSpecSchema>;

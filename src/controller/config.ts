@@ -31,6 +31,7 @@ export const DEFAULT_VOLUME_CLAIM = { name: 'workspace', size: '1Gi' } as const;
 export const DEFAULT_RESOLUTION_TIMEOUT_MS = 120_000;
 export const DEFAULT_MAX_PARAMS_BYTES = 524288;
 export const DEFAULT_MAX_TIMEOUT = '24h';
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 3_600_000;
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
@@ -91,7 +92,7 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
     sources,
     params: { patterns: [] },
     onRevoke: 'finish',
-    approval: { required: false, timeoutMs: undefined },
+    approval: { required: false, timeoutMs: DEFAULT_APPROVAL_TIMEOUT_MS, rule: '' },
   };
   const rules: Rule[] = list(spec['rules'])
     .filter((r) => strings(r['namespaces']).length > 0)
@@ -111,7 +112,11 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
           patterns: list(p['patterns']).filter((x) => typeof x['name'] === 'string' && typeof x['pattern'] === 'string').map((x) => ({ name: x['name'] as string, pattern: x['pattern'] as string })),
         },
         onRevoke: r['onRevoke'] === 'cancel' ? 'cancel' : 'finish',
-        approval: { required: false, timeoutMs: undefined },
+        approval: {
+          required: r['requireApproval'] === true,
+          timeoutMs: (typeof r['approvalTimeout'] === 'string' ? parseDuration(r['approvalTimeout']) : undefined) || DEFAULT_APPROVAL_TIMEOUT_MS,
+          rule: name ?? `rules-${i}`,
+        },
       };
     });
   return {

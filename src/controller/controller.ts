@@ -4,13 +4,14 @@
  * ask decide() what to do, and do it.
  */
 import type { Logger } from 'pino';
-import { CONFIG_NAME, INTERNAL_REQUEST, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalServicesConfig } from '../api/types.js';
+import { CONFIG_NAME, INTERNAL_REQUEST, INTERNAL_REQUEST_APPROVAL, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalRequestApproval, type InternalServicesConfig } from '../api/types.js';
+import { approvalTrust, type ApprovalTrust } from './trust.js';
 import { isFinished, Reason, succeededCondition } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
 import { WorkQueue, type QueueObserver } from '../kube/queue.js';
-import { OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig } from './config.js';
@@ -62,6 +63,10 @@ export class Controller {
   readonly configs: Informer<InternalServicesConfig>;
   /** Our ResolutionRequests (one per reference of a request being checked). */
   readonly resolutions: Informer<ResolutionRequest>;
+  /** Approvals this controller made (requests whose rule requires one). */
+  readonly approvals: Informer<InternalRequestApproval>;
+  private readonly approvalClient: ResourceClient<InternalRequestApproval>;
+  private readonly trust: ApprovalTrust;
   /** Tasks installed in the controller's namespace (their step refs are checked too). */
   readonly tasks: Informer<Task>;
   readonly queue: WorkQueue;
@@ -95,6 +100,8 @@ export class Controller {
     this.pipelineClient = opts.internal.resource<Pipeline>(PIPELINE);
     this.taskRunClient = opts.internal.resource<TaskRun>(TASKRUN);
     this.resolutionClient = opts.internal.resource<ResolutionRequest>(RESOLUTION_REQUEST);
+    this.approvalClient = opts.internal.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
+    this.trust = approvalTrust(opts.internal, opts.namespace);
     this.events = new EventRecorder(opts.remote, 'internal-services-controller', opts.instance ?? 'internal-services', this.log);
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
     const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
@@ -136,10 +143,15 @@ export class Controller {
 
     this.pipelines = new Informer<Pipeline>('internal/pipelines', this.pipelineClient, {}, this.log, { ...inf, namespace: opts.namespace, transform: slimMeta });
     this.tasks = new Informer<Task>('internal/tasks', opts.internal.resource<Task>(TASK), {}, this.log, { ...inf, namespace: opts.namespace, transform: slimMeta });
-    const onRr = (rr: ResolutionRequest) => {
+    const onRr = (rr: { metadata?: { annotations?: Record<string, string> } }) => {
       const key = requestKeyOf({ metadata: rr.metadata ?? {} });
       if (key) this.queue.add(key);
     };
+    this.approvals = new Informer<InternalRequestApproval>('internal/internalrequestapprovals', this.approvalClient, {
+      onAdd: onRr,
+      onUpdate: (_o, a) => onRr(a),
+      onDelete: onRr,
+    }, this.log, { ...inf, namespace: opts.namespace, labelSelector: OWNED_SELECTOR, transform: slimMeta });
     this.resolutions = new Informer<ResolutionRequest>('internal/resolutionrequests', this.resolutionClient, {
       onAdd: onRr,
       onUpdate: (_o, rr) => onRr(rr),
@@ -168,7 +180,7 @@ export class Controller {
   }
 
   private get informers() {
-    return [this.requests, this.pipelineRuns, this.pipelines, this.configs, this.resolutions, this.tasks];
+    return [this.requests, this.pipelineRuns, this.pipelines, this.configs, this.resolutions, this.tasks, this.approvals];
   }
 
   /** Starts the caches and waits until each has synced. */
@@ -342,6 +354,9 @@ export class Controller {
       if (out.done && !out.succeeded) failedTasks = await this.failedTasksOf(ours);
     }
     const resolutions = [...this.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
+    const approvals = [...this.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
+    const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
+    const approvalTrustNow = needPipeline && decided ? await this.trust.check(decided) : undefined;
     const tasks = needPipeline ? new Map([...this.tasks.list()].map((t) => [t.metadata.name ?? '', t as unknown as Record<string, unknown>])) : undefined;
     const observe = (): Observation => ({
       namespace: ns,
@@ -351,6 +366,8 @@ export class Controller {
       pipeline,
       now: this.now(),
       resolutions,
+      approvals,
+      ...(approvalTrustNow ? { approvalTrust: approvalTrustNow } : {}),
       ...(tasks ? { tasks } : {}),
       ...(failedTasks ? { failedTasks } : {}),
     });
@@ -419,6 +436,25 @@ export class Controller {
           if (code !== 404 && code !== 409) throw e;
         }
         this.log.debug({ request: key, resolutionRequest: action.resolution.metadata?.name, why: action.why }, 'ResolutionRequest deleted');
+        return true;
+      }
+      case 'createApproval': {
+        try {
+          await this.approvalClient.create(ns, action.approval);
+          this.log.info({ request: key, approval: `${ns}/${action.approval.metadata.name}`, rule: action.approval.spec.rule }, 'approval requested');
+        } catch (e) {
+          if (statusCode(e) !== 409) throw e;
+        }
+        return true;
+      }
+      case 'deleteApproval': {
+        try {
+          await this.approvalClient.delete(ns, action.approval.metadata.name ?? '', action.approval.metadata.uid);
+        } catch (e) {
+          const code = statusCode(e);
+          if (code !== 404 && code !== 409) throw e;
+        }
+        this.log.debug({ request: key, approval: action.approval.metadata.name, why: action.why }, 'InternalRequestApproval deleted');
         return true;
       }
       case 'requeueAfter':

@@ -5,7 +5,10 @@
  * steps follow the request flow of the design (seed 000/001).
  */
 import { isFinished, Reason, succeededCondition, withSucceeded, rfc3339 } from '../api/conditions.js';
-import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestStatus } from '../api/types.js';
+import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
+import { approvalFor } from './approval.js';
+import type { Grant } from '../policy/grant.js';
+import { formatDuration } from '../util/duration.js';
 import type { ErrorCode } from '../errors.js';
 import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
 import { checkGraph, parseResolved, pin, pipelineRefOf, provenanceOf, visitReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
@@ -30,6 +33,14 @@ export interface Observation {
   pipeline: Pipeline | undefined;
   /** ResolutionRequests made for this request key (any uid). */
   resolutions?: ResolutionRequest[];
+  /** InternalRequestApprovals made for this request key (any uid). */
+  approvals?: InternalRequestApproval[];
+  /**
+   * For an approval that holds a decision: whether the controller trusts it
+   * (the admission policy that checks approvers is in force, and the approver
+   * may approve under the rule now), as the controller found out.
+   */
+  approvalTrust?: { trusted: true } | { trusted: false; why: string };
   /** Tasks installed in the controller's namespace, by name. */
   tasks?: ReadonlyMap<string, Record<string, unknown>>;
   /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
@@ -49,6 +60,8 @@ export type Action =
   | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
   | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string }
   | { type: 'startResolution'; resolution: ResolutionRequest }
+  | { type: 'createApproval'; approval: InternalRequestApproval }
+  | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
   /** Look at the request again after this long (a resolution's deadline), whatever else happens. */
   | { type: 'requeueAfter'; ms: number };
@@ -74,6 +87,9 @@ export function decide(o: Observation): Action[] {
   for (const rr of o.resolutions ?? []) {
     if (!uid || requestUidOf(rr) !== uid) actions.push({ type: 'deleteResolution', resolution: rr, why: 'its InternalRequest was deleted' });
   }
+  for (const a of o.approvals ?? []) {
+    if (!uid || requestUidOf(a) !== uid) actions.push(deleteApproval(a, 'its InternalRequest was deleted'));
+  }
   if (!req || !uid) return actions;
 
   const ours = o.pipelineRuns.find((pr) => requestUidOf(pr) === uid && pr.metadata.name === pipelineRunName(uid));
@@ -85,7 +101,7 @@ export function decide(o: Observation): Action[] {
     if (ours && outcomeOf(ours).done && !o.config.debug) {
       actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'the request is finished' });
     }
-    actions.push(...new Resolutions(o, uid).cleanup());
+    actions.push(...new Resolutions(o, uid).cleanup(), ...(o.approvals ?? []).map((a) => deleteApproval(a, 'the request is finished')));
     return actions;
   }
 
@@ -207,10 +223,20 @@ export function decide(o: Observation): Action[] {
       provenance,
       ...(grant.onRevoke === 'cancel' ? { annotations: { [ANNOTATION_ON_REVOKE]: 'cancel' } } : {}),
     });
+    // 7. A rule may require approval first (seed 004): the decision is made
+    //    on the internal cluster, by a user the API server vouches for.
+    let approvalRecord: InternalRequestStatus['approval'] | undefined;
+    const approvals = (o.approvals ?? []).filter((a) => requestUidOf(a) === uid);
+    if (grant.approval.required) {
+      const gate = approvalGate(o, req, grant, pr, what, approvals[0]);
+      if (gate.state === 'waiting') return [...actions, ...gate.actions];
+      if (gate.state === 'ended') return [...actions, ...gate.actions, ...resolutions.cleanup(), ...approvals.map((a) => deleteApproval(a, 'the request was decided'))];
+      approvalRecord = gate.record;
+    }
     actions.push({ type: 'createPipelineRun', pipelineRun: pr });
-    // 7. Marked Running; the resolutions are no longer needed.
-    actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr));
-    actions.push(...resolutions.cleanup());
+    // 8. Marked Running; the resolutions (and the approval) are no longer needed.
+    actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr, approvalRecord));
+    actions.push(...resolutions.cleanup(), ...approvals.map((a) => deleteApproval(a, 'the request runs')));
     return actions;
   }
 
@@ -309,17 +335,19 @@ function checkTimeouts(timeouts: unknown, field: string): string | undefined {
   return undefined;
 }
 
-function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun): Action {
+function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, approval?: InternalRequestStatus['approval']): Action {
   const pipeline = pipelineStatusOf(pr);
   const status: InternalRequestStatus = {
     ...req.status,
+    ...(approval ? { approval } : {}),
     ...(pipeline ? { pipeline } : {}),
     conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Running, message: `PipelineRun ${ref} is running`, ...gen(req) }, o.now),
     startTime: req.status?.startTime ?? rfc3339(o.now),
     pipelineRun: ref,
     ...gen(req),
   };
-  return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster` } };
+  const approvedBy = approval?.by ? `, approved by ${JSON.stringify(approval.by)} under rule ${JSON.stringify(approval.rule ?? '')}${approval.message ? `: ${approval.message}` : ''}` : '';
+  return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster${approvedBy}` } };
 }
 
 function reject(req: InternalRequest, o: Observation, message: string, code: ErrorCode): Action {
@@ -438,4 +466,62 @@ function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): st
   if (what.kind === 'invalid') return undefined;
   const v = grantFor(o.config, req.metadata.namespace ?? '', what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
   return v.ok ? undefined : v.message;
+}
+
+function deleteApproval(approval: InternalRequestApproval, why: string): Action {
+  return { type: 'deleteApproval', approval, why };
+}
+
+type Gate =
+  | { state: 'waiting'; actions: Action[] }
+  | { state: 'ended'; actions: Action[] }
+  | { state: 'approved'; record: NonNullable<InternalRequestStatus['approval']> };
+
+/**
+ * The approval gate: make the approval object, wait for a decision (until it
+ * expires), and accept an approval only if the controller trusts it.
+ */
+function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: PipelineRun, what: { serviceAccount?: string | undefined; params: Record<string, string> }, existing: InternalRequestApproval | undefined): Gate {
+  const rule = grant.approval.rule;
+  const where = `${grant.rule} of ${o.config.source}`;
+  const ref = `${req.metadata.namespace}/${req.metadata.name}`;
+  const awaiting = (note: string | undefined, expiresAt: string): Action[] => {
+    const message =
+      `waiting for approval under ${where}: someone allowed to approve it (verb "approve" on rules.appstudio.redhat.com ${JSON.stringify(rule)} in namespace ${JSON.stringify(o.namespace)} of the internal cluster) ` +
+      `runs "kubectl internalrequest approve ${ref}" (or "deny ${ref} --message …") against the internal cluster; without a decision by ${expiresAt} the request is Rejected` +
+      (note ? `. ${note}` : '');
+    const c = succeededCondition(req);
+    if (c?.reason === Reason.AwaitingApproval && c.message === message) return [];
+    const status: InternalRequestStatus = { ...req.status, conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.AwaitingApproval, message, ...gen(req) }, o.now), ...gen(req) };
+    return [{ type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.AwaitingApproval, message } }];
+  };
+  const until = (expiresAt: string): Action => ({ type: 'requeueAfter', ms: Math.max(1000, Date.parse(expiresAt) - o.now.getTime() + 500) });
+  if (!existing) {
+    const approval = approvalFor(req, o.namespace, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs));
+    const expiresAt = approval.spec.expiresAt!;
+    return { state: 'waiting', actions: [{ type: 'createApproval', approval }, ...awaiting(undefined, expiresAt), until(expiresAt)] };
+  }
+  const expiresAt = existing.spec.expiresAt ?? rfc3339(o.now);
+  const d = existing.status?.decision;
+  const end = (result: string, message: string, by?: string, at?: string): Gate => {
+    const record = { result, rule, ...(by ? { by } : {}), at: at ?? rfc3339(o.now), ...(d?.message ? { message: d.message } : {}) };
+    const w = endWithoutResults(req, Reason.Rejected, message, o.now, 'REQUEST_NOT_APPROVED');
+    w.status.approval = record;
+    return { state: 'ended', actions: [w] };
+  };
+  if (!d) {
+    if (Date.parse(expiresAt) <= o.now.getTime()) {
+      return end('Expired', `not approved within ${formatDuration(grant.approval.timeoutMs)} (by ${expiresAt}), as ${where} requires; create a new request to ask again`);
+    }
+    return { state: 'waiting', actions: [...awaiting(undefined, expiresAt), until(expiresAt)] };
+  }
+  if (d.result === 'Denied') {
+    return end('Denied', `denied by ${JSON.stringify(d.by)} under ${where}${d.message ? `: ${d.message}` : ''}`, d.by, d.at);
+  }
+  const trust = o.approvalTrust;
+  if (!trust || !trust.trusted) {
+    const note = trust ? `An approval by ${JSON.stringify(d.by)} was not accepted: ${trust.why}` : undefined;
+    return { state: 'waiting', actions: [...awaiting(note, expiresAt), until(expiresAt)] };
+  }
+  return { state: 'approved', record: { result: 'Approved', rule, by: d.by, at: d.at ?? rfc3339(o.now), ...(d.message ? { message: d.message } : {}) } };
 }

@@ -54,6 +54,10 @@ export interface ControlPlaneIdentities {
   tektonController?: Identity;
   tektonWebhook?: Identity;
   tektonResolvers?: Identity;
+  /** internal only: user "release-manager" in group "release-managers" (approves requests once RBAC lets it). */
+  approver?: Identity;
+  /** internal only: user "bystander", group system:authenticated; nothing granted. */
+  bystander?: Identity;
 }
 
 export interface ControlPlane {
@@ -120,6 +124,8 @@ const IDENTITIES: Record<ControlPlane['name'], IdentitySpec[]> = {
     { name: 'tektonController', username: TEKTON_IDENTITIES.controller, groups: serviceAccountGroups(TEKTON_NAMESPACE) },
     { name: 'tektonWebhook', username: TEKTON_IDENTITIES.webhook, groups: serviceAccountGroups(TEKTON_NAMESPACE) },
     { name: 'tektonResolvers', username: TEKTON_IDENTITIES.resolvers, groups: serviceAccountGroups(RESOLVERS_NAMESPACE) },
+    { name: 'approver', username: 'release-manager', groups: ['release-managers', 'system:authenticated'] },
+    { name: 'bystander', username: 'bystander', groups: ['system:authenticated'] },
   ],
   remote: [
     { name: 'admin', username: 'admin', groups: ['system:masters'] },

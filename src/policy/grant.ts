@@ -31,7 +31,8 @@ export interface Grant {
   params: ParamConstraints;
   /** What happens to a running request when the policy stops allowing it. */
   onRevoke: 'finish' | 'cancel';
-  approval: { required: boolean; timeoutMs: number | undefined };
+  /** rule: the name approvers are authorized for (verb "approve" on rules.appstudio.redhat.com). */
+  approval: { required: boolean; timeoutMs: number; rule: string };
 }
 
 export interface Rule extends Omit<Grant, 'rule'> {

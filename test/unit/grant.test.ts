@@ -99,3 +99,59 @@ test('onRevoke: cancel stops a running request once no rule grants it; finish (t
   // and a missing configuration revokes nothing
   assert.deepEqual(cancels(decide(observe({ request: running, pipelineRuns: [pr], config: effectiveConfig(undefined, NS) }))), []);
 });
+
+// --- the approval gate ---------------------------------------------------------------
+
+const APPROVAL_RULES = config({ rules: [{ name: 'signing', namespaces: ['managed-x'], pipelines: ['sign'], requireApproval: true, approvalTimeout: '1h' }] });
+const approvalOf = (a: Action[]) => (a.find((x) => x.type === 'createApproval') as Extract<Action, { type: 'createApproval' }>).approval;
+
+test('approval required: nothing runs; the approval says what would run; the request says who may approve and how', () => {
+  const req = inNs('managed-x', { serviceAccount: undefined });
+  const a = decide(observe({ request: req, config: APPROVAL_RULES }));
+  assert.deepEqual(a.map((x) => x.type), ['createApproval', 'writeStatus', 'requeueAfter']);
+  const ap = approvalOf(a);
+  assert.deepEqual(ap.spec.request, { namespace: 'managed-x', name: 'req', uid: 'u-1' });
+  assert.equal(ap.spec.rule, 'signing');
+  assert.equal(ap.spec.pipeline, 'sign');
+  assert.deepEqual(ap.spec.params, { image: `quay.io/org/app@sha256:${SHA}` });
+  assert.equal(ap.spec.expiresAt, '2026-11-22T11:00:00Z');
+  const w = statusOf(a);
+  assert.equal(w.status.conditions?.[0]?.status, 'Unknown');
+  assert.equal(w.status.conditions?.[0]?.reason, 'AwaitingApproval');
+  assert.match(msg(a), /^waiting for approval under rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config: someone allowed to approve it \(verb "approve" on rules\.appstudio\.redhat\.com "signing" in namespace "internal-services" of the internal cluster\) runs "kubectl internalrequest approve managed-x\/req"/);
+  assert.equal((a[2] as { ms: number }).ms, 3_600_500);
+});
+
+test('approval: approved and trusted → runs, recording who; not trusted → still waits, saying why; denied or expired → Rejected', () => {
+  const req = inNs('managed-x');
+  const pending = approvalOf(decide(observe({ request: req, config: APPROVAL_RULES })));
+  const decided = (result: 'Approved' | 'Denied', message?: string) => ({ ...pending, status: { decision: { result, by: 'release-manager', groups: ['release-managers'], at: '2026-11-22T10:05:00Z', ...(message ? { message } : {}) } } });
+
+  const run = decide(observe({ request: req, config: APPROVAL_RULES, approvals: [decided('Approved', 'ok for 1.2')], approvalTrust: { trusted: true } }));
+  assert.deepEqual(run.map((x) => x.type), ['createPipelineRun', 'writeStatus', 'deleteApproval']);
+  assert.deepEqual(statusOf(run).status.approval, { result: 'Approved', rule: 'signing', by: 'release-manager', at: '2026-11-22T10:05:00Z', message: 'ok for 1.2' });
+
+  const forged = decide(observe({ request: req, config: APPROVAL_RULES, approvals: [decided('Approved')], approvalTrust: { trusted: false, why: '"release-manager" may not approve under rule "signing"' } }));
+  assert.deepEqual(forged.map((x) => x.type), ['writeStatus', 'requeueAfter']);
+  assert.match(msg(forged), /An approval by "release-manager" was not accepted: "release-manager" may not approve under rule "signing"$/);
+  // the controller has not checked it yet: no run either
+  assert.ok(!decide(observe({ request: req, config: APPROVAL_RULES, approvals: [decided('Approved')] })).some((x) => x.type === 'createPipelineRun'));
+
+  const denied = decide(observe({ request: req, config: APPROVAL_RULES, approvals: [decided('Denied', 'not during the freeze')] }));
+  assert.deepEqual(denied.map((x) => x.type), ['writeStatus', 'deleteApproval']);
+  assert.equal(statusOf(denied).code, 'REQUEST_NOT_APPROVED');
+  assert.equal(statusOf(denied).status.conditions?.[0]?.reason, 'Rejected');
+  assert.match(msg(denied), /^denied by "release-manager" under rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config: not during the freeze$/);
+  assert.equal(statusOf(denied).status.approval?.result, 'Denied');
+
+  const late = decide(observe({ request: req, config: APPROVAL_RULES, approvals: [pending], now: new Date('2026-11-22T11:00:01Z') }));
+  assert.equal(statusOf(late).code, 'REQUEST_NOT_APPROVED');
+  assert.match(msg(late), /^not approved within 1h \(by 2026-11-22T11:00:00Z\), as rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config requires/);
+  assert.equal(statusOf(late).status.approval?.result, 'Expired');
+});
+
+test('approvals of deleted or finished requests are removed', () => {
+  const req = inNs('managed-x');
+  const ap = approvalOf(decide(observe({ request: req, config: APPROVAL_RULES })));
+  assert.deepEqual(decide(observe({ request: undefined, approvals: [ap], config: APPROVAL_RULES })).map((x) => x.type), ['deleteApproval']);
+});

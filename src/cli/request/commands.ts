@@ -10,7 +10,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { describeRequested } from '../../controller/requested.js';
 import { Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
-import { API_VERSION, type InternalRequest } from '../../api/types.js';
+import { API_VERSION, INTERNAL_REQUEST_APPROVAL, type InternalRequest, type InternalRequestApproval } from '../../api/types.js';
+import { LABEL_REQUEST_NAMESPACE } from '../../tekton/pipelinerun.js';
 import { InternalServicesError } from '../../errors.js';
 import { statusCode } from '../../kube/client.js';
 import { formatDuration } from '../../util/duration.js';
@@ -390,6 +391,7 @@ function waitCommand(): Command {
 interface GetFlags extends SelectFlags {
   output: string;
   allNamespaces?: boolean;
+  awaitingApproval?: boolean;
 }
 
 function printRequests(reqs: InternalRequest[], flags: GetFlags, asList: boolean): void {
@@ -454,14 +456,15 @@ function getCommand(): Command {
 }
 
 function listCommand(): Command {
-  const cmd = new Command('list').alias('ls').description('List requests in a table');
+  const cmd = new Command('list').alias('ls').description('List requests in a table').addOption(new Option('--awaiting-approval', 'only requests waiting for an approver (reason AwaitingApproval)'));
   addGetOptions(cmd);
   return cmd.action(
     run(async (flags: GetFlags) => {
       checkTableFormat(flags.output);
       return withTarget(flags, async (t) => {
         flags.namespace = t.namespace;
-        printRequests(await listRequests(t, flags), flags, true);
+        const all = await listRequests(t, flags);
+        printRequests(flags.awaitingApproval ? all.filter((r) => outcomeOf(r) === 'AwaitingApproval') : all, flags, true);
         return ExitCode.Succeeded;
       });
     }),
@@ -516,11 +519,81 @@ function cancelCommand(): Command {
   );
 }
 
+// --- approve / deny ---------------------------------------------------------------------
+
+interface DecideFlags extends TargetFlags {
+  message?: string;
+  approvalsNamespace: string;
+}
+
+/**
+ * Approve or deny: writes the decision into the status of the request's
+ * InternalRequestApproval on the INTERNAL cluster (--kubeconfig/--context
+ * name the approver's access there), under the approver's own name and
+ * groups as the API server reports them; the API server checks both, and
+ * that the approver may approve under the rule.
+ */
+function decideCommand(result: 'Approved' | 'Denied'): Command {
+  const verb = result === 'Approved' ? 'approve' : 'deny';
+  const cmd = new Command(verb)
+    .description(
+      result === 'Approved'
+        ? 'Approve a request waiting for approval (run against the INTERNAL cluster; needs verb "approve" on the rule)'
+        : 'Deny a request waiting for approval: it ends Rejected with your message (run against the INTERNAL cluster)',
+    )
+    .argument('<request>', 'the request: NAME (with -n, its namespace on the remote cluster) or NAMESPACE/NAME')
+    .addOption(new Option('-m, --message <text>', result === 'Approved' ? 'a note recorded with the approval' : 'why (the requester sees it)'))
+    .addOption(new Option('--approvals-namespace <namespace>', "the controller's namespace on the internal cluster").default('internal-services'));
+  withTargetOptions(cmd);
+  return cmd.action(
+    run(async (ref: string, flags: DecideFlags) => {
+      if (result === 'Denied' && !given(flags.message)) throw new CliError('CLI_USAGE', 'deny needs --message: the requester reads it');
+      const slash = ref.indexOf('/');
+      return withTarget({ ...flags, namespace: flags.approvalsNamespace }, async (t) => {
+        const ns = slash >= 0 ? ref.slice(0, slash) : (flags.namespace ?? '');
+        const name = slash >= 0 ? ref.slice(slash + 1) : ref;
+        if (!ns) throw new CliError('CLI_USAGE', 'give the request as NAMESPACE/NAME, or its namespace with -n');
+        const approvals = t.cluster.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
+        let found: InternalRequestApproval | undefined;
+        try {
+          const l = await approvals.list(t.namespace, { labelSelector: `${LABEL_REQUEST_NAMESPACE}=${ns}` });
+          found = l.items.find((a) => a.spec.request.name === name && !a.status?.decision);
+        } catch (e) {
+          throw apiError(e, t, `list InternalRequestApprovals in namespace "${t.namespace}"`);
+        }
+        if (!found) throw new CliError('CLI_REQUEST_NOT_FOUND', `no request ${ns}/${name} is waiting for approval (no undecided InternalRequestApproval for it in namespace "${t.namespace}" of ${t.where})`);
+        let me: { username?: string; groups?: string[] };
+        try {
+          const review = (await t.cluster.custom.createClusterCustomObject({
+            group: 'authentication.k8s.io',
+            version: 'v1',
+            plural: 'selfsubjectreviews',
+            body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+          })) as { status?: { userInfo?: { username?: string; groups?: string[] } } };
+          me = review.status?.userInfo ?? {};
+        } catch (e) {
+          throw apiError(e, t, 'find out who you are (SelfSubjectReview)');
+        }
+        if (!me.username) throw new CliError('CLI_CLUSTER_ACCESS', `${t.where} did not say who you are`);
+        const decision = { result, by: me.username, groups: me.groups ?? [], at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), ...(given(flags.message) ? { message: flags.message } : {}) };
+        try {
+          await approvals.replaceStatus(t.namespace, found.metadata.name ?? '', { ...found, status: { decision } });
+        } catch (e) {
+          const err = apiError(e, t, `${verb} ${ns}/${name}`);
+          throw new CliError(statusCode(e) === 422 || statusCode(e) === 403 ? 'CLI_CLUSTER_ACCESS' : err.code, err.message, err.exitCode);
+        }
+        stdout(`internalrequest ${ns}/${name} ${result === 'Approved' ? 'approved' : 'denied'} by ${me.username} (rule ${found.spec.rule})\n`);
+        return ExitCode.Succeeded;
+      });
+    }),
+  );
+}
+
 // --- assembly -------------------------------------------------------------------------
 
 /** The subcommands, configured to throw CommanderError (exit 2) instead of exiting on bad flags. */
 export function requestSubcommands(): Command[] {
-  return [createCommand(), waitCommand(), getCommand(), listCommand(), cancelCommand()].map((c) =>
+  return [createCommand(), waitCommand(), getCommand(), listCommand(), cancelCommand(), decideCommand('Approved'), decideCommand('Denied')].map((c) =>
     c.exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) }).showHelpAfterError(false),
   );
 }

@@ -188,7 +188,7 @@ export function validateTimeouts(t: TimeoutFlags): InternalRequestSpec['timeouts
 
 // --- outcomes and exit codes -----------------------------------------------
 
-export type Outcome = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Rejected';
+export type Outcome = 'Pending' | 'Resolving' | 'AwaitingApproval' | 'Running' | 'Succeeded' | 'Failed' | 'Rejected';
 export type FinalOutcome = 'Succeeded' | 'Failed' | 'Rejected' | 'Timeout' | 'Gone';
 
 /** Where a request stands, from its Succeeded condition. */
@@ -197,7 +197,8 @@ export function outcomeOf(req: Pick<InternalRequest, 'status'>): Outcome {
   if (!c) return 'Pending';
   if (c.status === 'True') return 'Succeeded';
   if (c.status === 'False') return c.reason === 'Rejected' ? 'Rejected' : 'Failed';
-  return c.reason === 'Resolving' ? 'Pending' : 'Running';
+  if (c.reason === 'Pending' || c.reason === 'Resolving' || c.reason === 'AwaitingApproval') return c.reason;
+  return 'Running';
 }
 
 export function exitCodeFor(o: FinalOutcome): number {
@@ -297,7 +298,7 @@ export function progressLine(req: InternalRequest): string {
   const ref = requestRef(req);
   switch (o) {
     case 'Pending':
-      return `${ref}: waiting for the controller to pick it up`;
+      return c?.message ? `${ref}: Pending: ${c.message}` : `${ref}: waiting for the controller to pick it up`;
     case 'Running':
       return `${ref}: Running${req.status?.pipelineRun ? `, PipelineRun ${req.status.pipelineRun}` : ''}${c?.message ? ` (${c.message})` : ''}`;
     default:

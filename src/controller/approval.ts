@@ -1,0 +1,49 @@
+/**
+ * The InternalRequestApproval the controller makes for a request whose rule
+ * requires approval: what exactly would run, for the approver to read.
+ * Pure: no I/O.
+ */
+import { API_VERSION, type InternalRequest, type InternalRequestApproval } from '../api/types.js';
+import { rfc3339 } from '../api/conditions.js';
+import {
+  ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE, LABEL_MANAGED_BY, LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, MANAGED_BY, pipelineRunName, pipelineStatusOf,
+} from '../tekton/pipelinerun.js';
+import type { PipelineRun } from '../tekton/types.js';
+
+const SHOWN_VALUE = 1024;
+
+export function approvalFor(
+  req: InternalRequest,
+  namespace: string,
+  rule: string,
+  pr: PipelineRun,
+  what: { serviceAccount?: string | undefined; params: Record<string, string> },
+  expiresAt: Date,
+): InternalRequestApproval {
+  const uid = req.metadata.uid ?? '';
+  const ns = req.metadata.namespace ?? '';
+  const src = pipelineStatusOf(pr);
+  const pipeline = src?.source
+    ? `${src.source}${src.path ? ` ${src.path}` : ''}${src.digest ? ` at ${src.digest}` : ''}${src.references?.length ? ` (+${src.references.length} pinned references)` : ''}`
+    : (pr.spec.pipelineRef?.name ?? '');
+  const params = Object.fromEntries(Object.entries(what.params).map(([k, v]) => [k, v.length > SHOWN_VALUE ? `${v.slice(0, SHOWN_VALUE - 1)}…` : v]));
+  return {
+    apiVersion: API_VERSION,
+    kind: 'InternalRequestApproval',
+    metadata: {
+      name: pipelineRunName(uid),
+      namespace,
+      labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_REQUEST_UID]: uid, [LABEL_REQUEST_NAMESPACE]: ns },
+      annotations: { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '' },
+    },
+    spec: {
+      request: { namespace: ns, name: req.metadata.name ?? '', uid },
+      rule,
+      pipeline: pipeline.slice(0, 4096),
+      ...(what.serviceAccount ? { serviceAccount: what.serviceAccount } : {}),
+      ...(Object.keys(params).length ? { params } : {}),
+      ...(pr.spec.timeouts ? { timeouts: pr.spec.timeouts } : {}),
+      expiresAt: rfc3339(expiresAt),
+    },
+  };
+}
