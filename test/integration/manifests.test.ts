@@ -83,12 +83,15 @@ interface Check {
   subresource?: string;
   /** Omitted: cluster-wide. */
   namespace?: string;
+  /** A resource name (resourceNames rules). */
+  name?: string;
 }
 
 async function allowed(kc: KubeConfig, who: { user: string; groups: string[] }, c: Check): Promise<boolean> {
   const resourceAttributes: V1ResourceAttributes = { verb: c.verb, resource: c.resource, group: c.group ?? '' };
   if (c.subresource) resourceAttributes.subresource = c.subresource;
   if (c.namespace) resourceAttributes.namespace = c.namespace;
+  if (c.name) resourceAttributes.name = c.name;
   const sar = await kc.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
     body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: who.user, groups: who.groups, resourceAttributes } },
   });
@@ -97,7 +100,7 @@ async function allowed(kc: KubeConfig, who: { user: string; groups: string[] }, 
 
 function describeCheck(c: Check): string {
   const res = `${c.resource}${c.subresource ? `/${c.subresource}` : ''}${c.group ? `.${c.group}` : ''}`;
-  return `${c.verb} ${res} ${c.namespace ? `in ${c.namespace}` : 'cluster-wide'}`;
+  return `${c.verb} ${res}${c.name ? ` ${c.name}` : ''} ${c.namespace ? `in ${c.namespace}` : 'cluster-wide'}`;
 }
 
 /** Asserts every check has the expected answer; reports all mismatches at once. */
@@ -133,6 +136,10 @@ describe('config/default (internal cluster)', () => {
     const { objects } = await render('config/default');
     const kinds = objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(kinds, [
+      'ClusterRole/internal-services-approver',
+      'ClusterRole/internal-services-controller',
+      'ClusterRoleBinding/internal-services-controller',
+      'CustomResourceDefinition/internalrequestapprovals.appstudio.redhat.com',
       'CustomResourceDefinition/internalrequests.appstudio.redhat.com',
       'CustomResourceDefinition/internalservicesconfigs.appstudio.redhat.com',
       'Deployment/internal-services-controller',
@@ -141,9 +148,12 @@ describe('config/default (internal cluster)', () => {
       'RoleBinding/internal-services-controller',
       'Service/internal-services-controller-metrics',
       'ServiceAccount/internal-services-controller',
+      'ValidatingAdmissionPolicy/internal-services-approvals',
+      'ValidatingAdmissionPolicyBinding/internal-services-approvals',
     ]);
+    const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
     for (const o of objects) {
-      if (!['Namespace', 'CustomResourceDefinition'].includes(o.kind)) assert.equal(o.metadata.namespace, NS, `${o.kind}/${o.metadata.name}`);
+      if (!clusterScoped.includes(o.kind)) assert.equal(o.metadata.namespace, NS, `${o.kind}/${o.metadata.name}`);
     }
   });
 
@@ -195,6 +205,9 @@ describe('config/default (internal cluster)', () => {
       ...each(['get', 'list', 'watch'], { group: TEKTON, resource: 'pipelines', namespace: NS }),
       ...each(['get', 'list', 'watch'], { group: TEKTON, resource: 'tasks', namespace: NS }),
       ...each(['create', 'get', 'list', 'watch', 'delete'], { group: 'resolution.tekton.dev', resource: 'resolutionrequests', namespace: NS }),
+      ...each(['create', 'get', 'list', 'watch', 'delete'], { group: APPSTUDIO, resource: 'internalrequestapprovals', namespace: NS }),
+      { verb: 'create', group: 'authorization.k8s.io', resource: 'subjectaccessreviews' },
+      { verb: 'get', group: 'admissionregistration.k8s.io', resource: 'validatingadmissionpolicies', name: 'internal-services-approvals' },
       ...each(['get', 'list', 'watch'], { group: APPSTUDIO, resource: 'internalservicesconfigs', namespace: NS }),
       ...each(['create', 'get', 'list', 'watch', 'patch', 'delete'], { group: TEKTON, resource: 'pipelineruns', namespace: NS }),
       { verb: 'get', group: TEKTON, resource: 'taskruns', namespace: NS },
@@ -225,6 +238,11 @@ describe('config/default (internal cluster)', () => {
       // ResolutionRequests only in its namespace, and never their status.
       ...each(['create', 'get', 'list'], { group: 'resolution.tekton.dev', resource: 'resolutionrequests', namespace: OTHER_NS }),
       { verb: 'update', group: 'resolution.tekton.dev', resource: 'resolutionrequests', subresource: 'status', namespace: NS },
+      // Approvals: it makes them, but never decides them, and cannot change the policy that guards them.
+      ...each(['update', 'patch'], { group: APPSTUDIO, resource: 'internalrequestapprovals', subresource: 'status', namespace: NS }),
+      { verb: 'approve', group: APPSTUDIO, resource: 'rules', name: 'signing', namespace: NS },
+      ...each(['update', 'delete'], { group: 'admissionregistration.k8s.io', resource: 'validatingadmissionpolicies', name: 'internal-services-approvals' }),
+      { verb: 'get', group: 'admissionregistration.k8s.io', resource: 'validatingadmissionpolicies', name: 'other' },
       // No Pods, no ServiceAccount tokens, no RBAC, no leases elsewhere.
       ...each(['create', 'get', 'list'], { resource: 'pods', namespace: NS }),
       { verb: 'create', resource: 'pods', subresource: 'exec', namespace: NS },
@@ -247,6 +265,7 @@ describe('config/remote (remote cluster)', () => {
       'ClusterRole/internal-services-remote',
       'ClusterRole/internal-services-requester',
       'ClusterRoleBinding/internal-services-remote',
+      'CustomResourceDefinition/internalrequestapprovals.appstudio.redhat.com',
       'CustomResourceDefinition/internalrequests.appstudio.redhat.com',
       'CustomResourceDefinition/internalservicesconfigs.appstudio.redhat.com',
       'Namespace/internal-services',
