@@ -142,7 +142,7 @@ export function decide(o: Observation): Action[] {
     //    per-namespace rule that grants this Pipeline): its settings apply.
     const what = requestedOf(req.spec);
     if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
-    const verdict = grantFor({ ...o.config, global: o.config.global }, ns, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+    const verdict = grantFor(o.config, ns, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
     if (!verdict.ok) return [...actions, reject(req, o, verdict.message, verdict.code)];
     const grant = verdict.grant;
     const by = grant.rule === 'allowList' ? o.config.source : `${grant.rule} of ${o.config.source}`;
