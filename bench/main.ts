@@ -32,6 +32,7 @@ function share(v: string): number {
 }
 
 interface Flags {
+  noisyNeighbour?: boolean;
   tekton: TektonMode;
   tektonApiQps?: number;
   controllerCmd: string;
@@ -88,6 +89,7 @@ export function benchCommand(): Command {
     .addOption(new Option('--concurrency <n>', 'creates in flight at most in burst mode').default(32).argParser(int(1, 1024)))
     .addOption(new Option('--namespaces <k>', 'allowed namespaces the requests are spread over').default(4).argParser(int(1, 1000)))
     .addOption(new Option('--rejected-share <x>', 'share of requests from namespaces not on the allowList').default(0.1).argParser(share))
+    .addOption(new Option('--noisy-neighbour', 'noisy-neighbour workload: all --requests from one namespace, then one request from another once they are created; reports how long that one waited'))
     .addOption(
       new Option('--executor-delay <ms>', 'the simulated executor completes each PipelineRun after this delay; with --tekton real: how long the simulated step of each TaskRun pod runs').default(0).argParser(int(0)),
     )
@@ -117,7 +119,8 @@ export function toOptions(f: Flags): BenchOptions {
     rate: f.burst ? undefined : f.rate,
     concurrency: f.concurrency,
     namespaces: f.namespaces,
-    rejectedShare: f.rejectedShare,
+    rejectedShare: f.noisyNeighbour ? 0 : f.rejectedShare,
+    noisyNeighbour: f.noisyNeighbour ?? false,
     executorDelayMs: f.executorDelay,
     passes: f.passes,
     json: f.json,
@@ -137,6 +140,7 @@ async function main(argv: string[]): Promise<number> {
   const cmd = benchCommand();
   cmd.parse(argv);
   const opts = toOptions(cmd.opts<Flags>());
+  if (opts.noisyNeighbour && opts.namespaces < 2) throw new Error('--noisy-neighbour needs --namespaces of at least 2');
   const t0 = Date.now();
   const log = opts.quiet ? () => {} : (m: string) => process.stderr.write(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
   const result = await runBenchmark(opts, log);

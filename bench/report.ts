@@ -184,6 +184,13 @@ export function formatReport(r: BenchResult): string {
   for (const p of r.passes) {
     out.push('');
     out.push(passReport(p, m.controllerUser));
+    if (p.noisyNeighbour) {
+      const n = p.noisyNeighbour;
+      out.push(
+        `  noisy neighbour: ${n.flood} requests from ${n.floodNamespace} (${n.floodTerminalAtLoneCreate} terminal when the lone one was created), then 1 from ${n.loneNamespace}: ` +
+          `create → Running ${n.createToRunningMs ?? '-'} ms, create → terminal ${n.createToTerminalMs ?? '-'} ms`,
+      );
+    }
   }
   if (r.scale) {
     const s = r.scale;

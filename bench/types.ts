@@ -20,6 +20,8 @@ export interface BenchOptions {
   concurrency: number;
   namespaces: number;
   rejectedShare: number;
+  /** `--noisy-neighbour`: every request from one namespace (the flood), then one from another while the flood is still queued. */
+  noisyNeighbour: boolean;
   /** Simulated executor: delay before completing a PipelineRun. Real Tekton: how long each simulated step (pod container) runs. */
   executorDelayMs: number;
   passes: number;
@@ -65,6 +67,8 @@ export interface PassResult {
     submitSeconds: number;
     submitRate: number;
   };
+  /** With --noisy-neighbour: how long the lone request of the second namespace waited. */
+  noisyNeighbour: { flood: number; floodNamespace: string; loneNamespace: string; createToRunningMs: number | null; createToTerminalMs: number | null; floodTerminalAtLoneCreate: number } | null;
   /** Terminal requests per second, first create sent → last request terminal. */
   throughput: number;
   /** Seconds from the first create sent until the last request was terminal. */

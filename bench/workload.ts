@@ -21,6 +21,8 @@ export interface WorkloadOptions {
   allowedNamespaces: string[];
   deniedNamespaces: string[];
   rejectedShare: number;
+  /** Flood from allowedNamespaces[0], then one request from allowedNamespaces[1]. */
+  noisyNeighbour: boolean;
   timeoutMs: number;
   /** After all requests are terminal: how long to wait for their PipelineRuns to be deleted. */
   drainMs: number;
@@ -29,6 +31,8 @@ export interface WorkloadOptions {
 
 export interface WorkloadOutcome {
   records: RequestRecord[];
+  /** --noisy-neighbour: the lone request, and how many flood requests were terminal when it was created. */
+  lone?: { record: RequestRecord; floodTerminalAtCreate: number };
   firstSentAt: number;
   /** When the last create was answered. */
   lastSentAt: number;
@@ -89,7 +93,11 @@ export async function runWorkload(client: ResourceClient<InternalRequest>, obser
   let deniedIdx = 0;
   for (let i = 0; i < o.requests; i++) {
     const rejected = o.deniedNamespaces.length > 0 && isRejected(i, o.rejectedShare);
-    const namespace = rejected ? o.deniedNamespaces[deniedIdx++ % o.deniedNamespaces.length]! : o.allowedNamespaces[allowedIdx++ % o.allowedNamespaces.length]!;
+    const namespace = o.noisyNeighbour
+      ? o.allowedNamespaces[0]!
+      : rejected
+        ? o.deniedNamespaces[deniedIdx++ % o.deniedNamespaces.length]!
+        : o.allowedNamespaces[allowedIdx++ % o.allowedNamespaces.length]!;
     const name = `${o.runId}-p${o.pass}-${String(i).padStart(5, '0')}`;
     const rec: RequestRecord = { key: `${namespace}/${name}`, namespace, name, pass: o.pass, allowed: !rejected, prUids: new Set(), prNames: new Set() };
     records.push(rec);
@@ -111,6 +119,18 @@ export async function runWorkload(client: ResourceClient<InternalRequest>, obser
     inflight.add(p);
   }
   await Promise.all(inflight);
+  let lone: WorkloadOutcome['lone'];
+  if (o.noisyNeighbour) {
+    // The flood is created (and mostly still queued): now one request from another tenant.
+    const namespace = o.allowedNamespaces[1]!;
+    const name = `${o.runId}-p${o.pass}-lone`;
+    const rec: RequestRecord = { key: `${namespace}/${name}`, namespace, name, pass: o.pass, allowed: true, prUids: new Set(), prNames: new Set() };
+    const floodTerminalAtCreate = records.filter((r) => r.terminalAt !== undefined).length;
+    records.push(rec);
+    observer.track(rec);
+    await createOne(client, observer, rec, requestBody(namespace, name, records.length));
+    lone = { record: rec, floodTerminalAtCreate };
+  }
   // The creates are done when the last one is answered.
   const lastSentAt = Math.max(...records.map((r) => r.ackAt ?? r.sentAt ?? 0));
   const firstSentAt = Math.min(...records.map((r) => r.sentAt ?? Infinity));
@@ -143,5 +163,5 @@ export async function runWorkload(client: ResourceClient<InternalRequest>, obser
   const drainDeadline = doneAt + o.drainMs;
   const live = () => records.filter((r) => r.prUids.size > 0 && r.prDeletedAt === undefined).length;
   while (live() > 0 && performance.now() < drainDeadline) await observer.changed(250);
-  return { records, firstSentAt, lastSentAt, lastTerminalAt, doneAt, endAt: performance.now(), timedOut };
+  return { records, ...(lone ? { lone } : {}), firstSentAt, lastSentAt, lastTerminalAt, doneAt, endAt: performance.now(), timedOut };
 }

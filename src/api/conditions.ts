@@ -6,6 +6,8 @@ export const SUCCEEDED = 'Succeeded';
 export const Reason = {
   /** Not decided yet: the controller waits for something outside the request (its configuration). */
   Pending: 'Pending',
+  /** Allowed and checked; waiting for a free slot on the internal cluster (capacity). */
+  Queued: 'Queued',
   /** Allowed, checked, and waiting for an approver's decision (a rule requires approval). */
   AwaitingApproval: 'AwaitingApproval',
   /** The Pipeline and its references are being resolved and checked; nothing runs yet. */

@@ -4,6 +4,7 @@ import { MAX_PARAM_VALUE_BYTES, MAX_PARAMS_BYTES } from '../api/types.js';
 import { gitRuleFromAllowedURLs, type BundleRule, type GitRule, type SourcePolicy } from '../policy/source.js';
 import type { Limits, TimeoutPolicy } from '../policy/limits.js';
 import type { Grant, Rule } from '../policy/grant.js';
+import type { Capacity } from '../policy/capacity.js';
 import { parseDuration } from '../util/duration.js';
 
 export interface EffectiveConfig {
@@ -17,6 +18,7 @@ export interface EffectiveConfig {
   resolutionTimeoutMs: number;
   limits: Limits;
   timeouts: TimeoutPolicy;
+  capacity: Capacity;
   /** Per-namespace rules, in order. */
   rules: Rule[];
   /** What the allowList grants: the global settings. */
@@ -37,6 +39,7 @@ type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(obj) : []);
+const positive = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : undefined);
 const int = (v: unknown, dflt: number, max: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, max) : dflt);
 
 function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string): SourcePolicy {
@@ -131,6 +134,10 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
     resolutionTimeoutMs: timeout && timeout > 0 ? timeout : DEFAULT_RESOLUTION_TIMEOUT_MS,
     limits: global.limits,
     timeouts: global.timeouts,
+    capacity: {
+      maxRunning: positive(obj(spec['capacity'])['maxRunning']),
+      maxRunningPerNamespace: positive(obj(spec['capacity'])['maxRunningPerNamespace']),
+    },
     rules,
     global,
     present: cfg !== undefined,

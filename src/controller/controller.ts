@@ -11,10 +11,11 @@ import { describeError, isRefusedObject, statusCode, type Cluster, type Resource
 import { EventRecorder } from '../kube/events.js';
 import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
 import { WorkQueue, type QueueObserver } from '../kube/queue.js';
-import { LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig } from './config.js';
+import { fairOrder, type CapacityView, type Waiting } from '../policy/capacity.js';
 import { installedPipelineName } from './requested.js';
 import { decide, endWithoutResults, type Action, type Observation } from './decide.js';
 
@@ -94,7 +95,8 @@ export class Controller {
     this.log = opts.log;
     this.now = opts.now ?? (() => new Date());
     const m = opts.metrics ?? {};
-    this.queue = new WorkQueue({ observer: m.queue, baseDelayMs: 50, maxDelayMs: 5 * 60_000 });
+    // Fair turns between remote namespaces: a flood from one does not delay another's request.
+    this.queue = new WorkQueue({ observer: m.queue, baseDelayMs: 50, maxDelayMs: 5 * 60_000, tenantOf: (key) => key.slice(0, key.lastIndexOf('/')) });
     this.requestClient = opts.remote.resource<InternalRequest>(INTERNAL_REQUEST);
     this.prClient = opts.internal.resource<PipelineRun>(PIPELINERUN);
     this.pipelineClient = opts.internal.resource<Pipeline>(PIPELINE);
@@ -133,6 +135,7 @@ export class Controller {
         set.add(name);
       }
       this.queue.add(key);
+      if (deleted || outcomeOf(pr).done) this.scheduleAdmission();
     };
     this.pipelineRuns = new Informer<PipelineRun>(`internal/pipelineruns`, this.prClient, {
       onAdd: (pr) => onPr(pr),
@@ -234,6 +237,43 @@ export class Controller {
     return checks;
   }
 
+  /** Our PipelineRuns not finished (created ones the cache has not shown yet included), in all and per remote namespace. */
+  private capacityView(): CapacityView {
+    const runningByTenant = new Map<string, number>();
+    let running = 0;
+    const count = (pr: PipelineRun) => {
+      if (outcomeOf(pr).done) return;
+      running++;
+      const t = pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? '';
+      runningByTenant.set(t, (runningByTenant.get(t) ?? 0) + 1);
+    };
+    const seen = new Set<string>();
+    for (const pr of this.pipelineRuns.list()) {
+      const name = pr.metadata.name ?? '';
+      const gone = this.deletedOverlay.get(name);
+      if (gone && gone.uid === pr.metadata.uid) continue;
+      seen.add(name);
+      count(pr);
+    }
+    for (const { pr } of this.createdOverlay.values()) if (!seen.has(pr.metadata.name ?? '')) count(pr);
+    const waiting: Waiting[] = [];
+    for (const r of this.requests.list()) {
+      if (isFinished(r) || succeededCondition(r)?.reason !== Reason.Queued) continue;
+      waiting.push({ key: keyOf(r), tenant: r.metadata.namespace ?? '', created: r.metadata.creationTimestamp ?? '' });
+    }
+    return { running, runningByTenant, waiting, lastStartByTenant: this.lastStart };
+  }
+
+  /** A slot may have freed: the requests first in the fair order are looked at again. */
+  private admitNext(): void {
+    const cap = effectiveConfig(this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`), this.opts.namespace).capacity;
+    if (cap.maxRunning === undefined && cap.maxRunningPerNamespace === undefined) return;
+    const view = this.capacityView();
+    if (view.waiting.length === 0) return;
+    const free = cap.maxRunning === undefined ? view.waiting.length : Math.max(0, cap.maxRunning - view.running);
+    for (const key of fairOrder(view, cap).slice(0, free)) this.queue.add(key);
+  }
+
   /** Requests whose PipelineRun is running (for the concurrency gauge). */
   runningRequests(): number {
     let n = 0;
@@ -268,6 +308,19 @@ export class Controller {
     await Promise.all(this.informers.map((i) => i.stop()));
     this.opts.remote.close();
     this.opts.internal.close();
+  }
+
+  /** When each remote namespace last had a PipelineRun started by this instance (fair turns; not kept across restarts). */
+  private readonly lastStart = new Map<string, number>();
+  private admissionScheduled = false;
+  /** admitNext() once per turn of the event loop, however many PipelineRuns ended in it. */
+  private scheduleAdmission(): void {
+    if (this.admissionScheduled) return;
+    this.admissionScheduled = true;
+    setImmediate(() => {
+      this.admissionScheduled = false;
+      if (this.requests.synced && this.pipelineRuns.synced) this.admitNext();
+    });
   }
 
   /** Every unfinished request: a new configuration decides the waiting ones, and may revoke running ones (onRevoke: cancel). */
@@ -337,8 +390,21 @@ export class Controller {
     return out;
   }
 
+  /** Serializes the decisions that may start a run while a capacity is set, so that two workers never both take the last slot. */
+  private admission: Promise<void> = Promise.resolve();
+
   /** Reconciles one request key. Exported for tests through the class. */
   async reconcile(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
+    const cfg = effectiveConfig(this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`), this.opts.namespace);
+    const capped = cfg.capacity.maxRunning !== undefined || cfg.capacity.maxRunningPerNamespace !== undefined;
+    const request = fresh ?? this.currentRequest(key);
+    if (!capped || !request || isFinished(request) || request.status?.pipelineRun) return this.reconcileNow(key, fresh, attempt);
+    const turn = this.admission.then(() => this.reconcileNow(key, fresh, attempt));
+    this.admission = turn.catch(() => {});
+    return turn;
+  }
+
+  private async reconcileNow(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
     const request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
     const config = effectiveConfig(this.configs.get(`${ns}/${CONFIG_NAME}`), ns);
@@ -367,6 +433,7 @@ export class Controller {
       now: this.now(),
       resolutions,
       approvals,
+      ...(needPipeline && (config.capacity.maxRunning !== undefined || config.capacity.maxRunningPerNamespace !== undefined) ? { capacity: this.capacityView() } : {}),
       ...(approvalTrustNow ? { approvalTrust: approvalTrustNow } : {}),
       ...(tasks ? { tasks } : {}),
       ...(failedTasks ? { failedTasks } : {}),
@@ -403,6 +470,7 @@ export class Controller {
         try {
           const created = await this.prClient.create(ns, pr);
           this.createdOverlay.set(pr.metadata.name!, { pr: created, at: Date.now() });
+          this.lastStart.set(pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? '', Date.now());
           this.log.info({ request: key, pipelineRun: `${ns}/${pr.metadata.name}`, pipeline: pr.spec.pipelineRef?.name }, 'PipelineRun created');
         } catch (e) {
           const code = statusCode(e);
@@ -514,7 +582,7 @@ export class Controller {
         const fresh = await this.requestClient.tryGet(ns, name);
         if (!fresh) return false;
         this.log.debug({ request: key, attempt }, 'status conflict; deciding again on a fresh read');
-        await this.reconcile(key, fresh, attempt + 1);
+        await this.reconcileNow(key, fresh, attempt + 1);
         return false;
       }
       if (status.results && Object.keys(status.results).length && isRefusedObject(e)) {

@@ -17,6 +17,7 @@ import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
 import { checkParamConstraints, grantFor, rulesFor } from '../policy/grant.js';
+import { admit, type CapacityView } from '../policy/capacity.js';
 import type { SourcePolicy } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
@@ -41,6 +42,8 @@ export interface Observation {
    * may approve under the rule now), as the controller found out.
    */
   approvalTrust?: { trusted: true } | { trusted: false; why: string };
+  /** Running PipelineRuns and waiting requests, when the configuration sets a capacity. */
+  capacity?: CapacityView;
   /** Tasks installed in the controller's namespace, by name. */
   tasks?: ReadonlyMap<string, Record<string, unknown>>;
   /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
@@ -233,8 +236,17 @@ export function decide(o: Observation): Action[] {
       if (gate.state === 'ended') return [...actions, ...gate.actions, ...resolutions.cleanup(), ...approvals.map((a) => deleteApproval(a, 'the request was decided'))];
       approvalRecord = gate.record;
     }
+    // 8. Capacity: beyond the maximum, wait in fair order between namespaces.
+    const admission = admit({ key: `${ns}/${req.metadata.name ?? ''}`, tenant: ns, created: req.metadata.creationTimestamp ?? '' }, o.capacity ?? { running: 0, runningByTenant: new Map(), waiting: [] }, o.config.capacity);
+    if (!admission.admitted) {
+      const message = `waiting for a free slot on the internal cluster: ${admission.why}; position ${admission.position} of ${admission.waiting} waiting (namespaces take turns)`;
+      const c = succeededCondition(req);
+      if (c?.reason === Reason.Queued && c.message === message) return actions;
+      const status: InternalRequestStatus = { ...req.status, ...(approvalRecord ? { approval: approvalRecord } : {}), conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Queued, message, ...gen(req) }, o.now), ...gen(req) };
+      return [...actions, { type: 'writeStatus', status }];
+    }
     actions.push({ type: 'createPipelineRun', pipelineRun: pr });
-    // 8. Marked Running; the resolutions (and the approval) are no longer needed.
+    // 9. Marked Running; the resolutions (and the approval) are no longer needed.
     actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr, approvalRecord));
     actions.push(...resolutions.cleanup(), ...approvals.map((a) => deleteApproval(a, 'the request runs')));
     return actions;

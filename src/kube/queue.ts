@@ -3,7 +3,11 @@
  * - a key waiting in the queue is held once, however often it is added;
  * - a key being processed is never handed to a second worker; if it is added
  *   meanwhile, it is queued again when the first worker calls done();
- * - per-key exponential backoff for retries, reset by forget().
+ * - per-key exponential backoff for retries, reset by forget();
+ * - fair between tenants: keys are grouped by `tenantOf(key)` (for requests,
+ *   their remote namespace), and workers take from the tenants in turn, each
+ *   tenant's keys in the order they came. One tenant that adds thousands of
+ *   keys does not make another tenant's single key wait behind them.
  */
 export interface QueueObserver {
   added?(depth: number): void;
@@ -13,14 +17,26 @@ export interface QueueObserver {
 }
 
 export interface QueueOptions {
+  /** Groups keys for fair turns; default: one group (plain first-in, first-out). */
+  tenantOf?: (key: string) => string;
   baseDelayMs?: number;
   maxDelayMs?: number;
   observer?: QueueObserver;
 }
 
+interface Lane {
+  keys: string[];
+  head: number;
+}
+
 export class WorkQueue {
-  private readonly queue: string[] = [];
-  private head = 0;
+  /** tenant -> its keys in arrival order */
+  private readonly lanes = new Map<string, Lane>();
+  /** Tenants with queued keys, in turn order; `cursor` is the next one's turn. */
+  private readonly ring: string[] = [];
+  private cursor = 0;
+  private size = 0;
+  private readonly tenantOf: (key: string) => string;
   private readonly queued = new Map<string, number>(); // key -> time it was queued
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>(); // added while processing
@@ -34,13 +50,19 @@ export class WorkQueue {
   private readonly observer: QueueObserver;
 
   constructor(opts: QueueOptions = {}) {
+    this.tenantOf = opts.tenantOf ?? (() => '');
     this.baseDelayMs = opts.baseDelayMs ?? 10;
     this.maxDelayMs = opts.maxDelayMs ?? 60_000;
     this.observer = opts.observer ?? {};
   }
 
   get depth(): number {
-    return this.queue.length - this.head;
+    return this.size;
+  }
+
+  /** Tenants with keys waiting. */
+  get tenants(): number {
+    return this.ring.length;
   }
 
   get inFlight(): number {
@@ -63,7 +85,18 @@ export class WorkQueue {
       return;
     }
     this.queued.set(key, performance.now());
-    this.queue.push(key);
+    const tenant = this.tenantOf(key);
+    let lane = this.lanes.get(tenant);
+    if (!lane) {
+      lane = { keys: [], head: 0 };
+      this.lanes.set(tenant, lane);
+      // A tenant that (re)appears takes its turn after the ones waiting now.
+      this.ring.splice(this.cursor, 0, tenant);
+      this.cursor++;
+      if (this.cursor >= this.ring.length) this.cursor = 0;
+    }
+    lane.keys.push(key);
+    this.size++;
     this.observer.added?.(this.depth);
   }
 
@@ -111,11 +144,21 @@ export class WorkQueue {
   }
 
   private take(): string | undefined {
-    while (this.head < this.queue.length) {
-      const key = this.queue[this.head++]!;
-      if (this.head > 1024 && this.head * 2 > this.queue.length) {
-        this.queue.splice(0, this.head);
-        this.head = 0;
+    while (this.ring.length > 0) {
+      if (this.cursor >= this.ring.length) this.cursor = 0;
+      const tenant = this.ring[this.cursor]!;
+      const lane = this.lanes.get(tenant)!;
+      const key = lane.keys[lane.head++]!;
+      this.size--;
+      if (lane.head >= lane.keys.length) {
+        this.lanes.delete(tenant);
+        this.ring.splice(this.cursor, 1); // the next tenant now sits at the cursor
+      } else {
+        if (lane.head > 1024 && lane.head * 2 > lane.keys.length) {
+          lane.keys.splice(0, lane.head);
+          lane.head = 0;
+        }
+        this.cursor++;
       }
       const since = this.queued.get(key);
       if (since === undefined) continue;

@@ -208,3 +208,31 @@ describe('per-namespace rules (real Tekton, pods simulated)', () => {
   });
 });
 
+
+describe('capacity (real Tekton, pods simulated)', () => {
+  test('beyond capacity.maxRunning requests wait (Queued, with their position) and start in fair order between namespaces, not arrival order', async () => {
+    await configure({ allowList: [TENANT, 'finisher'], capacity: { maxRunning: 1 } });
+    const a1 = await createRequest(requester, TENANT, 'cap-a1', { request: 'gated' });
+    await waitForReason(requester, TENANT, 'cap-a1', ['Running'], 30_000);
+    const a2 = await createRequest(requester, TENANT, 'cap-a2', { request: 'gated' });
+    const a3 = await createRequest(requester, TENANT, 'cap-a3', { request: 'gated' });
+    await waitForReason(requester, TENANT, 'cap-a3', ['Queued'], 30_000);
+    const b1 = await createRequest(requester, 'finisher', 'cap-b1', { request: 'gated' });
+    const q = await waitForReason(requester, 'finisher', 'cap-b1', ['Queued'], 30_000);
+    assert.match(messageOf(q), /^waiting for a free slot on the internal cluster: all 1 slots are taken \(capacity\.maxRunning; 1 PipelineRuns running\); position \d of 3 waiting \(namespaces take turns\)$/);
+    const prOf = async (r: { metadata: { uid?: string } }) => (await onlyPipelineRunOf(internalAdmin, r.metadata.uid!)).metadata.name!;
+    // Each time the running one ends, the next in fair order starts: b1 (the other namespace's turn, though it came last), then a2, then a3.
+    const order: Array<[string, string, { metadata: { uid?: string } }]> = [[TENANT, 'cap-a1', a1], ['finisher', 'cap-b1', b1], [TENANT, 'cap-a2', a2], [TENANT, 'cap-a3', a3]];
+    for (let i = 0; i < order.length; i++) {
+      const [ns, name, r] = order[i]!;
+      await waitForReason(requester, ns, name, ['Running'], 30_000);
+      for (const [ons, oname] of order.slice(i + 1)) {
+        assert.equal((await getRequest(requester, ons, oname)).status?.conditions?.[0]?.reason, 'Queued', `${oname} still waits while ${name} runs`);
+      }
+      await releaseRun(env, await prOf(r), 30_000);
+      const done = await waitForReason(requester, ns, name, FINAL, 30_000);
+      assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+    }
+    await configure(BASE);
+  });
+});

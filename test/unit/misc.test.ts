@@ -80,3 +80,25 @@ test('work queue: per-key exponential backoff, reset by forget', () => {
   assert.equal(q.addRateLimited('k'), 10);
   q.shutdown();
 });
+
+test('work queue: tenants take turns; each tenant in arrival order; a late tenant waits one round, not behind a flood', async () => {
+  const q = new WorkQueue({ tenantOf: (k) => k.slice(0, k.lastIndexOf('/')) });
+  for (let i = 0; i < 1000; i++) q.add(`flood/r${i}`);
+  q.add('quiet/only');
+  q.add('other/x1');
+  q.add('other/x2');
+  assert.equal(q.depth, 1003);
+  assert.equal(q.tenants, 3);
+  const order: string[] = [];
+  for (let i = 0; i < 7; i++) {
+    const k = (await q.get())!;
+    order.push(k);
+    q.done(k);
+  }
+  assert.deepEqual(order, ['flood/r0', 'quiet/only', 'other/x1', 'flood/r1', 'other/x2', 'flood/r2', 'flood/r3']);
+  // a tenant arriving now gets its turn after the tenants already waiting: here, right after the next flood key
+  q.add('late/y');
+  assert.deepEqual([await q.get(), await q.get()], ['flood/r4', 'late/y']);
+  assert.equal(q.depth, 995);
+  q.shutdown();
+});
