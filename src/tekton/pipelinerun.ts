@@ -106,6 +106,21 @@ export interface BuildOptions {
   annotations?: Record<string, string>;
 }
 
+/**
+ * Label keys of a request that are not copied to its PipelineRun: ours, and
+ * those Tekton and Kubernetes give a meaning to (a request must not be able
+ * to pose as another request's run, or steer Tekton, through a label).
+ */
+export function reservedLabel(key: string): boolean {
+  const slash = key.indexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : '';
+  return (
+    key === LABEL_MANAGED_BY ||
+    prefix === 'internal-services.appstudio.redhat.com' ||
+    [/(^|\.)tekton\.dev$/, /(^|\.)kubernetes\.io$/, /(^|\.)k8s\.io$/].some((re) => re.test(prefix))
+  );
+}
+
 export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
   const uid = req.metadata.uid ?? '';
   const ns = req.metadata.namespace ?? '';
@@ -132,6 +147,8 @@ export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: 
       name: pipelineRunName(uid),
       namespace: opts.namespace,
       labels: {
+        // The request's own labels (e.g. the release that asked), so a run can be traced back to it.
+        ...Object.fromEntries(Object.entries(req.metadata.labels ?? {}).filter(([k]) => !reservedLabel(k))),
         [LABEL_MANAGED_BY]: MANAGED_BY,
         [LABEL_REQUEST_UID]: uid,
         [LABEL_REQUEST_NAMESPACE]: ns,

@@ -89,3 +89,33 @@ test('params: unicode and 100 KiB values pass through unchanged', () => {
   const r = checkParams('sign', pipeline([{ name: 'image' }]), { image: big });
   assert.ok(r.ok && r.params[0]!.value === big);
 });
+
+test("the request's labels go to the PipelineRun, except reserved ones (ours, Tekton's, Kubernetes')", async () => {
+  const { buildPipelineRun, reservedLabel, LABEL_REQUEST_UID } = await import('../../src/tekton/pipelinerun.js');
+  const req = {
+    apiVersion: 'appstudio.redhat.com/v1alpha1',
+    kind: 'InternalRequest',
+    metadata: {
+      name: 'r', namespace: 'team-a', uid: 'u-9',
+      labels: {
+        'internal-services.appstudio.openshift.io/pipelinerun-uid': 'abc',
+        release: 'app-1.2',
+        'internal-services.appstudio.redhat.com/request-uid': 'forged',
+        'tekton.dev/pipeline': 'x',
+        'results.tekton.dev/foo': 'y',
+        'app.kubernetes.io/managed-by': 'me',
+        'app.kubernetes.io/part-of': 'z',
+      },
+    },
+    spec: { request: 'sign' },
+  } as const;
+  const pr = buildPipelineRun(req as never, { pipeline: 'sign' }, { metadata: { name: 'sign' } }, { namespace: 'internal-services', volumeClaim: { name: 'w', size: '1Gi' }, params: [] });
+  assert.equal(pr.metadata.labels?.['release'], 'app-1.2');
+  assert.equal(pr.metadata.labels?.['internal-services.appstudio.openshift.io/pipelinerun-uid'], 'abc', "the production controller's label prefix is the requester's");
+  assert.equal(pr.metadata.labels?.[LABEL_REQUEST_UID], 'u-9', 'a label cannot pose as another request');
+  assert.equal(pr.metadata.labels?.['tekton.dev/pipeline'], undefined);
+  assert.equal(pr.metadata.labels?.['results.tekton.dev/foo'], undefined);
+  assert.equal(pr.metadata.labels?.['app.kubernetes.io/managed-by'], 'internal-services');
+  assert.equal(pr.metadata.labels?.['app.kubernetes.io/part-of'], undefined);
+  assert.ok(reservedLabel('k8s.io/x') && reservedLabel('sub.k8s.io/x') && !reservedLabel('example.com/x') && !reservedLabel('plain'));
+});
