@@ -13,6 +13,7 @@ export const ErrorCodes = {
   REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED: 'The request names a service account that is not in allowedServiceAccounts.',
   REQUEST_SOURCE_NOT_ALLOWED: 'The request asks for a Pipeline from a source (a remote resolver) that no source policy allows.',
   REQUEST_LIMIT_EXCEEDED: 'The request exceeds a limit of the InternalServicesConfig: a param value or all params too large, a timeout too long, no timeout (0s) where that is not allowed, or tasks + finally longer than pipeline.',
+  REQUEST_IDEMPOTENCY_CONFLICT: 'The idempotency key is already used by an earlier running or succeeded request of the namespace with a different spec.',
   REQUEST_NOT_APPROVED: 'A rule requires approval, and an approver denied the request, or no decision came before approvalTimeout.',
   REQUEST_RESOLUTION_FAILED: 'The Pipeline, or a Task or StepAction it references, could not be resolved (or not within sources.resolutionTimeout), or is not a Tekton v1 object of the expected kind.',
   REQUEST_INVALID: 'The request is malformed, or the internal cluster refused the PipelineRun built from it.',

@@ -6,6 +6,8 @@ export const SUCCEEDED = 'Succeeded';
 export const Reason = {
   /** Not decided yet: the controller waits for something outside the request (its configuration). */
   Pending: 'Pending',
+  /** An earlier request with the same idempotency key and spec runs; this one ends as it ends. */
+  Following: 'Following',
   /** Allowed and checked; waiting for a free slot on the internal cluster (capacity). */
   Queued: 'Queued',
   /** Allowed, checked, and waiting for an approver's decision (a rule requires approval). */

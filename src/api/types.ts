@@ -185,6 +185,11 @@ export const internalRequestStatusSchema = schema({
       additionalProperties: { type: 'string' },
     },
     pipelineRun: { type: 'string', description: 'namespace/name of the PipelineRun on the internal cluster.' },
+    followed: {
+      type: 'object',
+      description: 'The earlier request with the same idempotency key and spec that this one followed instead of running again.',
+      properties: { name: { type: 'string' }, uid: { type: 'string' } },
+    },
     approval: {
       type: 'object',
       description: 'For a request whose rule requires approval: the decision, who made it (as the internal cluster authenticated them) and when.',

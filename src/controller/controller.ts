@@ -15,6 +15,7 @@ import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, 
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig } from './config.js';
+import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from './idempotency.js';
 import { fairOrder, type CapacityView, type Waiting } from '../policy/capacity.js';
 import { installedPipelineName } from './requested.js';
 import { decide, endWithoutResults, type Action, type Observation } from './decide.js';
@@ -108,10 +109,16 @@ export class Controller {
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
     const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
 
+    // A request that changes brings back the ones that follow it (same idempotency key).
+    const enqueueWithFollowers = (r: InternalRequest) => {
+      enqueue(r);
+      const k = idempotencyKeyOf(r);
+      if (k) for (const other of this.sameKey(r.metadata.namespace ?? '', k)) if (other !== keyOf(r)) this.queue.add(other);
+    };
     this.requests = new Informer<InternalRequest>('remote/internalrequests', this.requestClient, {
-      onAdd: enqueue,
-      onUpdate: (_o, n) => enqueue(n),
-      onDelete: enqueue,
+      onAdd: enqueueWithFollowers,
+      onUpdate: (_o, n) => enqueueWithFollowers(n),
+      onDelete: enqueueWithFollowers,
       // Periodic relist: look at every request again, and sweep PipelineRuns
       // whose request is gone (only ever after a full remote list).
       onResync: () => {
@@ -235,6 +242,50 @@ export class Controller {
       ...(present ? {} : { detail: `no InternalServicesConfig "${CONFIG_NAME}" in namespace ${this.opts.namespace}; new requests wait (reason Pending)` }),
     });
     return checks;
+  }
+
+  /** Keys of the requests of a namespace that carry an idempotency key. */
+  private sameKey(namespace: string, key: string): string[] {
+    const out: string[] = [];
+    for (const r of this.requests.list()) if (r.metadata.namespace === namespace && idempotencyKeyOf(r) === key) out.push(keyOf(r));
+    return out;
+  }
+
+  /**
+   * The other requests with this request's idempotency key, as Earlier
+   * values, the ones to follow first: those that run or ran (a PipelineRun),
+   * then the unfinished ones created before this one. A succeeded one is
+   * read from the cluster for its results.
+   */
+  private async earlierOf(req: InternalRequest): Promise<Earlier[]> {
+    const ns = req.metadata.namespace ?? '';
+    const k = idempotencyKeyOf(req)!;
+    const mine = specHash(req.spec);
+    const out: Array<Earlier & { rank: number; created: string }> = [];
+    for (const key of this.sameKey(ns, k)) {
+      const other = this.currentRequest(key);
+      if (!other || other.metadata.uid === req.metadata.uid) continue;
+      const hash = other.metadata.annotations?.[ANNOTATION_SPEC_HASH] ?? specHash(other.spec);
+      const c = succeededCondition(other);
+      const hasRun = !!other.status?.pipelineRun || this.pipelineRunsFor(key).some((p) => requestUidOf(p) === other.metadata.uid);
+      const created = other.metadata.creationTimestamp ?? '';
+      const older = created < (req.metadata.creationTimestamp ?? '') || (created === req.metadata.creationTimestamp && (other.metadata.uid ?? '') < (req.metadata.uid ?? ''));
+      let state: Earlier['state'];
+      if (c?.status === 'True') state = 'succeeded';
+      else if (c?.status === 'False') state = c.reason === Reason.Rejected ? 'rejected' : 'failed';
+      else if (hasRun || older) state = 'active';
+      else continue; // a later one that has not run: it follows this one, not the other way round
+      const e: Earlier & { rank: number; created: string } = { name: other.metadata.name ?? '', uid: other.metadata.uid ?? '', sameSpec: hash === mine, state, rank: hasRun || state === 'succeeded' ? 0 : 1, created };
+      if (state === 'succeeded' && e.sameSpec) {
+        const full = await this.requestClient.tryGet(ns, e.name);
+        if (full?.metadata.uid === e.uid) {
+          e.results = { ...(full.status?.results ?? {}) };
+          if (full.status?.pipelineRun) e.pipelineRun = full.status.pipelineRun;
+        }
+      } else if (other.status?.pipelineRun) e.pipelineRun = other.status.pipelineRun;
+      out.push(e);
+    }
+    return out.sort((a, b) => a.rank - b.rank || (a.created < b.created ? -1 : 1)).map(({ rank: _r, created: _c, ...e }) => e);
   }
 
   /** Our PipelineRuns not finished (created ones the cache has not shown yet included), in all and per remote namespace. */
@@ -404,7 +455,26 @@ export class Controller {
     return turn;
   }
 
+  /** Decisions about requests with the same idempotency key, one at a time (two workers must not both start one). */
+  private readonly keyLocks = new Map<string, Promise<void>>();
+
   private async reconcileNow(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
+    const req = fresh ?? this.currentRequest(key);
+    const idem = req && !isFinished(req) ? idempotencyKeyOf(req) : undefined;
+    if (!idem) return this.reconcileOne(key, fresh, attempt);
+    const lockKey = `${req!.metadata.namespace}/${idem}`;
+    const prev = this.keyLocks.get(lockKey) ?? Promise.resolve();
+    const turn = prev.then(() => this.reconcileOne(key, fresh, attempt));
+    const tail = turn.catch(() => {});
+    this.keyLocks.set(lockKey, tail);
+    try {
+      return await turn;
+    } finally {
+      if (this.keyLocks.get(lockKey) === tail) this.keyLocks.delete(lockKey);
+    }
+  }
+
+  private async reconcileOne(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
     const request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
     const config = effectiveConfig(this.configs.get(`${ns}/${CONFIG_NAME}`), ns);
@@ -420,6 +490,7 @@ export class Controller {
       if (out.done && !out.succeeded) failedTasks = await this.failedTasksOf(ours);
     }
     const resolutions = [...this.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
+    const earlier = needPipeline && request && idempotencyKeyOf(request) ? await this.earlierOf(request) : undefined;
     const approvals = [...this.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
     const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
     const approvalTrustNow = needPipeline && decided ? await this.trust.check(decided) : undefined;
@@ -433,6 +504,7 @@ export class Controller {
       now: this.now(),
       resolutions,
       approvals,
+      ...(earlier ? { earlier } : {}),
       ...(needPipeline && (config.capacity.maxRunning !== undefined || config.capacity.maxRunningPerNamespace !== undefined) ? { capacity: this.capacityView() } : {}),
       ...(approvalTrustNow ? { approvalTrust: approvalTrustNow } : {}),
       ...(tasks ? { tasks } : {}),
@@ -582,7 +654,7 @@ export class Controller {
         const fresh = await this.requestClient.tryGet(ns, name);
         if (!fresh) return false;
         this.log.debug({ request: key, attempt }, 'status conflict; deciding again on a fresh read');
-        await this.reconcileNow(key, fresh, attempt + 1);
+        await this.reconcileOne(key, fresh, attempt + 1);
         return false;
       }
       if (status.results && Object.keys(status.results).length && isRefusedObject(e)) {
@@ -670,6 +742,9 @@ function slimRequest(req: InternalRequest): InternalRequest {
       resourceVersion: md.resourceVersion,
       ...(md.generation !== undefined ? { generation: md.generation } : {}),
       ...(md.deletionTimestamp ? { deletionTimestamp: md.deletionTimestamp } : {}),
+      ...(md.creationTimestamp ? { creationTimestamp: md.creationTimestamp } : {}),
+      // What idempotent retries need to find it and compare with it.
+      ...(idempotencyKeyOf(req) ? { labels: { [LABEL_IDEMPOTENCY_KEY]: idempotencyKeyOf(req)! }, annotations: { [ANNOTATION_SPEC_HASH]: specHash(req.spec) } } : {}),
     },
     spec: req.spec?.request !== undefined ? { request: req.spec.request } : { pipeline: req.spec?.pipeline ? { pipelineRef: req.spec.pipeline.pipelineRef } : undefined },
     status: { conditions: [{ type: c.type, status: c.status, reason: c.reason, message: '', lastTransitionTime: c.lastTransitionTime }] },

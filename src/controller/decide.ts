@@ -18,6 +18,7 @@ import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
 import { checkParamConstraints, grantFor, rulesFor } from '../policy/grant.js';
 import { admit, type CapacityView } from '../policy/capacity.js';
+import { followOf, idempotencyKeyOf, type Earlier } from './idempotency.js';
 import type { SourcePolicy } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
@@ -42,6 +43,8 @@ export interface Observation {
    * may approve under the rule now), as the controller found out.
    */
   approvalTrust?: { trusted: true } | { trusted: false; why: string };
+  /** For a request with an idempotency key: the other requests with that key (see idempotency.ts). */
+  earlier?: Earlier[];
   /** Running PipelineRuns and waiting requests, when the configuration sets a capacity. */
   capacity?: CapacityView;
   /** Tasks installed in the controller's namespace, by name. */
@@ -140,6 +143,23 @@ export function decide(o: Observation): Action[] {
         ...actions,
         reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}${o.config.rules.length ? ', and no rule names it' : ''}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED'),
       ];
+    }
+    // Idempotent retries: the same work asked for again follows the earlier request.
+    const idem = idempotencyKeyOf(req);
+    const follow = followOf(idem, o.earlier ?? []);
+    if (follow.kind === 'refuse') return [...actions, reject(req, o, follow.message, 'REQUEST_IDEMPOTENCY_CONFLICT')];
+    if (follow.kind === 'copy') {
+      const e = follow.earlier;
+      const msg = `request ${JSON.stringify(e.name)} with the same idempotency key ${JSON.stringify(idem)} and spec already succeeded${e.pipelineRun ? ` (PipelineRun ${e.pipelineRun})` : ''}: its results are copied, nothing ran again`;
+      return [...actions, finish(req, o, 'True', Reason.Succeeded, msg, e.results ?? {}, undefined, undefined, undefined, { followed: { name: e.name, uid: e.uid } })];
+    }
+    if (follow.kind === 'follow') {
+      const e = follow.earlier;
+      const msg = `following request ${JSON.stringify(e.name)}, which has the same idempotency key ${JSON.stringify(idem)} and spec${e.pipelineRun ? ` (PipelineRun ${e.pipelineRun})` : ''}: this request ends as it ends, and nothing runs twice`;
+      const c = succeededCondition(req);
+      if (c?.reason === Reason.Following && c.message === msg) return actions;
+      const status: InternalRequestStatus = { ...req.status, followed: { name: e.name, uid: e.uid }, conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Following, message: msg, ...gen(req) }, o.now), ...gen(req) };
+      return [...actions, { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Following, message: msg } }];
     }
     // 4. What to run, and which rule grants it (the allowList, or the first
     //    per-namespace rule that grants this Pipeline): its settings apply.

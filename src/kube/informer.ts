@@ -68,6 +68,9 @@ interface WatchOutcome {
   error?: unknown;
 }
 
+/** A second outage warning within this long of the first is logged at debug level. */
+const WARN_QUIET_MS = 60_000;
+
 export class Informer<T extends KubeObject> {
   private readonly store = new Map<string, T>();
   private running = false;
@@ -77,6 +80,7 @@ export class Informer<T extends KubeObject> {
   private loop?: Promise<void>;
   private syncWaiters: Array<() => void> = [];
   readonly health: InformerHealth = { synced: false, connected: false, lastContact: 0, failures: 0 };
+  private lastWarnAt = -Infinity;
   private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform'>> & InformerOptions<T>;
 
   constructor(
@@ -187,9 +191,13 @@ export class Informer<T extends KubeObject> {
     this.health.failures = failures;
     this.health.lastError = `${step}: ${describeError(e)}`;
     this.opts.observer?.reconnect?.(this.name, 'error');
-    // Logged once per failure streak; the rest at debug level.
-    if (failures === 1) this.log.warn({ informer: this.name, step, err: describeError(e), code: statusCode(e) }, 'cannot reach the cluster; retrying with backoff');
-    else this.log.debug({ informer: this.name, step, failures, err: describeError(e) }, 'still failing');
+    // Logged once per outage: the first failure of a streak, unless a warning
+    // went out in the last minute (a connection that drops again right after
+    // it came back is the same outage); the rest at debug level.
+    if (failures === 1 && Date.now() - this.lastWarnAt > WARN_QUIET_MS) {
+      this.lastWarnAt = Date.now();
+      this.log.warn({ informer: this.name, step, err: describeError(e), code: statusCode(e) }, 'cannot reach the cluster; retrying with backoff');
+    } else this.log.debug({ informer: this.name, step, failures, err: describeError(e) }, 'still failing');
   }
 
   private recovered(failures: number, step: string): void {

@@ -15,6 +15,8 @@ export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/r
 export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
 /** What was resolved from where and pinned to what (JSON list of Provenance), on PipelineRuns that run a checked graph. */
 export const ANNOTATION_SOURCES = 'internal-services.appstudio.redhat.com/sources';
+/** The request's idempotency key, also on its PipelineRun. */
+const LABEL_IDEMPOTENCY = 'internal-services.appstudio.redhat.com/idempotency-key';
 /** "cancel": the rule that granted the request wants the run stopped if the configuration stops granting it. */
 export const ANNOTATION_ON_REVOKE = 'internal-services.appstudio.redhat.com/on-revoke';
 /** Why the run was cancelled when the configuration stopped granting it. */
@@ -150,6 +152,7 @@ export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: 
         // The request's own labels (e.g. the release that asked), so a run can be traced back to it.
         ...Object.fromEntries(Object.entries(req.metadata.labels ?? {}).filter(([k]) => !reservedLabel(k))),
         [LABEL_MANAGED_BY]: MANAGED_BY,
+        ...(req.metadata.labels?.[LABEL_IDEMPOTENCY] ? { [LABEL_IDEMPOTENCY]: req.metadata.labels[LABEL_IDEMPOTENCY] } : {}),
         [LABEL_REQUEST_UID]: uid,
         [LABEL_REQUEST_NAMESPACE]: ns,
       },

@@ -56,6 +56,7 @@ before(async () => {
   const params = ['text', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, default: '' }));
   await applyObjects(internalAdmin, [
     testPipeline('echo', { params, results: [{ name: 'out', value: '$(tasks.t.results.out)' }], tasks: [{ name: 't', params: [{ name: 'text', value: '$(params.text)' }], taskSpec: { params: [{ name: 'text' }], results: [{ name: 'out' }], steps: [simulatedStep('s', { SIMULATED_RESULT_out: '$(params.text)' })] } }] }),
+    testPipeline('fails', { tasks: [{ name: 't', taskSpec: { steps: [simulatedStep('s', { SIMULATED_EXIT_CODE: '2' })] } }] }),
     testPipeline('gated', { results: [{ name: 'out', value: '$(tasks.t.results.out)' }], tasks: [{ name: 't', taskSpec: { results: [{ name: 'out' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_out: 'released' })] } }] }),
   ] as never);
   await setRunConfig(internalAdmin, BASE);
@@ -234,5 +235,57 @@ describe('capacity (real Tekton, pods simulated)', () => {
       assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     }
     await configure(BASE);
+  });
+});
+
+describe('idempotent retries (real Tekton, pods simulated)', () => {
+  const KEY = 'internal-services.appstudio.redhat.com/idempotency-key';
+  const withKey = async (name: string, key: string, spec: InternalRequestSpec) => createRequest(requester, TENANT, name, spec, { [KEY]: key });
+
+  test('a retry while the first runs follows it and ends with its results; after it succeeded, a retry copies them; nothing runs twice', async () => {
+    const first = await withKey('idem-1', 'release-42-sign', { request: 'gated' });
+    const pr = await onlyPipelineRunOf(internalAdmin, first.metadata.uid!);
+    await waitForReason(requester, TENANT, 'idem-1', ['Running'], 30_000);
+    const retry = await withKey('idem-2', 'release-42-sign', { request: 'gated' });
+    const following = await waitForReason(requester, TENANT, 'idem-2', ['Following'], 30_000);
+    assert.match(messageOf(following), /^following request "idem-1", which has the same idempotency key "release-42-sign" and spec/);
+    const other = await withKey('idem-other', 'release-42-sign', { request: 'echo', params: { text: 'different' } });
+    const conflict = await waitForReason(requester, TENANT, 'idem-other', FINAL, 30_000);
+    assert.equal(conflict.status?.conditions?.[0]?.reason, 'Rejected');
+    assert.match(messageOf(conflict), /idempotency key "release-42-sign" is already used by request "idem-1" with a different spec/);
+    await releaseRun(env, pr.metadata.name!);
+    const [a, b] = await Promise.all([waitForReason(requester, TENANT, 'idem-1', FINAL, 60_000), waitForReason(requester, TENANT, 'idem-2', FINAL, 60_000)]);
+    assert.equal(a.status?.conditions?.[0]?.reason, 'Succeeded');
+    assert.equal(b.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(b));
+    assert.deepEqual(b.status?.results, a.status?.results);
+    assert.deepEqual(b.status?.followed, { name: 'idem-1', uid: first.metadata.uid });
+    const late = await withKey('idem-3', 'release-42-sign', { request: 'gated' });
+    const copied = await waitForReason(requester, TENANT, 'idem-3', FINAL, 30_000);
+    assert.equal(copied.status?.conditions?.[0]?.reason, 'Succeeded');
+    assert.match(messageOf(copied), /already succeeded .*its results are copied, nothing ran again/);
+    assert.deepEqual(copied.status?.results, { out: 'released' });
+    for (const r of [retry, late, other]) assert.deepEqual(await pipelineRunsFor(internalAdmin, r.metadata.uid!), [], `${r.metadata.name} never had a PipelineRun`);
+  });
+
+  test('two retries at the same moment: exactly one runs; after a failure a retry runs again', async () => {
+    const [x, y] = await Promise.all([withKey('idem-x', 'burst', { request: 'echo', params: { text: 'once' } }), withKey('idem-y', 'burst', { request: 'echo', params: { text: 'once' } })]);
+    const [dx, dy] = await Promise.all([waitForReason(requester, TENANT, 'idem-x', FINAL, 60_000), waitForReason(requester, TENANT, 'idem-y', FINAL, 60_000)]);
+    assert.deepEqual([dx.status?.conditions?.[0]?.reason, dy.status?.conditions?.[0]?.reason], ['Succeeded', 'Succeeded']);
+    assert.deepEqual(dx.status?.results, { out: 'once' });
+    assert.deepEqual(dy.status?.results, { out: 'once' });
+    assert.equal([dx, dy].filter((d) => d.status?.followed).length, 1, 'one ran, the other followed');
+    const ran = [x, y].filter((r, i) => ![dx, dy][i]!.status?.followed);
+    assert.equal(ran.length, 1);
+    const failed = await withKey('idem-f1', 'flaky', { request: 'fails' });
+    const f1 = await waitForReason(requester, TENANT, 'idem-f1', FINAL, 60_000);
+    assert.equal(f1.status?.conditions?.[0]?.reason, 'Failed');
+    const again = await withKey('idem-f2', 'flaky', { request: 'fails' });
+    const f2 = await waitForReason(requester, TENANT, 'idem-f2', FINAL, 60_000);
+    assert.equal(f2.status?.conditions?.[0]?.reason, 'Failed');
+    assert.equal(f2.status?.followed, undefined, 'it ran itself');
+    assert.match(f2.status?.pipelineRun ?? '', /ir-/);
+    assert.notEqual(f2.status?.pipelineRun, f1.status?.pipelineRun);
+    assert.equal(f2.status?.pipelineRun, `${NS}/ir-${again.metadata.uid}`);
+    assert.equal(f1.status?.pipelineRun, `${NS}/ir-${failed.metadata.uid}`);
   });
 });

@@ -7,6 +7,8 @@
  * result. Exit codes: see ExitCode in logic.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { idempotencyKeyOf, LABEL_IDEMPOTENCY_KEY } from '../../controller/idempotency.js';
 import { describeRequested } from '../../controller/requested.js';
 import { Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
@@ -14,7 +16,7 @@ import { API_VERSION, INTERNAL_REQUEST_APPROVAL, type InternalRequest, type Inte
 import { LABEL_REQUEST_NAMESPACE } from '../../tekton/pipelinerun.js';
 import { InternalServicesError } from '../../errors.js';
 import { statusCode } from '../../kube/client.js';
-import { formatDuration } from '../../util/duration.js';
+import { formatDuration, parseDuration } from '../../util/duration.js';
 import {
   CliError,
   combineExitCodes,
@@ -131,6 +133,17 @@ function withWaitOptions(cmd: Command): Command {
 async function waitWithProgress(t: Target, initial: InternalRequest[], flags: WaitFlags, printInitial: boolean): Promise<Array<{ tracked: Tracked; outcome: FinalOutcome }>> {
   const { timeoutMs, pollIntervalMs } = waitSettings(flags);
   const started = Date.now();
+  for (const r of initial) {
+    // Giving up before the run can time out is how work ends up done twice: say so.
+    const t = r.spec?.timeouts?.pipeline ?? r.spec?.pipeline?.timeouts?.pipeline;
+    const ms = t ? parseDuration(t) : undefined;
+    if (ms !== undefined && ms > timeoutMs) {
+      stderr(
+        `warning: --timeout ${formatDuration(timeoutMs)} is shorter than the pipeline timeout ${t} of ${requestRef(r)}: if this command gives up, the request keeps running; ` +
+          `a retry should use --idempotency-key${idempotencyKeyOf(r) ? ' (this one has one)' : ''} so that the work is not done twice`,
+      );
+    }
+  }
   const last = new Map<string, string>();
   const report = (r: InternalRequest): void => {
     const key = progressKey(r);
@@ -183,6 +196,17 @@ interface CreateFlags extends TargetFlags, WaitFlags {
   output: string;
   resultsFile?: string;
   nameFile?: string;
+  idempotencyKey?: string;
+}
+
+/**
+ * The idempotency key as a label value: kept as given when it is one
+ * (at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends),
+ * else a digest of it, so any text (a PipelineRun uid plus a Pipeline name) works.
+ */
+export function idempotencyLabelValue(key: string): string {
+  if (key.length <= 63 && /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(key)) return key;
+  return `sha256-${createHash('sha256').update(key).digest('hex').slice(0, 56)}`;
 }
 
 /** Everything `create` sends, from its flags; throws CliError (exit 2) on bad input, before any cluster is contacted. */
@@ -191,6 +215,8 @@ export function buildRequest(args: string[], flags: CreateFlags, readFile: (p: s
   const { pipeline, paramArgs } = ref ? { pipeline: undefined, paramArgs: remoteParamArgs(args, flags) } : splitCreateArgs(args, flags.pipeline, flags.param ?? []);
   const params = parseParams(paramArgs, readFile);
   const labels = parseLabels(flags.label ?? []);
+  const idem = given(flags.idempotencyKey);
+  if (idem) labels[LABEL_IDEMPOTENCY_KEY] = idempotencyLabelValue(idem);
   const timeouts = validateTimeouts({ pipeline: flags.pipelineTimeout, tasks: flags.taskTimeout, finally: flags.finallyTimeout });
   const output = parseOutput(flags.output);
   const name = given(flags.name);
@@ -282,6 +308,7 @@ function createCommand(): Command {
     .addOption(new Option('--no-wait', 'print the request name on stdout and exit once it is created'))
     .addOption(new Option('-o, --output <format>', 'results on stdout: json, yaml or value=KEY').default('json'))
     .addOption(new Option('--results-file <path>', 'also write the results as compact JSON (no newline) to this file, e.g. a Tekton result'))
+    .addOption(new Option('--idempotency-key <key>', 'run the work once however often it is asked: while an earlier request of the namespace with this key and the same spec runs or has succeeded, this one follows it (e.g. the requesting PipelineRun uid + the Pipeline)'))
     .addOption(new Option('--name-file <path>', 'write the request name (no newline) to this file once created, e.g. a Tekton result'));
   withWaitOptions(cmd);
   withTargetOptions(cmd);
