@@ -284,6 +284,16 @@ export const internalServicesConfigSpecSchema = schema({
       'x-kubernetes-list-type': 'set',
     },
     debug: { type: 'boolean', default: false, description: 'Keep PipelineRuns after they finish.' },
+    ttlSecondsAfterFinished: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 31536000,
+      description:
+        'Opt-in: finished InternalRequests are deleted from the remote cluster this many seconds after they finished (their PipelineRun gone first). Needs the delete right of config/rbac/remote-ttl on the remote cluster. Absent: requests are never deleted by the controller.',
+    },
+    resultsStoreTimeout: {
+      ...durationField('When Tekton Results follows a finished PipelineRun (its results.tekton.dev/record annotation), the PipelineRun is deleted only once Results has stored it (results.tekton.dev/stored: "true"), or after this long; default 5m'),
+    },
     volumeClaim: {
       type: 'object',
       default: {},

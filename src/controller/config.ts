@@ -19,6 +19,10 @@ export interface EffectiveConfig {
   limits: Limits;
   timeouts: TimeoutPolicy;
   capacity: Capacity;
+  /** Finished requests are deleted this many seconds after they finished; undefined: never. */
+  ttlSecondsAfterFinished: number | undefined;
+  /** How long a finished PipelineRun that Tekton Results follows is kept until Results has stored it. */
+  resultsStoreTimeoutMs: number;
   /** Per-namespace rules, in order. */
   rules: Rule[];
   /** What the allowList grants: the global settings. */
@@ -134,6 +138,8 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
     resolutionTimeoutMs: timeout && timeout > 0 ? timeout : DEFAULT_RESOLUTION_TIMEOUT_MS,
     limits: global.limits,
     timeouts: global.timeouts,
+    ttlSecondsAfterFinished: positive(spec['ttlSecondsAfterFinished']),
+    resultsStoreTimeoutMs: (typeof spec['resultsStoreTimeout'] === 'string' ? parseDuration(spec['resultsStoreTimeout']) : undefined) ?? 300_000,
     capacity: {
       maxRunning: positive(obj(spec['capacity'])['maxRunning']),
       maxRunningPerNamespace: positive(obj(spec['capacity'])['maxRunningPerNamespace']),

@@ -122,7 +122,8 @@ export class Controller {
       // Periodic relist: look at every request again, and sweep PipelineRuns
       // whose request is gone (only ever after a full remote list).
       onResync: () => {
-        for (const r of this.requests.list()) if (!isFinished(r)) enqueue(r);
+        const ttl = effectiveConfig(this.configs.get(`${opts.namespace}/${CONFIG_NAME}`), opts.namespace).ttlSecondsAfterFinished !== undefined;
+        for (const r of this.requests.list()) if (ttl || !isFinished(r)) enqueue(r);
         this.sweep();
       },
     }, this.log, { ...inf, transform: slimRequest });
@@ -363,6 +364,8 @@ export class Controller {
 
   /** When each remote namespace last had a PipelineRun started by this instance (fair turns; not kept across restarts). */
   private readonly lastStart = new Map<string, number>();
+  /** The remote cluster refused a TTL delete (403): logged once. */
+  private ttlDenied = false;
   private admissionScheduled = false;
   /** admitNext() once per turn of the event loop, however many PipelineRuns ended in it. */
   private scheduleAdmission(): void {
@@ -377,7 +380,8 @@ export class Controller {
   /** Every unfinished request: a new configuration decides the waiting ones, and may revoke running ones (onRevoke: cancel). */
   private requeueUndecided(): void {
     if (!this.requests.synced) return;
-    for (const r of this.requests.list()) if (!isFinished(r)) this.queue.add(keyOf(r));
+    const ttl = effectiveConfig(this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`), this.opts.namespace).ttlSecondsAfterFinished !== undefined;
+    for (const r of this.requests.list()) if (ttl || !isFinished(r)) this.queue.add(keyOf(r));
   }
 
   /** Enqueues the request of every PipelineRun we own: the reconcile removes orphans. */
@@ -595,6 +599,24 @@ export class Controller {
           if (code !== 404 && code !== 409) throw e;
         }
         this.log.debug({ request: key, approval: action.approval.metadata.name, why: action.why }, 'InternalRequestApproval deleted');
+        return true;
+      }
+      case 'deleteRequest': {
+        const r = action.request;
+        try {
+          await this.requestClient.delete(r.metadata.namespace ?? '', r.metadata.name ?? '', r.metadata.uid);
+          this.log.info({ request: key, why: action.why }, 'InternalRequest deleted');
+        } catch (e) {
+          const code = statusCode(e);
+          if (code === 404 || code === 409) return true;
+          if (code === 403) {
+            // The right is granted only where the administrators chose it (config/rbac/remote-ttl): say so once, do not retry for ever.
+            if (!this.ttlDenied) this.log.warn({ request: key, err: describeError(e) }, 'ttlSecondsAfterFinished is set, but the controller may not delete InternalRequests on the remote cluster; apply config/rbac/remote-ttl there');
+            this.ttlDenied = true;
+            return true;
+          }
+          throw e;
+        }
         return true;
       }
       case 'requeueAfter':

@@ -69,6 +69,8 @@ export type Action =
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
+  /** Delete the (finished) request on the remote cluster: ttlSecondsAfterFinished. */
+  | { type: 'deleteRequest'; request: InternalRequest; why: string }
   /** Look at the request again after this long (a resolution's deadline), whatever else happens. */
   | { type: 'requeueAfter'; ms: number };
 
@@ -88,7 +90,7 @@ export function decide(o: Observation): Action[] {
       if (!out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
       continue;
     }
-    if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
+    if (!o.config.debug) actions.push(removeDone(o, pr, 'its InternalRequest was deleted'));
   }
   for (const rr of o.resolutions ?? []) {
     if (!uid || requestUidOf(rr) !== uid) actions.push({ type: 'deleteResolution', resolution: rr, why: 'its InternalRequest was deleted' });
@@ -105,9 +107,16 @@ export function decide(o: Observation): Action[] {
   //    cleaned up (e.g. after a restart between the status write and the delete).
   if (isFinished(req)) {
     if (ours && outcomeOf(ours).done && !o.config.debug) {
-      actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'the request is finished' });
+      actions.push(removeDone(o, ours, 'the request is finished'));
     }
     actions.push(...new Resolutions(o, uid).cleanup(), ...(o.approvals ?? []).map((a) => deleteApproval(a, 'the request is finished')));
+    // Finished requests go after ttlSecondsAfterFinished, when set (once their PipelineRun is gone).
+    const ttl = o.config.ttlSecondsAfterFinished;
+    const finishedAt = Date.parse(succeededCondition(req)?.lastTransitionTime ?? '');
+    if (ttl !== undefined && Number.isFinite(finishedAt) && !(ours && o.config.debug)) {
+      const left = finishedAt + ttl * 1000 - o.now.getTime();
+      actions.push(left <= 0 ? { type: 'deleteRequest', request: req, why: `finished more than ttlSecondsAfterFinished (${ttl} s) ago` } : { type: 'requeueAfter', ms: left + 100 });
+    }
     return actions;
   }
 
@@ -303,7 +312,7 @@ export function decide(o: Observation): Action[] {
     );
   }
   // 9. Then the PipelineRun is removed, unless debugging.
-  if (!o.config.debug) actions.push({ type: 'deletePipelineRun', pipelineRun: ours, why: 'it finished and its outcome was recorded' });
+  if (!o.config.debug) actions.push(removeDone(o, ours, 'it finished and its outcome was recorded'));
   return actions;
 }
 
@@ -556,4 +565,24 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
     return { state: 'waiting', actions: [...awaiting(note, expiresAt), until(expiresAt)] };
   }
   return { state: 'approved', record: { result: 'Approved', rule, by: d.by, at: d.at ?? rfc3339(o.now), ...(d.message ? { message: d.message } : {}) } };
+}
+
+/** Tekton Results marks a run it has seen with these, and `stored: "true"` once it holds it. */
+const RESULTS_SEEN = ['results.tekton.dev/record', 'results.tekton.dev/result'];
+const RESULTS_STORED = 'results.tekton.dev/stored';
+
+/**
+ * Deletes a finished PipelineRun, unless Tekton Results is in use for it and
+ * has not stored it yet: then it waits (bounded by resultsStoreTimeout from
+ * the run's completion; after that it is deleted anyway, and the log says so).
+ */
+function removeDone(o: Observation, pr: PipelineRun, why: string): Action {
+  const a = pr.metadata.annotations ?? {};
+  if (RESULTS_SEEN.some((k) => k in a) && a[RESULTS_STORED] !== 'true') {
+    const done = Date.parse(pr.status?.completionTime ?? '') || o.now.getTime();
+    const left = done + o.config.resultsStoreTimeoutMs - o.now.getTime();
+    if (left > 0) return { type: 'requeueAfter', ms: Math.min(left, 30_000) + 100 };
+    return { type: 'deletePipelineRun', pipelineRun: pr, why: `${why}; Tekton Results had not stored it within ${formatDuration(o.config.resultsStoreTimeoutMs)}` };
+  }
+  return { type: 'deletePipelineRun', pipelineRun: pr, why };
 }

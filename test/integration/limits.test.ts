@@ -9,7 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { applyObjects, grantRequester, installProject, loadManifests } from '../../src/envtest/apply.js';
+import { join } from 'node:path';
+import { repoRoot } from '../../src/util/repo.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import {
   createRequest, getRequest, httpStatus, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
@@ -287,5 +289,26 @@ describe('idempotent retries (real Tekton, pods simulated)', () => {
     assert.notEqual(f2.status?.pipelineRun, f1.status?.pipelineRun);
     assert.equal(f2.status?.pipelineRun, `${NS}/ir-${again.metadata.uid}`);
     assert.equal(f1.status?.pipelineRun, `${NS}/ir-${failed.metadata.uid}`);
+  });
+});
+
+describe('request lifecycle (real Tekton, pods simulated)', () => {
+  test('ttlSecondsAfterFinished: a finished request is deleted from the remote cluster after that time (with the opt-in right)', async () => {
+    await applyObjects(env.remote.identities.admin.kubeConfig(), loadManifests(join(repoRoot(), 'config', 'rbac', 'remote-ttl')) as never);
+    await configure({ ...BASE, ttlSecondsAfterFinished: 2 });
+    const r = await createRequest(requester, TENANT, 'short-lived', { request: 'echo', params: { text: 'bye' } }, { release: 'app-9' });
+    const pr = await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
+    assert.equal(pr.metadata.labels?.['release'], 'app-9', "the request's labels are on its PipelineRun");
+    const done = await waitForReason(requester, TENANT, 'short-lived', FINAL, 60_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded');
+    await waitFor('the finished request to be deleted', async () => {
+      try {
+        await getRequest(requester, TENANT, 'short-lived');
+        return false;
+      } catch (e) {
+        return (e as { code?: number }).code === 404;
+      }
+    }, 20_000);
+    await configure(BASE);
   });
 });

@@ -307,3 +307,30 @@ test('limits: param sizes and timeouts, each refusal naming the param or timeout
   assert.ok(d[0]?.type === 'createPipelineRun');
   assert.deepEqual(d[0].pipelineRun.spec.timeouts, { pipeline: '30m', tasks: '20m', finally: '5m' });
 });
+
+test('Tekton Results in use: a finished PipelineRun is deleted once Results has stored it, or after resultsStoreTimeout', () => {
+  const finishedReq = request({}, {}, terminal('Succeeded', 'True'));
+  const pr = (annotations: Record<string, string>, completionTime = '2026-11-22T09:59:50Z') => {
+    const p = pipelineRun('u-1', done(true, { completionTime }));
+    p.metadata.annotations = { ...p.metadata.annotations, ...annotations };
+    return p;
+  };
+  const seen = { 'results.tekton.dev/record': 'ns/results/x/records/y' };
+  const waiting = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen)] }));
+  assert.deepEqual(types(waiting), ['requeueAfter'], 'not stored yet: kept');
+  assert.deepEqual(types(decide(observe({ request: finishedReq, pipelineRuns: [pr({ ...seen, 'results.tekton.dev/stored': 'true' })] }))), ['deletePipelineRun']);
+  const late = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen, '2026-11-22T09:50:00Z')] }));
+  assert.deepEqual(types(late), ['deletePipelineRun'], 'after 5 minutes it goes anyway');
+  assert.match((late[0] as { why: string }).why, /Tekton Results had not stored it within 5m/);
+  assert.deepEqual(types(decide(observe({ request: finishedReq, pipelineRuns: [pr({})] }))), ['deletePipelineRun'], 'no Results: deleted at once');
+});
+
+test('ttlSecondsAfterFinished: a finished request is deleted once that long has passed; not before', () => {
+  const fin = request({}, {}, { conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded', message: 'm', lastTransitionTime: '2026-11-22T09:59:30Z' }] });
+  const ttl = config({ allowList: ['team-a'], ttlSecondsAfterFinished: 60 });
+  const early = decide(observe({ request: fin, config: ttl }));
+  assert.deepEqual(early, [{ type: 'requeueAfter', ms: 30_100 }]);
+  const due = decide(observe({ request: fin, config: ttl, now: new Date('2026-11-22T10:00:31Z') }));
+  assert.deepEqual(types(due), ['deleteRequest']);
+  assert.deepEqual(decide(observe({ request: fin })), [], 'no TTL: kept');
+});
