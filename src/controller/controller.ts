@@ -14,7 +14,7 @@ import { WorkQueue, type QueueObserver } from '../kube/queue.js';
 import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
-import { effectiveConfig } from './config.js';
+import { effectiveConfig, type EffectiveConfig } from './config.js';
 import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from './idempotency.js';
 import { fairOrder, type CapacityView, type Waiting } from '../policy/capacity.js';
 import { installedPipelineName } from './requested.js';
@@ -122,7 +122,7 @@ export class Controller {
       // Periodic relist: look at every request again, and sweep PipelineRuns
       // whose request is gone (only ever after a full remote list).
       onResync: () => {
-        const ttl = effectiveConfig(this.configs.get(`${opts.namespace}/${CONFIG_NAME}`), opts.namespace).ttlSecondsAfterFinished !== undefined;
+        const ttl = this.config().ttlSecondsAfterFinished !== undefined;
         for (const r of this.requests.list()) if (ttl || !isFinished(r)) enqueue(r);
         this.sweep();
       },
@@ -222,6 +222,14 @@ export class Controller {
     return this.started && this.informers.every((i) => i.synced && i.health.failures === 0);
   }
 
+  private configMemo: { obj: InternalServicesConfig | undefined; value: EffectiveConfig } | undefined;
+  /** The effective configuration, computed again only when the cached object changes. */
+  private config(): EffectiveConfig {
+    const obj = this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`);
+    if (!this.configMemo || this.configMemo.obj !== obj) this.configMemo = { obj, value: effectiveConfig(obj, this.opts.namespace) };
+    return this.configMemo.value;
+  }
+
   /** Whether the InternalServicesConfig "config" exists (in the cache). */
   get configPresent(): boolean {
     return this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`) !== undefined;
@@ -318,7 +326,7 @@ export class Controller {
 
   /** A slot may have freed: the requests first in the fair order are looked at again. */
   private admitNext(): void {
-    const cap = effectiveConfig(this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`), this.opts.namespace).capacity;
+    const cap = this.config().capacity;
     if (cap.maxRunning === undefined && cap.maxRunningPerNamespace === undefined) return;
     const view = this.capacityView();
     if (view.waiting.length === 0) return;
@@ -380,7 +388,7 @@ export class Controller {
   /** Every unfinished request: a new configuration decides the waiting ones, and may revoke running ones (onRevoke: cancel). */
   private requeueUndecided(): void {
     if (!this.requests.synced) return;
-    const ttl = effectiveConfig(this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`), this.opts.namespace).ttlSecondsAfterFinished !== undefined;
+    const ttl = this.config().ttlSecondsAfterFinished !== undefined;
     for (const r of this.requests.list()) if (ttl || !isFinished(r)) this.queue.add(keyOf(r));
   }
 
@@ -450,7 +458,7 @@ export class Controller {
 
   /** Reconciles one request key. Exported for tests through the class. */
   async reconcile(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
-    const cfg = effectiveConfig(this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`), this.opts.namespace);
+    const cfg = this.config();
     const capped = cfg.capacity.maxRunning !== undefined || cfg.capacity.maxRunningPerNamespace !== undefined;
     const request = fresh ?? this.currentRequest(key);
     if (!capped || !request || isFinished(request) || request.status?.pipelineRun) return this.reconcileNow(key, fresh, attempt);
@@ -481,7 +489,7 @@ export class Controller {
   private async reconcileOne(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
     const request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
-    const config = effectiveConfig(this.configs.get(`${ns}/${CONFIG_NAME}`), ns);
+    const config = this.config();
     let prs = this.pipelineRunsFor(key);
     const uid = request?.metadata.uid;
     const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
