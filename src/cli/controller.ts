@@ -22,6 +22,8 @@ export interface ControllerFlags {
   healthProbeBindAddress: string;
   workers: number;
   resyncPeriod: number;
+  remoteMode: 'watch' | 'poll';
+  pollInterval: number;
   logLevel: string;
   events: 'all' | 'warnings' | 'none';
   leaderElect: boolean;
@@ -60,6 +62,10 @@ export function controllerCommand(): Command {
     .addOption(new Option('--health-probe-bind-address <addr>', 'address of /healthz and /readyz; 0 disables').env('HEALTH_PROBE_BIND_ADDRESS').default(':8081'))
     .addOption(new Option('--workers <n>', 'requests reconciled in parallel').env('WORKERS').default(4).argParser(positiveInt))
     .addOption(new Option('--resync-period <duration>', 'full relist and orphan sweep period').env('RESYNC_PERIOD').default(600_000, '10m').argParser(duration))
+    .addOption(
+      new Option('--remote-mode <mode>', 'how requests are followed on the remote cluster: watch, or poll (for proxies that cut long-lived connections)').env('REMOTE_MODE').default('watch').choices(['watch', 'poll']),
+    )
+    .addOption(new Option('--poll-interval <duration>', 'with --remote-mode poll: time between two lists of the remote requests (±20%)').env('POLL_INTERVAL').default(10_000, '10s').argParser(shortDuration))
     .addOption(new Option('--events <which>', 'Events recorded on requests: all, warnings (Rejected, Failed) or none').env('EVENTS').default('all').choices(['all', 'warnings', 'none']))
     .addOption(new Option('--leader-elect', 'elect a leader among replicas with a Lease; only the leader acts').env('LEADER_ELECT').default(false))
     .addOption(new Option('--leader-election-id <name>', 'name of the Lease').env('LEADER_ELECTION_ID').default('internal-services-controller'))
@@ -102,6 +108,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     log,
     workers: flags.workers,
     resyncPeriodMs: flags.resyncPeriod,
+    remoteMode: { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval },
     instance: process.env.POD_NAME ?? hostname(),
     metrics: metrics.controller,
     events: flags.events,

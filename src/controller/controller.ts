@@ -41,6 +41,8 @@ export interface ControllerOptions {
   log: Logger;
   workers?: number;
   resyncPeriodMs?: number;
+  /** How the remote requests are followed: watch (default), or poll at an interval. */
+  remoteMode?: { mode: 'watch' | 'poll'; pollIntervalMs?: number };
   /** Name of this instance in Events (e.g. the pod name). */
   instance?: string;
   now?: () => Date;
@@ -126,7 +128,7 @@ export class Controller {
         for (const r of this.requests.list()) if (ttl || !isFinished(r)) enqueue(r);
         this.sweep();
       },
-    }, this.log, { ...inf, transform: slimRequest });
+    }, this.log, { ...inf, transform: slimRequest, mode: opts.remoteMode?.mode ?? 'watch', ...(opts.remoteMode?.pollIntervalMs ? { pollIntervalMs: opts.remoteMode.pollIntervalMs } : {}) });
 
     const onPr = (pr: PipelineRun, deleted = false) => {
       const key = requestKeyOf(pr);

@@ -12,6 +12,13 @@
  * - aborts a watch that has been silent longer than the inactivity limit
  *   (bookmarks count as activity), so a half-open connection cannot hang it.
  * Handlers are called synchronously and must only enqueue work.
+ *
+ * Poll mode (`mode: 'poll'`) is for networks whose proxies cut long-lived
+ * connections: no watch, but a paginated list every `pollIntervalMs` (with
+ * jitter). Only objects whose resourceVersion changed since the last poll are
+ * transformed and reported (add, update, delete), so the controller's work
+ * grows with the changes, not with the number of objects; onResync still
+ * comes only every resync period.
  */
 import type { Logger } from 'pino';
 import { describeError, statusCode, type KubeObject, type ResourceClient } from './client.js';
@@ -42,6 +49,10 @@ export interface InformerOptions<T = unknown> {
    * It receives a fresh object it may change.
    */
   transform?: (obj: T) => T;
+  /** watch (default) or poll. */
+  mode?: 'watch' | 'poll';
+  /** Poll mode: time between two lists (±20% jitter). */
+  pollIntervalMs?: number;
 }
 
 export interface InformerObserver {
@@ -81,7 +92,7 @@ export class Informer<T extends KubeObject> {
   private syncWaiters: Array<() => void> = [];
   readonly health: InformerHealth = { synced: false, connected: false, lastContact: 0, failures: 0 };
   private lastWarnAt = -Infinity;
-  private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform'>> & InformerOptions<T>;
+  private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform' | 'mode' | 'pollIntervalMs'>> & InformerOptions<T>;
 
   constructor(
     readonly name: string,
@@ -142,6 +153,7 @@ export class Informer<T extends KubeObject> {
   }
 
   private async run(): Promise<void> {
+    if (this.opts.mode === 'poll') return this.poll();
     let failures = 0;
     while (!this.stopped) {
       try {
@@ -177,6 +189,39 @@ export class Informer<T extends KubeObject> {
         failures++;
         this.failed(failures, 'list', e);
         await this.sleep(this.backoff(failures));
+      }
+    }
+  }
+
+  private async poll(): Promise<void> {
+    let failures = 0;
+    let resyncAt = 0;
+    const interval = this.opts.pollIntervalMs ?? 10_000;
+    while (!this.stopped) {
+      try {
+        // Unchanged objects keep their stored copy (no transform, no event).
+        const { items } = await this.client.list(this.opts.namespace, {
+          labelSelector: this.opts.labelSelector,
+          fieldSelector: this.opts.fieldSelector,
+          transform: (obj) => {
+            const old = this.store.get(keyOf(obj));
+            if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return old;
+            return this.opts.transform ? this.opts.transform(obj) : obj;
+          },
+        });
+        if (this.stopped) return;
+        const due = Date.now() >= resyncAt;
+        this.replace(items, due);
+        if (due) resyncAt = Date.now() + this.opts.resyncPeriodMs;
+        this.recovered(failures, 'poll');
+        failures = 0;
+        this.opts.observer?.event?.(this.name, 'POLL');
+        await this.sleep(interval * (0.8 + Math.random() * 0.4));
+      } catch (e) {
+        if (this.stopped) return;
+        failures++;
+        this.failed(failures, 'poll', e);
+        await this.sleep(Math.min(this.backoff(failures), interval));
       }
     }
   }
@@ -218,7 +263,7 @@ export class Informer<T extends KubeObject> {
     });
   }
 
-  private replace(items: T[]): void {
+  private replace(items: T[], resync = true): void {
     const seen = new Set<string>();
     for (const obj of items) {
       const key = keyOf(obj);
@@ -238,7 +283,7 @@ export class Informer<T extends KubeObject> {
       this.syncWaiters = [];
       w.forEach((f) => f());
     }
-    this.call(() => this.handlers.onResync?.());
+    if (resync) this.call(() => this.handlers.onResync?.());
   }
 
   private upsert(key: string, obj: T): void {

@@ -1,6 +1,8 @@
 /** Shared pieces of the integration tests: a running controller process, requests, polling. */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
@@ -209,4 +211,73 @@ export function sample(text: string, name: string, labels: Record<string, string
     if (Object.entries(labels).every(([k, v]) => ls.includes(`${k}="${v}"`))) return Number(m[3]);
   }
   return undefined;
+}
+
+/** A copy of a kubeconfig file whose cluster server is `server`. */
+export function kubeconfigVia(path: string, server: string, outPath: string): string {
+  const text = readFileSync(path, 'utf8').replace(/server: \S+/g, `server: ${server}`);
+  writeFileSync(outPath, text);
+  return outPath;
+}
+
+/**
+ * Forwards TCP to a target (TLS passes through); freeze() stops moving bytes
+ * on the connections open now; cut() destroys them; with `cutAfterMs`, every
+ * connection is destroyed that long after it opened (as proxies that cut
+ * long-lived connections do).
+ */
+export class Relay {
+  private readonly server: net.Server;
+  private readonly conns = new Set<{ a: net.Socket; b: net.Socket; frozen: boolean }>();
+  port = 0;
+  /** Connections destroyed by cutAfterMs so far. */
+  cuts = 0;
+  constructor(
+    private readonly target: { host: string; port: number },
+    cutAfterMs?: number,
+  ) {
+    this.server = net.createServer((a) => {
+      const b = net.connect(this.target.port, this.target.host);
+      const c = { a, b, frozen: false };
+      this.conns.add(c);
+      if (cutAfterMs !== undefined) {
+        const t = setTimeout(() => {
+          if (!this.conns.has(c)) return;
+          this.cuts++;
+          a.destroy();
+          b.destroy();
+        }, cutAfterMs);
+        a.on('close', () => clearTimeout(t));
+      }
+      a.on('data', (d) => c.frozen || b.write(d));
+      b.on('data', (d) => c.frozen || a.write(d));
+      const end = () => {
+        a.destroy();
+        b.destroy();
+        this.conns.delete(c);
+      };
+      a.on('close', end).on('error', end);
+      b.on('close', end).on('error', end);
+    });
+  }
+  listen(): Promise<void> {
+    return new Promise((r) => this.server.listen(0, '127.0.0.1', () => {
+      this.port = (this.server.address() as net.AddressInfo).port;
+      r();
+    }));
+  }
+  freeze(): number {
+    for (const c of this.conns) c.frozen = true;
+    return this.conns.size;
+  }
+  cut(): void {
+    for (const c of this.conns) {
+      c.a.destroy();
+      c.b.destroy();
+    }
+  }
+  close(): Promise<void> {
+    this.cut();
+    return new Promise((r) => this.server.close(() => r()));
+  }
 }

@@ -6,7 +6,6 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
@@ -14,50 +13,8 @@ import { ensureNamespace, installProject } from '../../src/envtest/apply.js';
 import { fromKubeConfig, ResourceClient } from '../../src/kube/client.js';
 import { Informer, type InformerOptions } from '../../src/kube/informer.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../../src/api/types.js';
-import { createRequest, waitFor } from './helpers.js';
+import { createRequest, Relay, waitFor } from './helpers.js';
 
-/** Forwards TCP to a target; freeze() stops moving bytes on the connections open now; cut() destroys them. */
-class Relay {
-  private readonly server: net.Server;
-  private readonly conns = new Set<{ a: net.Socket; b: net.Socket; frozen: boolean }>();
-  port = 0;
-  constructor(private readonly target: { host: string; port: number }) {
-    this.server = net.createServer((a) => {
-      const b = net.connect(this.target.port, this.target.host);
-      const c = { a, b, frozen: false };
-      this.conns.add(c);
-      a.on('data', (d) => c.frozen || b.write(d));
-      b.on('data', (d) => c.frozen || a.write(d));
-      const end = () => {
-        a.destroy();
-        b.destroy();
-        this.conns.delete(c);
-      };
-      a.on('close', end).on('error', end);
-      b.on('close', end).on('error', end);
-    });
-  }
-  listen(): Promise<void> {
-    return new Promise((r) => this.server.listen(0, '127.0.0.1', () => {
-      this.port = (this.server.address() as net.AddressInfo).port;
-      r();
-    }));
-  }
-  freeze(): number {
-    for (const c of this.conns) c.frozen = true;
-    return this.conns.size;
-  }
-  cut(): void {
-    for (const c of this.conns) {
-      c.a.destroy();
-      c.b.destroy();
-    }
-  }
-  close(): Promise<void> {
-    this.cut();
-    return new Promise((r) => this.server.close(() => r()));
-  }
-}
 
 let env: Environment;
 let relay: Relay;
@@ -78,20 +35,21 @@ after(async () => {
   await env?.stop();
 });
 
-async function informerViaRelay(opts: InformerOptions<InternalRequest>) {
+async function informerViaRelay(opts: InformerOptions<InternalRequest>, via: Relay = relay, namespace = 'relay') {
   const kc = new KubeConfig();
   kc.loadFromFile(env.remote.identities.admin.kubeconfigPath);
   const cluster = kc.getCurrentCluster()!;
   // Same certificate (it is issued for 127.0.0.1), another port.
-  kc.clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, server: `https://127.0.0.1:${relay.port}` } : c));
+  kc.clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, server: `https://127.0.0.1:${via.port}` } : c));
   const remote = await fromKubeConfig('remote', kc);
   const events: string[] = [];
   let resyncs = 0;
   const inf = new Informer<InternalRequest>('relay/internalrequests', remote.resource<InternalRequest>(INTERNAL_REQUEST), {
     onAdd: (o) => events.push(`add:${o.metadata.name}`),
+    onUpdate: (_o, n) => events.push(`update:${n.metadata.name}`),
     onDelete: (o) => events.push(`delete:${o.metadata.name}`),
     onResync: () => resyncs++,
-  }, log, { namespace: 'relay', backoffInitialMs: 100, backoffMaxMs: 1000, ...opts });
+  }, log, { namespace, backoffInitialMs: 100, backoffMaxMs: 1000, ...opts });
   inf.start();
   await inf.waitForSync();
   return { inf, events, resyncs: () => resyncs, remote };
@@ -161,5 +119,54 @@ test('410 Gone: a watch from a resourceVersion the apiserver no longer has leads
   } finally {
     await inf.stop();
     remote.close();
+  }
+});
+
+test('poll mode behind a proxy that cuts every connection after 1 s: the cache follows adds, updates and deletes, and only changed objects are processed', async () => {
+  const u = new URL(env.remote.url);
+  const cutter = new Relay({ host: u.hostname, port: Number(u.port) }, 1000);
+  await cutter.listen();
+  const admin = env.remote.identities.admin.kubeConfig();
+  await ensureNamespace(admin, 'poll');
+  for (let i = 0; i < 40; i++) await createRequest(admin, 'poll', `p-${i}`, { request: 'p' });
+  let transformed = 0;
+  let polls = 0;
+  const { inf, events, resyncs, remote } = await informerViaRelay(
+    {
+      mode: 'poll',
+      pollIntervalMs: 200,
+      resyncPeriodMs: 60_000,
+      transform: (o) => {
+        transformed++;
+        return o;
+      },
+      observer: { event: (_n, type) => type === 'POLL' && polls++ },
+    },
+    cutter,
+    'poll',
+  );
+  try {
+    assert.equal(inf.size, 40);
+    assert.equal(transformed, 40);
+    const p0 = polls;
+    await waitFor('five more polls', async () => polls >= p0 + 5, 20_000);
+    assert.equal(transformed, 40, 'unchanged objects are not processed again');
+    assert.deepEqual(events.filter((e) => !e.startsWith('add:')), [], 'no events for unchanged objects');
+    assert.equal(resyncs(), 1, 'onResync only at the resync period');
+    const { CustomObjectsApi } = await import('@kubernetes/client-node');
+    const api = admin.makeApiClient(CustomObjectsApi);
+    const ir = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests', namespace: 'poll' };
+    await api.patchNamespacedCustomObject({ ...ir, name: 'p-3', body: [{ op: 'add', path: '/metadata/labels', value: { touched: 'yes' } }] });
+    await api.deleteNamespacedCustomObject({ ...ir, name: 'p-4' });
+    await createRequest(admin, 'poll', 'p-new', { request: 'p' });
+    await waitFor('the three changes', async () => events.includes('update:p-3') && events.includes('delete:p-4') && events.includes('add:p-new'), 20_000);
+    assert.equal(inf.get('poll/p-3')?.metadata.labels?.['touched'], 'yes');
+    assert.equal(transformed, 42, 'exactly the changed and the new object were processed');
+    assert.ok(cutter.cuts > 0, `the proxy cut connections (${cutter.cuts})`);
+    await waitFor('a healthy informer', async () => inf.health.failures === 0, 10_000);
+  } finally {
+    await inf.stop();
+    remote.close();
+    await cutter.close();
   }
 });

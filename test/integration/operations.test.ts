@@ -9,13 +9,14 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import {
   api, createRequest, httpStatus, NS, PR, pipelineRunsFor, releaseRun, runCli, simulatedStep, startController, testPipeline, waitFor, waitForReason,
-  type ControllerProcess, scrape, sample,
+  type ControllerProcess, scrape, sample, Relay, kubeconfigVia,
 } from './helpers.js';
 
 let env: Environment;
@@ -212,4 +213,20 @@ test('leader election: a leader that finds the lease taken stops acting at once 
   assert.ok(Date.now() - t0 < 3_000, 'within a few retry periods');
   assert.ok(p.lines.some((l) => l.msg === 'lost leadership: another instance holds the lease' && l.holder === 'intruder'));
   await leases.deleteNamespacedLease({ name: 'takeover-test', namespace: NS });
+});
+
+test('--remote-mode poll behind a proxy that cuts every connection after 400 ms: every request completes, exactly once', async () => {
+  const u = new URL(env.remote.url);
+  const cutter = new Relay({ host: u.hostname, port: Number(u.port) }, 400);
+  await cutter.listen();
+  const viaProxy = kubeconfigVia(env.remote.identities.controller.kubeconfigPath, `https://127.0.0.1:${cutter.port}`, join(env.dir, 'remote-via-cutting-proxy.yaml'));
+  const c = await startController(env, ['--remote-kubeconfig', viaProxy, '--remote-mode', 'poll', '--poll-interval', '500ms']);
+  procs.push(c);
+  try {
+    await Promise.all(['poll-1', 'poll-2', 'poll-3'].map((n) => completeRequest(n)));
+    assert.ok(cutter.cuts > 0, `the proxy cut connections (${cutter.cuts})`);
+  } finally {
+    await c.kill('SIGKILL');
+    await cutter.close();
+  }
 });
