@@ -14,7 +14,7 @@ export interface Metrics {
   controller: ControllerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; waiting(): Record<string, number> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -80,6 +80,16 @@ export function createMetrics(): Metrics {
   });
   const apiRequests = new Counter({ name: 'internal_services_api_requests_total', help: 'Kubernetes API requests by cluster, verb and status code', labelNames: ['cluster', 'verb', 'code'], registers: [registry] });
   const apiLatency = new Histogram({ name: 'internal_services_api_request_duration_seconds', help: 'Kubernetes API request latency', labelNames: ['cluster', 'verb'], buckets: LATENCY_BUCKETS, registers: [registry] });
+  new Gauge({
+    name: 'internal_services_requests_waiting',
+    help: 'Unfinished requests that have no PipelineRun yet, by reason (Pending, Resolving, AwaitingApproval, Queued, Following, or none: not looked at yet)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, n] of Object.entries(sources?.waiting() ?? {})) this.set({ reason }, n);
+    },
+  });
   new Gauge({
     name: 'internal_services_config_present',
     help: '1 while the InternalServicesConfig "config" exists; 0: new requests wait (reason Pending)',

@@ -129,6 +129,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     lastContact: () => controller.lastContact(),
     leader: () => (elector ? elector.isLeader : true),
     configPresent: () => controller.configPresent,
+    waiting: () => controller.waitingByReason(),
   });
   const health = healthAddr ? await startHealthServer(healthAddr, () => controller.readiness(), log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;

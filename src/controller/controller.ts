@@ -336,6 +336,17 @@ export class Controller {
     for (const key of fairOrder(view, cap).slice(0, free)) this.queue.add(key);
   }
 
+  /** Unfinished requests without a PipelineRun, by the reason of their condition ("none": not looked at yet), for a gauge. */
+  waitingByReason(): Record<string, number> {
+    const out: Record<string, number> = { none: 0, Pending: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
+    for (const r of this.requests.list()) {
+      if (isFinished(r) || r.status?.pipelineRun) continue;
+      const reason = succeededCondition(r)?.reason ?? 'none';
+      out[reason] = (out[reason] ?? 0) + 1;
+    }
+    return out;
+  }
+
   /** Requests whose PipelineRun is running (for the concurrency gauge). */
   runningRequests(): number {
     let n = 0;

@@ -110,7 +110,9 @@ export function decide(o: Observation): Action[] {
       actions.push(removeDone(o, ours, 'the request is finished'));
     }
     actions.push(...new Resolutions(o, uid).cleanup(), ...(o.approvals ?? []).map((a) => deleteApproval(a, 'the request is finished')));
-    // Finished requests go after ttlSecondsAfterFinished, when set (once their PipelineRun is gone).
+    // Finished requests go after ttlSecondsAfterFinished, when set (in debug
+    // mode not while the PipelineRun kept for it exists; otherwise a leftover
+    // PipelineRun is removed as an orphan afterwards).
     const ttl = o.config.ttlSecondsAfterFinished;
     const finishedAt = Date.parse(succeededCondition(req)?.lastTransitionTime ?? '');
     if (ttl !== undefined && Number.isFinite(finishedAt) && !(ours && o.config.debug)) {
@@ -378,8 +380,9 @@ function checkTimeouts(timeouts: unknown, field: string): string | undefined {
 
 function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, approval?: InternalRequestStatus['approval']): Action {
   const pipeline = pipelineStatusOf(pr);
+  const { followed: _stale, ...previous } = req.status ?? {}; // it followed a request that then failed: it runs itself now
   const status: InternalRequestStatus = {
-    ...req.status,
+    ...previous,
     ...(approval ? { approval } : {}),
     ...(pipeline ? { pipeline } : {}),
     conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Running, message: `PipelineRun ${ref} is running`, ...gen(req) }, o.now),

@@ -133,7 +133,9 @@ describe('the configuration\'s lifecycle (real Tekton, pods simulated)', () => {
     const pending = await waitForReason(requester, TENANT, 'while-absent', ['Pending'], 30_000);
     assert.equal(pending.status?.conditions?.[0]?.status, 'Unknown');
     assert.match(messageOf(pending), /there is no InternalServicesConfig "config" in namespace "internal-services"; the request is decided once its administrators create it/);
-    assert.equal(sample(await scrape(metricsPort), 'internal_services_config_present'), 0);
+    const metrics = await scrape(metricsPort);
+    assert.equal(sample(metrics, 'internal_services_config_present'), 0);
+    assert.equal(sample(metrics, 'internal_services_requests_waiting', { reason: 'Pending' }), 1, 'the waiting request is counted by its reason');
     const readyz = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz`);
     assert.equal(readyz.status, 200, 'still ready: it serves what it can and says what it waits for');
     assert.match(await readyz.text(), /\[-\]config failed: no InternalServicesConfig "config" in namespace internal-services; new requests wait/);

@@ -47,3 +47,13 @@ test('CLI: an idempotency key that is not a label value is digested', () => {
   assert.equal(long.length, 63);
   assert.equal(idempotencyLabelValue('4f1c0b8e-2d5a-4c4f-9a83-1e2f3a4b5c6d/sign-image-with-a-long-name'), long, 'stable');
 });
+
+test('a follower whose earlier request fails runs itself, and no longer says it follows', () => {
+  const st = { conditions: [{ type: 'Succeeded', status: 'Unknown' as const, reason: 'Following', message: 'm', lastTransitionTime: '2026-11-22T09:59:00Z' }], followed: { name: 'first', uid: 'u-first' } };
+  const req = request({}, { labels: { [LABEL_IDEMPOTENCY_KEY]: 'k' } }, st);
+  const a = decide({ namespace: NS, request: req, pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, earlier: [e('failed')] });
+  assert.deepEqual(a.map((x) => x.type), ['createPipelineRun', 'writeStatus']);
+  const w = a[1] as Extract<Action, { type: 'writeStatus' }>;
+  assert.equal(w.status.conditions?.[0]?.reason, 'Running');
+  assert.equal(w.status.followed, undefined);
+});
