@@ -313,12 +313,15 @@ export async function installProject(env: Environment, opts: InstallProjectOptio
           loadManifests(join(env.assets.tektonCrdDir, f)),
         );
 
+  const remoteRbac = load(join('rbac', 'remote'));
   await Promise.all([
-    (async () => {
-      await ensureNamespace(remoteAdmin, CONTROLLER_NAMESPACE);
-      await applyManifests(remoteAdmin, projectCrds);
-      await applyManifests(remoteAdmin, load(join('rbac', 'remote')));
-    })(),
+    // Every remote cluster gets the same: the CRDs and the controller's and requesters' RBAC.
+    ...env.remotes.map(async (remote) => {
+      const admin = remote === env.remote ? remoteAdmin : remote.identities.admin.kubeConfig();
+      await ensureNamespace(admin, CONTROLLER_NAMESPACE);
+      await applyManifests(admin, projectCrds);
+      await applyManifests(admin, remoteRbac);
+    }),
     (async () => {
       await ensureNamespace(internalAdmin, CONTROLLER_NAMESPACE);
       // Tekton reads the ServiceAccount of every TaskRun pod; with no
@@ -335,14 +338,14 @@ export async function installProject(env: Environment, opts: InstallProjectOptio
 export const REQUESTER_CLUSTER_ROLE = 'internal-services-requester';
 
 /**
- * Lets user "requester" use the project's API in `namespace` on the remote
- * cluster: creates the namespace if needed and a RoleBinding to the
+ * Lets user "requester" use the project's API in `namespace` on a remote
+ * cluster (default: the first): creates the namespace if needed and a RoleBinding to the
  * internal-services-requester ClusterRole.
  */
-export async function grantRequester(env: Environment, namespace: string): Promise<void> {
-  const kc = env.remote.identities.admin.kubeConfig();
+export async function grantRequester(env: Environment, namespace: string, remote = env.remote): Promise<void> {
+  const kc = remote.identities.admin.kubeConfig();
   await ensureNamespace(kc, namespace);
-  const username = env.remote.identities.requester?.username ?? 'requester';
+  const username = remote.identities.requester?.username ?? 'requester';
   await applyObjects(kc, [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',

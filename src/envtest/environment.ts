@@ -60,8 +60,11 @@ export interface ControlPlaneIdentities {
   bystander?: Identity;
 }
 
+/** "remote", "internal", or a further remote cluster: "remote-2", "remote-3", … */
+export type PlaneName = 'remote' | 'internal' | `remote-${number}`;
+
 export interface ControlPlane {
-  name: 'remote' | 'internal';
+  name: PlaneName;
   /** https://127.0.0.1:PORT — stays the same across stopApiserver/startApiserver. */
   url: string;
   /** PEM of the apiserver's self-signed serving certificate chain (trusted by the kubeconfigs). */
@@ -82,6 +85,8 @@ export interface Environment {
   dir: string;
   remote: ControlPlane;
   internal: ControlPlane;
+  /** Every remote cluster: remotes[0] is `remote`, then "remote-2", … (with `remotes`). */
+  remotes: ControlPlane[];
   assets: EnvtestAssets;
   /** Milliseconds from startEnvironment() until both apiservers were ready (binaries lookup included). */
   startupMs: number;
@@ -94,6 +99,8 @@ export interface Environment {
 export interface StartEnvironmentOptions {
   /** Use (and keep) this directory instead of a fresh temporary one. Existing state in it is reused. */
   dir?: string;
+  /** How many remote clusters (default 1): each its own kube-apiserver with its own etcd prefix and the remote identities. */
+  remotes?: number;
   /** Write a Metadata-level audit log per apiserver (see ControlPlane.auditLogPath). */
   audit?: boolean;
   /** Progress messages; defaults to silence (install.sh output then goes to process.stderr). */
@@ -117,7 +124,7 @@ interface IdentitySpec {
 const serviceAccountGroups = (namespace: string): string[] => ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'];
 const CONTROLLER_GROUPS = serviceAccountGroups(CONTROLLER_NAMESPACE);
 
-const IDENTITIES: Record<ControlPlane['name'], IdentitySpec[]> = {
+const IDENTITIES: Record<'remote' | 'internal', IdentitySpec[]> = {
   internal: [
     { name: 'admin', username: 'admin', groups: ['system:masters'] },
     { name: 'controller', username: CONTROLLER_USERNAME, groups: CONTROLLER_GROUPS },
@@ -185,12 +192,9 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   };
 
   try {
-    const [etcdClientPort, etcdPeerPort, remotePort, internalPort] = (await freePorts(4)) as [
-      number,
-      number,
-      number,
-      number,
-    ];
+    const extraRemotes = Math.max(0, (opts.remotes ?? 1) - 1);
+    const ports = await freePorts(4 + extraRemotes);
+    const [etcdClientPort, etcdPeerPort, remotePort, internalPort] = ports as [number, number, number, number];
     watchdog = startWatchdog(pidFile, keep ? undefined : dir);
     if (!keep) removeOnExit(dir);
 
@@ -234,8 +238,9 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     const auditPolicy = join(dir, 'audit-policy.yaml');
     if (opts.audit) writeFileSync(auditPolicy, AUDIT_POLICY);
 
-    const planes = (['remote', 'internal'] as const).map((name) => {
-      const port = name === 'remote' ? remotePort : internalPort;
+    const names: PlaneName[] = ['remote', 'internal', ...Array.from({ length: extraRemotes }, (_, i) => `remote-${i + 2}` as PlaneName)];
+    const planes = names.map((name, i) => {
+      const port = name === 'remote' ? remotePort : name === 'internal' ? internalPort : ports[4 + i - 2]!;
       return new ApiserverPlane(name, {
         dir: join(dir, name),
         port,
@@ -247,7 +252,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
         readyTimeoutMs,
         onChange: refreshPids,
       });
-    }) as [ApiserverPlane, ApiserverPlane];
+    }) as [ApiserverPlane, ApiserverPlane, ...ApiserverPlane[]];
     processes.push(...planes.map((p) => p.process));
 
     await waitForEtcd(etcdUrl, etcd, readyTimeoutMs);
@@ -284,6 +289,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       dir,
       remote: planes[0],
       internal: planes[1],
+      remotes: [planes[0], ...planes.slice(2)],
       assets,
       startupMs,
       ...(tekton ? { tekton } : {}),
@@ -321,7 +327,7 @@ class ApiserverPlane implements ControlPlane {
   private readonly certDir: string;
 
   constructor(
-    readonly name: 'remote' | 'internal',
+    readonly name: PlaneName,
     private readonly cfg: ApiserverPlaneConfig,
   ) {
     mkdirSync(cfg.dir, { recursive: true });
@@ -332,7 +338,7 @@ class ApiserverPlane implements ControlPlane {
     // Static tokens are the simplest authenticator that still yields a real
     // username and groups for RBAC to evaluate.
     this.tokens = new Map(
-      IDENTITIES[name].map((spec) => [spec.name, { spec, token: randomBytes(24).toString('hex') }]),
+      IDENTITIES[name === 'internal' ? 'internal' : 'remote'].map((spec) => [spec.name, { spec, token: randomBytes(24).toString('hex') }]),
     );
     const tokenFile = join(cfg.dir, 'tokens.csv');
     writeFileSync(

@@ -370,3 +370,28 @@ describe('envtest environment', () => {
     await core.readNamespace({ name: 'only-on-remote' });
   });
 });
+
+describe('envtest with several remote clusters', () => {
+  let env3: Environment | undefined;
+  after(async () => {
+    await env3?.stop();
+  });
+
+  it('remotes: 2 starts a second remote apiserver with its own data and identities; installProject and grantRequester serve every remote', async () => {
+    env3 = await startEnvironment({ remotes: 2 });
+    assert.deepEqual(env3.remotes.map((r) => r.name), ['remote', 'remote-2']);
+    assert.equal(env3.remotes[0], env3.remote);
+    const second = env3.remotes[1]!;
+    assert.notEqual(second.url, env3.remote.url);
+    await installProject(env3, { tekton: false });
+    await grantRequester(env3, 'team-x', second);
+    // The requester may create a request on the second remote; it is not on the first.
+    const req = { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'on-two', namespace: 'team-x' }, spec: { request: 'p' } };
+    await second.identities.requester!.kubeConfig().makeApiClient(CustomObjectsApi).createNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests', namespace: 'team-x', body: req });
+    const first = env3.remote.identities.admin.kubeConfig().makeApiClient(CustomObjectsApi);
+    await assert.rejects(first.getNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests', namespace: 'team-x', name: 'on-two' }), (e: unknown) => statusCode(e) === 404);
+    // The controller identity exists there too, with the remote RBAC.
+    const list = await second.identities.controller.kubeConfig().makeApiClient(CustomObjectsApi).listClusterCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' });
+    assert.equal((list as { items: unknown[] }).items.length, 1);
+  });
+});
