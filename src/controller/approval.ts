@@ -5,9 +5,7 @@
  */
 import { API_VERSION, type InternalRequest, type InternalRequestApproval } from '../api/types.js';
 import { rfc3339 } from '../api/conditions.js';
-import {
-  ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE, LABEL_MANAGED_BY, LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, MANAGED_BY, pipelineRunName, pipelineStatusOf,
-} from '../tekton/pipelinerun.js';
+import { ownedBy, pipelineRunName, pipelineStatusOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/types.js';
 
 const SHOWN_VALUE = 1024;
@@ -33,8 +31,7 @@ export function approvalFor(
     metadata: {
       name: pipelineRunName(uid),
       namespace,
-      labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_REQUEST_UID]: uid, [LABEL_REQUEST_NAMESPACE]: ns },
-      annotations: { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '' },
+      ...ownedBy(req),
     },
     spec: {
       request: { namespace: ns, name: req.metadata.name ?? '', uid },

@@ -150,9 +150,3 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
     source,
   };
 }
-
-/** True when some rule opens remote resolution at all. */
-export function allowsRemoteSources(c: EffectiveConfig): boolean {
-  const any = (s: SourcePolicy) => s.git.length > 0 || s.bundles.length > 0 || s.cluster;
-  return any(c.sources) || c.rules.some((r) => any(r.sources));
-}

@@ -111,21 +111,44 @@ export class Controller {
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
     const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
 
-    // A request that changes brings back the ones that follow it (same idempotency key).
+    // Requests with an idempotency key are indexed by it; a request that
+    // changes brings back the others with its key (the ones that follow it).
+    const idem = (r: InternalRequest) => {
+      const k = idempotencyKeyOf(r);
+      return k ? `${r.metadata.namespace ?? ''}/${k}` : undefined;
+    };
+    const index = (r: InternalRequest, add: boolean) => {
+      const k = idem(r);
+      if (!k) return;
+      const set = this.byIdempotencyKey.get(k) ?? new Set<string>();
+      if (add) set.add(keyOf(r));
+      else set.delete(keyOf(r));
+      if (set.size) this.byIdempotencyKey.set(k, set);
+      else this.byIdempotencyKey.delete(k);
+    };
     const enqueueWithFollowers = (r: InternalRequest) => {
       enqueue(r);
-      const k = idempotencyKeyOf(r);
-      if (k) for (const other of this.sameKey(r.metadata.namespace ?? '', k)) if (other !== keyOf(r)) this.queue.add(other);
+      const k = idem(r);
+      if (k) for (const other of this.byIdempotencyKey.get(k) ?? []) this.queue.add(other);
     };
     this.requests = new Informer<InternalRequest>('remote/internalrequests', this.requestClient, {
-      onAdd: enqueueWithFollowers,
-      onUpdate: (_o, n) => enqueueWithFollowers(n),
-      onDelete: enqueueWithFollowers,
+      onAdd: (r) => {
+        index(r, true);
+        enqueueWithFollowers(r);
+      },
+      onUpdate: (o, n) => {
+        if (idem(o) !== idem(n)) index(o, false);
+        index(n, true);
+        enqueueWithFollowers(n);
+      },
+      onDelete: (r) => {
+        index(r, false);
+        enqueueWithFollowers(r);
+      },
       // Periodic relist: look at every request again, and sweep PipelineRuns
       // whose request is gone (only ever after a full remote list).
       onResync: () => {
-        const ttl = this.config().ttlSecondsAfterFinished !== undefined;
-        for (const r of this.requests.list()) if (ttl || !isFinished(r)) enqueue(r);
+        this.requeueLive();
         this.sweep();
       },
     }, this.log, { ...inf, transform: slimRequest, mode: opts.remoteMode?.mode ?? 'watch', ...(opts.remoteMode?.pollIntervalMs ? { pollIntervalMs: opts.remoteMode.pollIntervalMs } : {}) });
@@ -177,11 +200,11 @@ export class Controller {
       {
         onAdd: (c) => {
           this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration loaded');
-          this.requeueUndecided();
+          this.requeueLive();
         },
         onUpdate: (old, c) => {
           this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration changed');
-          this.requeueUndecided();
+          this.requeueLive();
           // debug switched off: the PipelineRuns it kept go now, not at the next resync.
           if (old.spec?.debug === true && c.spec?.debug !== true) this.sweep();
         },
@@ -255,11 +278,12 @@ export class Controller {
     return checks;
   }
 
+  /** namespace/idempotency key -> keys of the requests that carry it. */
+  private readonly byIdempotencyKey = new Map<string, Set<string>>();
+
   /** Keys of the requests of a namespace that carry an idempotency key. */
-  private sameKey(namespace: string, key: string): string[] {
-    const out: string[] = [];
-    for (const r of this.requests.list()) if (r.metadata.namespace === namespace && idempotencyKeyOf(r) === key) out.push(keyOf(r));
-    return out;
+  private sameKey(namespace: string, key: string): Iterable<string> {
+    return this.byIdempotencyKey.get(`${namespace}/${key}`) ?? [];
   }
 
   /**
@@ -398,8 +422,12 @@ export class Controller {
     });
   }
 
-  /** Every unfinished request: a new configuration decides the waiting ones, and may revoke running ones (onRevoke: cancel). */
-  private requeueUndecided(): void {
+  /**
+   * Every unfinished request (and, with ttlSecondsAfterFinished, the finished
+   * ones): at each resync, and when the configuration changes — it decides
+   * the waiting ones and may revoke running ones (onRevoke: cancel).
+   */
+  private requeueLive(): void {
     if (!this.requests.synced) return;
     const ttl = this.config().ttlSecondsAfterFinished !== undefined;
     for (const r of this.requests.list()) if (ttl || !isFinished(r)) this.queue.add(keyOf(r));

@@ -11,7 +11,7 @@ import type { Grant } from '../policy/grant.js';
 import { formatDuration } from '../util/duration.js';
 import type { ErrorCode } from '../errors.js';
 import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
-import { checkGraph, parseResolved, pin, pipelineRefOf, provenanceOf, visitReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
+import { checkGraph, followReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
@@ -19,7 +19,7 @@ import type { EffectiveConfig } from './config.js';
 import { checkParamConstraints, grantFor, rulesFor } from '../policy/grant.js';
 import { admit, type CapacityView } from '../policy/capacity.js';
 import { followOf, idempotencyKeyOf, type Earlier } from './idempotency.js';
-import type { SourcePolicy } from '../policy/source.js';
+import { hasSources, type SourcePolicy } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 
@@ -214,18 +214,15 @@ export function decide(o: Observation): Action[] {
           ...resolutions.cleanup(),
         ];
       }
-      const ref = pipelineRefOf(what.resolver, what.resolverParams);
-      const v = visitReference(graphContext(o, req, resolutions, grant.sources), 'spec.pipeline.pipelineRef', ref, []);
+      // The pipelineRef as sent: Tekton would substitute nothing in it, and neither do we.
+      const ref = { resolver: what.resolver, params: what.resolverParams };
+      const v = followReference(graphContext(o, req, resolutions, grant.sources), 'spec.pipeline.pipelineRef', ref, [], ['Pipeline']);
       if (v.kind === 'refused') return [...actions, reject(req, o, v.message, v.code), ...resolutions.cleanup()];
-      if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, [...(v.kind === 'need' ? [ref] : [])], `resolving the Pipeline (${describeRequested(req.spec)})`)];
-      const parsed = parseResolved(v.r.content, ['Pipeline']);
-      if (!parsed.ok) return [...actions, reject(req, o, `spec.pipeline.pipelineRef: ${parsed.message}`, 'REQUEST_RESOLUTION_FAILED'), ...resolutions.cleanup()];
-      const pinned = pin(ref, v.r);
-      if ('error' in pinned) return [...actions, reject(req, o, `spec.pipeline.pipelineRef: ${pinned.error}`, 'REQUEST_RESOLUTION_FAILED'), ...resolutions.cleanup()];
-      provenance.push(provenanceOf('spec.pipeline.pipelineRef', ref, v.r));
-      const md = parsed.obj['metadata'] as { name?: unknown } | undefined;
+      if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, v.kind === 'need' ? [ref] : [], `resolving the Pipeline (${describeRequested(req.spec)})`)];
+      provenance.push(v.provenance);
+      const md = v.obj['metadata'] as { name?: unknown } | undefined;
       const name = typeof md?.name === 'string' ? md.name : describeRequested(req.spec);
-      pipeline = { spec: parsed.obj['spec'] as Record<string, unknown>, name, origin: 'resolved', declared: parsed.obj as unknown as Pipeline };
+      pipeline = { spec: v.obj['spec'] as Record<string, unknown>, name, origin: 'resolved', declared: v.obj as unknown as Pipeline };
     } else {
       if (!o.pipeline) {
         return [...actions, reject(req, o, `no Pipeline named "${what.pipeline}" in namespace "${o.namespace}" of the internal cluster; only Pipelines installed there can be requested`, 'REQUEST_PIPELINE_NOT_FOUND')];
@@ -492,10 +489,6 @@ class Resolutions {
 
 function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'> {
   return { policy, namespace: req.metadata.namespace ?? '', controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
-}
-
-function hasSources(s: SourcePolicy): boolean {
-  return s.git.length > 0 || s.bundles.length > 0 || s.cluster;
 }
 
 /**

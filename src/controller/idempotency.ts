@@ -9,8 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { InternalRequest, InternalRequestSpec } from '../api/types.js';
+import { LABEL_IDEMPOTENCY_KEY } from '../tekton/pipelinerun.js';
 
-export const LABEL_IDEMPOTENCY_KEY = 'internal-services.appstudio.redhat.com/idempotency-key';
+export { LABEL_IDEMPOTENCY_KEY };
+
 /** Kept on the slim copy of a finished request in the cache (never written to a cluster). */
 export const ANNOTATION_SPEC_HASH = 'internal-services.appstudio.redhat.com/spec-hash';
 

@@ -10,7 +10,7 @@
  * Anything else is refused, and the refusal names the rules that were
  * looked at.
  */
-import { globMatch, type SourcePolicy } from './source.js';
+import { globMatch, hasSources, type SourcePolicy } from './source.js';
 import type { Limits, TimeoutPolicy } from './limits.js';
 
 export interface ParamConstraints {
@@ -72,7 +72,7 @@ export function grantFor(
     const grants =
       what.kind === 'installed'
         ? r.pipelines.some((p) => globMatch(p, what.pipeline))
-        : r.sources.git.length > 0 || r.sources.bundles.length > 0 || r.sources.cluster;
+        : hasSources(r.sources);
     if (grants) {
       const { label, namespaces: _n, pipelines: _p, ...grant } = r;
       return { ok: true, grant: { rule: label, ...grant } };

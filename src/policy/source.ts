@@ -43,6 +43,11 @@ export interface SourcePolicy {
   source: string;
 }
 
+/** True when the policy allows any remote source at all. */
+export function hasSources(p: Pick<SourcePolicy, 'git' | 'bundles' | 'cluster'>): boolean {
+  return p.git.length > 0 || p.bundles.length > 0 || p.cluster;
+}
+
 export type SourceVerdict = { allowed: true; rule: string } | { allowed: false; message: string };
 
 export interface SourceRef {

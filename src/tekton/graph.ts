@@ -139,7 +139,7 @@ const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object
 const clone = <T>(x: T): T => structuredClone(x);
 
 /** Parses resolved content (YAML or JSON) and checks its kind. */
-export function parseResolved(content: string, kinds: readonly string[]): { ok: true; obj: Record<string, unknown> } | { ok: false; message: string } {
+function parseResolved(content: string, kinds: readonly string[]): { ok: true; obj: Record<string, unknown> } | { ok: false; message: string } {
   let obj: unknown;
   try {
     obj = parseYaml(content, { maxAliasCount: 100 });
@@ -195,7 +195,7 @@ export function pin(ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }
   }
 }
 
-export function provenanceOf(where: string, ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }>): Provenance {
+function provenanceOf(where: string, ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }>): Provenance {
   const p = new Map(ref.params.map((x) => [x.name, x.value]));
   const d = digestOf(r);
   const revision = ref.resolver === 'git' ? p.get('revision') : ref.resolver === 'bundles' ? p.get('bundle') : undefined;
@@ -217,16 +217,25 @@ export function unknownResolverParams(ref: RemoteRef): string | undefined {
   return extra.length ? `resolver params ${extra.map(q).join(', ')} are not accepted for the ${ref.resolver} resolver (only ${known.map(q).join(', ')})` : undefined;
 }
 
+/** A reference followed to its end: resolved, parsed, pinned; or why not yet, or why not at all. */
+export type Followed =
+  | { kind: 'resolved'; obj: Record<string, unknown>; pinned: RemoteRef; provenance: Provenance }
+  | { kind: 'need' }
+  | { kind: 'pending' }
+  | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' };
+
 /**
- * Checks one reference (already substituted) against the policy and looks up
- * its resolution. Returns the resolved value, a need, or a refusal message.
+ * One reference (already substituted): checked against the policy, looked
+ * up, parsed as one of `kinds`, and pinned to what was resolved. `from`
+ * names the params its values came from, for messages.
  */
-export function visitReference(
+export function followReference(
   input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'>,
   where: string,
   ref: RemoteRef,
   from: string[],
-): { kind: 'resolved'; r: Extract<Resolution, { state: 'resolved' }> } | { kind: 'need' } | { kind: 'pending' } | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' } {
+  kinds: readonly string[],
+): Followed {
   const via = from.length ? ` (values from ${from.join(', ')})` : '';
   const extra = unknownResolverParams(ref);
   if (extra) return { kind: 'refused', message: `${where}${via}: ${extra}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
@@ -236,7 +245,11 @@ export function visitReference(
   if (!r) return { kind: 'need' };
   if (r.state === 'pending') return { kind: 'pending' };
   if (r.state === 'failed') return { kind: 'refused', message: `${where}${via}: resolving it with the ${ref.resolver} resolver failed: ${r.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
-  return { kind: 'resolved', r };
+  const parsed = parseResolved(r.content, kinds);
+  if (!parsed.ok) return { kind: 'refused', message: `${where}: ${parsed.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
+  const pinned = pin(ref, r);
+  if ('error' in pinned) return { kind: 'refused', message: `${where}: ${pinned.error}`, code: 'REQUEST_RESOLUTION_FAILED' };
+  return { kind: 'resolved', obj: parsed.obj, pinned: { resolver: ref.resolver, params: pinned.params }, provenance: provenanceOf(where, ref, r) };
 }
 
 function paramsOf(x: unknown): Array<{ name: string; value: unknown }> {
@@ -343,21 +356,17 @@ export function checkGraph(input: GraphInput): GraphResult {
           if (s.dynamic.length) {
             return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
           }
-          const v = visitReference(input, `${where}.taskRef`, s.ref, s.from);
+          const v = followReference(input, `${where}.taskRef`, s.ref, s.from, ['Task']);
           if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
           if (v.kind === 'need') need.push(s.ref);
           if (v.kind !== 'resolved') {
             pending = true;
             continue;
           }
-          const parsed = parseResolved(v.r.content, ['Task']);
-          if (!parsed.ok) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${where}.taskRef: ${parsed.message}` };
-          const pinned = pin(s.ref, v.r);
-          if ('error' in pinned) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${where}.taskRef: ${pinned.error}` };
-          pt['taskRef'] = { resolver: s.ref.resolver, params: pinned.params };
+          pt['taskRef'] = v.pinned;
           changed = true;
-          provenance.push(provenanceOf(`${where}.taskRef`, s.ref, v.r));
-          taskObj = parsed.obj;
+          provenance.push(v.provenance);
+          taskObj = v.obj;
         } else if (typeof taskRef['name'] === 'string') {
           // A Task installed in the controller's namespace: the
           // administrators', but the params it is given may not be.
@@ -433,27 +442,17 @@ function checkSteps(
     if (trusted && !hasExpression(ref['params'])) continue;
     const s = substituteRef(ref['resolver'], ref['params'], vars, context);
     if (s.dynamic.length) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
-    const v = visitReference(input, stepWhere, s.ref, s.from);
+    const v = followReference(input, stepWhere, s.ref, s.from, ['StepAction']);
     if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
     if (v.kind === 'need') need.push(s.ref);
     if (v.kind !== 'resolved') {
       pending = true;
       continue;
     }
-    const parsed = parseResolved(v.r.content, ['StepAction']);
-    if (!parsed.ok) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${stepWhere}: ${parsed.message}` };
-    const pinned = pin(s.ref, v.r);
-    if ('error' in pinned) return { state: 'rejected', code: 'REQUEST_RESOLUTION_FAILED', message: `${stepWhere}: ${pinned.error}` };
-    (outSteps[i] as Record<string, unknown>)['ref'] = { resolver: s.ref.resolver, params: pinned.params };
-    provenance.push(provenanceOf(stepWhere, s.ref, v.r));
+    (outSteps[i] as Record<string, unknown>)['ref'] = v.pinned;
+    provenance.push(v.provenance);
     changed = true;
   }
   if (pending) return { state: 'pending' };
   return { state: 'ok', embed: changed ? out : undefined };
 }
-
-/** The request's pipelineRef as a reference to check (no substitution: Tekton would do none). */
-export function pipelineRefOf(resolver: string, params: ReadonlyArray<{ name: string; value: string }>): RemoteRef {
-  return { resolver, params: params.map((p) => ({ name: p.name, value: p.value })) };
-}
-

@@ -15,8 +15,8 @@ export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/r
 export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
 /** What was resolved from where and pinned to what (JSON list of Provenance), on PipelineRuns that run a checked graph. */
 export const ANNOTATION_SOURCES = 'internal-services.appstudio.redhat.com/sources';
-/** The request's idempotency key, also on its PipelineRun. */
-const LABEL_IDEMPOTENCY = 'internal-services.appstudio.redhat.com/idempotency-key';
+/** A request's idempotency key (see controller/idempotency.ts), also on its PipelineRun. */
+export const LABEL_IDEMPOTENCY_KEY = 'internal-services.appstudio.redhat.com/idempotency-key';
 /** "cancel": the rule that granted the request wants the run stopped if the configuration stops granting it. */
 export const ANNOTATION_ON_REVOKE = 'internal-services.appstudio.redhat.com/on-revoke';
 /** Why the run was cancelled when the configuration stopped granting it. */
@@ -50,16 +50,21 @@ export function requestUidOf(obj: { metadata?: { labels?: Record<string, string>
  * from the request's uid and the reference, so each is made once whatever
  * retries and restarts happen, and a request's are found by label.
  */
+/** What ties an object the controller makes for a request (PipelineRun, ResolutionRequest, approval) to it: found by label, mapped back by annotation. */
+export function ownedBy(req: InternalRequest): { labels: Record<string, string>; annotations: Record<string, string> } {
+  const ns = req.metadata.namespace ?? '';
+  return {
+    labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_REQUEST_UID]: req.metadata.uid ?? '', [LABEL_REQUEST_NAMESPACE]: ns },
+    annotations: { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '' },
+  };
+}
+
 export function resolutionFor(req: InternalRequest, ref: RemoteRef, namespace: string): ResolutionRequest {
   const uid = req.metadata.uid ?? '';
   const hash = createHash('sha256').update(JSON.stringify([ref.resolver, ref.params.map((p) => [p.name, p.value])])).digest('hex').slice(0, 12);
-  const ns = req.metadata.namespace ?? '';
-  const rr = resolutionRequest(namespace, `${pipelineRunName(uid)}-${hash}`, ref.resolver, ref.params, {
-    [LABEL_MANAGED_BY]: MANAGED_BY,
-    [LABEL_REQUEST_UID]: uid,
-    [LABEL_REQUEST_NAMESPACE]: ns,
-  });
-  rr.metadata!.annotations = { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '' };
+  const owner = ownedBy(req);
+  const rr = resolutionRequest(namespace, `${pipelineRunName(uid)}-${hash}`, ref.resolver, ref.params, owner.labels);
+  rr.metadata!.annotations = owner.annotations;
   return rr;
 }
 
@@ -125,7 +130,7 @@ export function reservedLabel(key: string): boolean {
 
 export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
   const uid = req.metadata.uid ?? '';
-  const ns = req.metadata.namespace ?? '';
+  const owner = ownedBy(req);
   const spec: PipelineRun['spec'] = opts.pipelineSpec ? { pipelineSpec: opts.pipelineSpec } : { pipelineRef: { name: what.pipeline } };
   if (opts.params.length) spec.params = opts.params;
   if (what.timeouts) spec.timeouts = what.timeouts;
@@ -151,14 +156,11 @@ export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: 
       labels: {
         // The request's own labels (e.g. the release that asked), so a run can be traced back to it.
         ...Object.fromEntries(Object.entries(req.metadata.labels ?? {}).filter(([k]) => !reservedLabel(k))),
-        [LABEL_MANAGED_BY]: MANAGED_BY,
-        ...(req.metadata.labels?.[LABEL_IDEMPOTENCY] ? { [LABEL_IDEMPOTENCY]: req.metadata.labels[LABEL_IDEMPOTENCY] } : {}),
-        [LABEL_REQUEST_UID]: uid,
-        [LABEL_REQUEST_NAMESPACE]: ns,
+        ...(req.metadata.labels?.[LABEL_IDEMPOTENCY_KEY] ? { [LABEL_IDEMPOTENCY_KEY]: req.metadata.labels[LABEL_IDEMPOTENCY_KEY] } : {}),
+        ...owner.labels,
       },
       annotations: {
-        [ANNOTATION_REQUEST_NAMESPACE]: ns,
-        [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '',
+        ...owner.annotations,
         ...(opts.provenance?.length ? { [ANNOTATION_SOURCES]: JSON.stringify(opts.provenance) } : {}),
         ...opts.annotations,
       },

@@ -17,7 +17,7 @@ import { applyObjects, grantRequester, installProject } from '../../src/envtest/
 import type { InternalRequestApproval } from '../../src/api/types.js';
 import { repoRoot } from '../../src/util/repo.js';
 import {
-  api, createRequest, getRequest, NS, pipelineRunsFor, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
+  api, createRequest, getRequest, messageOf, NS, pipelineRunsFor, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
 } from './helpers.js';
 
 const execFileP = promisify(execFile);
@@ -29,7 +29,6 @@ let internalAdmin: KubeConfig;
 let requester: KubeConfig;
 let controller: ControllerProcess;
 
-const messageOf = (r: { status?: { conditions?: Array<{ message?: string }> } }) => r.status?.conditions?.[0]?.message ?? '';
 
 /** Runs the kubectl plugin; resolves with its exit code and output whatever the code. */
 async function plugin(args: string[], kubeconfig: string): Promise<{ code: number; stdout: string; stderr: string }> {

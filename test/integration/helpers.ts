@@ -187,6 +187,18 @@ export async function setRunConfig(kc: KubeConfig, spec: Record<string, unknown>
   await applyObjects(kc, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec } as never]);
 }
 
+/** Applies the InternalServicesConfig `config`; with a running controller, waits until it has read it. */
+export async function setRunConfigAndWait(kc: KubeConfig, controller: ControllerProcess | undefined, spec: Record<string, unknown>): Promise<void> {
+  const seen = controller?.lines.length ?? 0;
+  await setRunConfig(kc, spec);
+  if (controller) {
+    await waitFor('the controller to read the configuration', async () => controller.lines.slice(seen).some((l) => l.msg === 'configuration changed' || l.msg === 'configuration loaded'));
+  }
+}
+
+/** The message of a request's Succeeded condition ('' when none). */
+export const messageOf = (r: { status?: { conditions?: Array<{ message?: string }> } }): string => r.status?.conditions?.[0]?.message ?? '';
+
 /** Waits for the PipelineRun of a request (by uid), failing if there is ever more than one. */
 export async function onlyPipelineRunOf(kc: KubeConfig, uid: string): Promise<PipelineRun> {
   return waitFor(`the PipelineRun of ${uid}`, async () => {

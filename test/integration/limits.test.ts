@@ -16,6 +16,7 @@ import type { InternalRequestSpec } from '../../src/api/types.js';
 import {
   createRequest, getRequest, httpStatus, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
   type ControllerProcess,
+  messageOf, setRunConfigAndWait,
 } from './helpers.js';
 
 const TENANT = 'hostile';
@@ -27,7 +28,6 @@ let metricsPort: number;
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
 const BASE = { allowList: [TENANT] };
 
-const messageOf = (r: { status?: { conditions?: Array<{ message?: string }> } }) => r.status?.conditions?.[0]?.message ?? '';
 
 /** What the API server says when it refuses to create a request (its message), or undefined when it accepts it. */
 async function refusedAtCreation(name: string, spec: InternalRequestSpec): Promise<string | undefined> {
@@ -72,11 +72,7 @@ after(async () => {
 });
 
 /** Applies the config and waits until the controller has read it. */
-async function configure(spec: Record<string, unknown>): Promise<void> {
-  const seen = controller.lines.length;
-  await setRunConfig(internalAdmin, spec);
-  await waitFor('the controller to read the configuration', async () => controller.lines.slice(seen).some((l) => l.msg === 'configuration changed' || l.msg === 'configuration loaded'));
-}
+const configure = (spec: Record<string, unknown>): Promise<void> => setRunConfigAndWait(internalAdmin, controller, spec);
 
 describe('limits (real Tekton, pods simulated)', () => {
   test('absurd timeouts: refused by the API server or Rejected by the controller, each with a message; then a good request runs', async () => {

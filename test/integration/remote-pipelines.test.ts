@@ -24,7 +24,7 @@ import { RESOLUTION_REQUEST } from '../../src/tekton/resolve.js';
 import { OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import { repoRoot } from '../../src/util/repo.js';
-import { createRequest, NS, onlyPipelineRunOf, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+import { createRequest, NS, onlyPipelineRunOf, releaseRun, messageOf, setRunConfigAndWait, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
 
 const TENANT = 'release-team';
 let env: Environment;
@@ -63,14 +63,9 @@ async function resolutionRequestsLeft(): Promise<number> {
   return l.items.length;
 }
 
-/** Applies the InternalServicesConfig and waits until the controller has read it. */
-async function configure(spec: Record<string, unknown>): Promise<void> {
-  const seen = controller?.lines.length ?? 0;
-  await setRunConfig(internalAdmin, spec);
-  if (controller) await waitFor('the controller to read the configuration', async () => controller.lines.slice(seen).some((l) => l.msg === 'configuration changed' || l.msg === 'configuration loaded'));
-}
+/** Applies the config and waits until the controller has read it. */
+const configure = (spec: Record<string, unknown>): Promise<void> => setRunConfigAndWait(internalAdmin, controller, spec);
 
-const messageOf = (r: { status?: { conditions?: Array<{ message?: string }> } }) => r.status?.conditions?.[0]?.message ?? '';
 
 before(async () => {
   env = await startEnvironment({ tekton: true });
