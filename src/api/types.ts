@@ -13,6 +13,8 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const DURATION_PATTERN = '^([0-9]{1,9}(\\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$';
 /** RFC 1123 label: namespaces, service accounts. */
 export const DNS_LABEL_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+/** An allowList entry: a namespace, optionally after "remote/" or "*\/" (every remote). */
+export const TENANT_PATTERN = '^((\\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** RFC 1123 subdomain: object names such as a Pipeline's. */
 export const DNS_SUBDOMAIN_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 /** Kubernetes resource quantity of storage, e.g. 1Gi, 500Mi, 10G. */
@@ -236,7 +238,7 @@ const sourcesSchema = schema({
           revisions: { type: 'array', maxItems: 256, description: 'Branch or tag names (globs) a revision may be. Empty: none by name.', items: { type: 'string', minLength: 1, maxLength: 255 } },
           commits: { type: 'boolean', description: 'Full commit SHAs are allowed as revisions.' },
           paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs. Absent: any path.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
-          namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 63 } },
+          namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 127 } },
         },
       },
     },
@@ -250,7 +252,7 @@ const sourcesSchema = schema({
         properties: {
           repositories: { type: 'array', minItems: 1, maxItems: 256, description: 'Repositories without tag or digest (globs), e.g. quay.io/org/catalog/*.', items: { type: 'string', minLength: 1, maxLength: 1024 } },
           digestOnly: { type: 'boolean', description: 'Only references by digest (@sha256:…), never by tag.' },
-          namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 63 } },
+          namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 127 } },
         },
       },
     },
@@ -279,9 +281,17 @@ export const internalServicesConfigSpecSchema = schema({
   properties: {
     allowList: {
       type: 'array',
-      description: 'Remote namespaces whose requests are served. Empty: none.',
-      items: { type: 'string', maxLength: 63, pattern: DNS_LABEL_PATTERN },
+      description:
+        'Remote namespaces whose requests are served: "remote/namespace" ("*/namespace": on every remote), or a bare namespace, which names it on the remote that defaultRemote designates. Empty: none.',
+      items: { type: 'string', maxLength: 127, pattern: TENANT_PATTERN },
       'x-kubernetes-list-type': 'set',
+    },
+    defaultRemote: {
+      type: 'string',
+      maxLength: 63,
+      pattern: '^(\\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$',
+      description:
+        'The remote cluster whose namespaces the bare entries (a namespace without "remote/") of allowList, rules[].namespaces and the sources rules name; "*": the namespace on every remote. Default: the remote of --remote-kubeconfig (named by --remote-name, "default"); without one, bare entries name nothing. Namespaces of the same name on two public clusters usually belong to different people, so "*" is a choice to make on purpose.',
     },
     debug: { type: 'boolean', default: false, description: 'Keep PipelineRuns after they finish.' },
     ttlSecondsAfterFinished: {
@@ -347,7 +357,7 @@ export const internalServicesConfigSpecSchema = schema({
         'x-kubernetes-validations': [{ rule: '!has(self.requireApproval) || !self.requireApproval || has(self.name)', message: 'a rule that requires approval needs a name: approvers are authorized by it' }],
         properties: {
           name: { type: 'string', maxLength: 63, pattern: DNS_SUBDOMAIN_PATTERN, description: 'A name for messages, logs, and (with requireApproval) the resource name approvers are authorized for.' },
-          namespaces: { type: 'array', minItems: 1, maxItems: 256, description: 'Remote namespaces (globs: * within, ** across "/"-free names, so * is enough).', items: { type: 'string', minLength: 1, maxLength: 63 } },
+          namespaces: { type: 'array', minItems: 1, maxItems: 256, description: 'Remote namespaces (globs: * matches within a name). "remote/namespace" names a namespace on one remote ("*/team-*": on every remote); a bare namespace means the one on the remote that defaultRemote designates.', items: { type: 'string', minLength: 1, maxLength: 127 } },
           pipelines: { type: 'array', maxItems: 256, description: 'Installed Pipelines (names or globs) the rule grants. Absent: none.', items: { type: 'string', minLength: 1, maxLength: 253 } },
           sources: sourcesSchema,
           serviceAccounts: { type: 'array', maxItems: 256, description: 'Service accounts a request under this rule may name. Absent: none.', items: { type: 'string', maxLength: 63, pattern: DNS_LABEL_PATTERN } },
@@ -406,6 +416,7 @@ export const approvalSpecSchema = schema({
       type: 'object',
       required: ['namespace', 'name', 'uid'],
       properties: {
+        remote: { type: 'string', maxLength: 63, description: 'The remote cluster the request is on; absent: the default remote.' },
         namespace: { type: 'string', maxLength: 63 },
         name: { type: 'string', maxLength: 253 },
         uid: { type: 'string', maxLength: 64 },

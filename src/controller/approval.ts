@@ -7,12 +7,14 @@ import { API_VERSION, type InternalRequest, type InternalRequestApproval } from 
 import { rfc3339 } from '../api/conditions.js';
 import { ownedBy, pipelineRunName, pipelineStatusOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/types.js';
+import { DEFAULT_REMOTE } from '../policy/tenant.js';
 
 const SHOWN_VALUE = 1024;
 
 export function approvalFor(
   req: InternalRequest,
   namespace: string,
+  remote: string,
   rule: string,
   pr: PipelineRun,
   what: { serviceAccount?: string | undefined; params: Record<string, string> },
@@ -31,10 +33,10 @@ export function approvalFor(
     metadata: {
       name: pipelineRunName(uid),
       namespace,
-      ...ownedBy(req),
+      ...ownedBy(req, remote),
     },
     spec: {
-      request: { namespace: ns, name: req.metadata.name ?? '', uid },
+      request: { ...(remote !== DEFAULT_REMOTE ? { remote } : {}), namespace: ns, name: req.metadata.name ?? '', uid },
       rule,
       pipeline: pipeline.slice(0, 4096),
       ...(what.serviceAccount ? { serviceAccount: what.serviceAccount } : {}),

@@ -6,9 +6,15 @@ import type { Limits, TimeoutPolicy } from '../policy/limits.js';
 import type { Grant, Rule } from '../policy/grant.js';
 import type { Capacity } from '../policy/capacity.js';
 import { parseDuration } from '../util/duration.js';
+import { DEFAULT_REMOTE, qualifyAll } from '../policy/tenant.js';
 
 export interface EffectiveConfig {
-  allowList: ReadonlySet<string>;
+  /** Tenants (remote/namespace patterns, bare entries qualified) served with the global settings. */
+  allowList: readonly string[];
+  /** The remote that bare namespace entries name ('*': every remote; undefined: none). */
+  bareRemote: string | undefined;
+  /** The bare namespace entries as written (for the hint in a rejection). */
+  bareEntries: readonly string[];
   debug: boolean;
   volumeClaim: { name: string; size: string };
   allowedServiceAccounts: ReadonlySet<string>;
@@ -46,7 +52,7 @@ const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(obj) : []);
 const positive = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : undefined);
 const int = (v: unknown, dflt: number, max: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, max) : dflt);
 
-function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string): SourcePolicy {
+function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string, bare: string | undefined): SourcePolicy {
   const git: GitRule[] = list(src['git'])
     .filter((r) => strings(r['urls']).length > 0)
     .map((r) => ({
@@ -54,12 +60,12 @@ function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string): Source
       revisions: strings(r['revisions']),
       commits: r['commits'] === true,
       ...(r['paths'] !== undefined ? { paths: strings(r['paths']) } : {}),
-      ...(r['namespaces'] !== undefined ? { namespaces: strings(r['namespaces']) } : {}),
+      ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}),
     }));
   if (allowedURLs.length) git.push(gitRuleFromAllowedURLs(allowedURLs));
   const bundles: BundleRule[] = list(src['bundles'])
     .filter((r) => strings(r['repositories']).length > 0)
-    .map((r) => ({ repositories: strings(r['repositories']), digestOnly: r['digestOnly'] === true, ...(r['namespaces'] !== undefined ? { namespaces: strings(r['namespaces']) } : {}) }));
+    .map((r) => ({ repositories: strings(r['repositories']), digestOnly: r['digestOnly'] === true, ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}) }));
   return { git, bundles, cluster: src['cluster'] === true, source };
 }
 
@@ -81,11 +87,20 @@ function timeoutPolicyOf(t: Obj, base?: TimeoutPolicy): TimeoutPolicy {
  * validates and defaults the object; this only guards against objects stored
  * before the schema had a field.
  */
-export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespace: string): EffectiveConfig {
+export function effectiveConfig(
+  cfg: InternalServicesConfig | undefined,
+  namespace: string,
+  /** defaultRemote: the controller's own default remote (its --remote-kubeconfig one); absent: none. */
+  opts: { defaultRemote?: string | undefined } = { defaultRemote: DEFAULT_REMOTE },
+): EffectiveConfig {
+  const defaultRemote = opts.defaultRemote;
   const spec = obj(cfg?.spec);
+  // The remote whose namespaces bare entries name ('*': every remote; undefined: none).
+  const bare = typeof spec['defaultRemote'] === 'string' && spec['defaultRemote'] ? spec['defaultRemote'] : defaultRemote;
+  const bareEntries = [...strings(spec['allowList']), ...list(spec['rules']).flatMap((r) => strings(r['namespaces']))].filter((e) => !e.includes('/'));
   const source = cfg ? `InternalServicesConfig ${namespace}/${cfg.metadata.name}` : `defaults (no InternalServicesConfig "config" in namespace ${namespace})`;
   const src = obj(spec['sources']);
-  const sources = sourcePolicyOf(src, strings(spec['allowedGitResolverURLs']), source);
+  const sources = sourcePolicyOf(src, strings(spec['allowedGitResolverURLs']), source, bare);
   const timeout = typeof src['resolutionTimeout'] === 'string' ? parseDuration(src['resolutionTimeout']) : undefined;
   const limits = obj(spec['limits']);
   const vc = obj(spec['volumeClaim']);
@@ -108,12 +123,12 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
       const name = typeof r['name'] === 'string' && r['name'] ? r['name'] : undefined;
       return {
         label: name ? `rules[${i}] (${JSON.stringify(name)})` : `rules[${i}]`,
-        namespaces: strings(r['namespaces']),
+        namespaces: qualifyAll(strings(r['namespaces']), bare),
         pipelines: strings(r['pipelines']),
         serviceAccounts: new Set(strings(r['serviceAccounts'])),
         limits: { maxParamValueBytes: int(p['maxValueBytes'], global.limits.maxParamValueBytes, MAX_PARAM_VALUE_BYTES), maxParamsBytes: global.limits.maxParamsBytes },
         timeouts: timeoutPolicyOf(obj(r['timeouts']), global.timeouts),
-        sources: sourcePolicyOf(obj(r['sources']), [], `${name ? `rules[${i}] (${JSON.stringify(name)})` : `rules[${i}]`} of ${source}`),
+        sources: sourcePolicyOf(obj(r['sources']), [], `${name ? `rules[${i}] (${JSON.stringify(name)})` : `rules[${i}]`} of ${source}`, bare),
         params: {
           ...(p['allowed'] !== undefined ? { allowed: strings(p['allowed']) } : {}),
           patterns: list(p['patterns']).filter((x) => typeof x['name'] === 'string' && typeof x['pattern'] === 'string').map((x) => ({ name: x['name'] as string, pattern: x['pattern'] as string })),
@@ -127,7 +142,9 @@ export function effectiveConfig(cfg: InternalServicesConfig | undefined, namespa
       };
     });
   return {
-    allowList: new Set(strings(spec['allowList'])),
+    allowList: qualifyAll(strings(spec['allowList']), bare),
+    bareRemote: bare,
+    bareEntries,
     debug: spec['debug'] === true,
     volumeClaim: {
       name: typeof vc['name'] === 'string' && vc['name'] ? vc['name'] : DEFAULT_VOLUME_CLAIM.name,

@@ -16,7 +16,8 @@ import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '..
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
-import { checkParamConstraints, grantFor, rulesFor } from '../policy/grant.js';
+import { checkParamConstraints, grantFor, isServed, notServedMessage } from '../policy/grant.js';
+import { DEFAULT_REMOTE, requestRef, tenantOf } from '../policy/tenant.js';
 import { admit, type CapacityView } from '../policy/capacity.js';
 import { followOf, idempotencyKeyOf, type Earlier } from './idempotency.js';
 import { hasSources, type SourcePolicy } from '../policy/source.js';
@@ -26,6 +27,8 @@ import { describeRequested, requestedOf } from './requested.js';
 export interface Observation {
   /** The controller's namespace on the internal cluster. */
   namespace: string;
+  /** The remote cluster the request is on (default: DEFAULT_REMOTE). */
+  remote?: string;
   /** The request; undefined when it no longer exists on the remote cluster. */
   request: InternalRequest | undefined;
   /** PipelineRuns labelled as made for this request key (any uid). */
@@ -143,17 +146,15 @@ export function decide(o: Observation): Action[] {
     }
     // 3. Only allowed namespaces are served.
     const ns = req.metadata.namespace ?? '';
+    const tenant = tenantOf(o.remote ?? DEFAULT_REMOTE, ns);
     // The API server validates requests against the CRD schema; objects stored
     // before it (or under an older schema) are checked again here, so that a
     // malformed one is rejected with a reason instead of failing every retry.
-    const served = o.config.allowList.has(ns) || rulesFor(o.config.rules, ns).length > 0;
+    const served = isServed(o.config, tenant);
     const malformed = checkShape(req);
     if (malformed && served) return [...actions, reject(req, o, malformed, 'REQUEST_INVALID')];
     if (!served) {
-      return [
-        ...actions,
-        reject(req, o, `namespace "${ns}" is not on the allowList of ${o.config.source}${o.config.rules.length ? ', and no rule names it' : ''}; ask the administrators of the internal cluster to add it`, 'REQUEST_NAMESPACE_NOT_ALLOWED'),
-      ];
+      return [...actions, reject(req, o, notServedMessage(o.config, tenant), 'REQUEST_NAMESPACE_NOT_ALLOWED')];
     }
     // Idempotent retries: the same work asked for again follows the earlier request.
     const idem = idempotencyKeyOf(req);
@@ -176,7 +177,7 @@ export function decide(o: Observation): Action[] {
     //    per-namespace rule that grants this Pipeline): its settings apply.
     const what = requestedOf(req.spec);
     if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
-    const verdict = grantFor(o.config, ns, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+    const verdict = grantFor(o.config, tenant, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
     if (!verdict.ok) return [...actions, reject(req, o, verdict.message, verdict.code)];
     const grant = verdict.grant;
     const by = grant.rule === 'allowList' ? o.config.source : `${grant.rule} of ${o.config.source}`;
@@ -248,6 +249,7 @@ export function decide(o: Observation): Action[] {
     //    running what was checked.
     const pr = buildPipelineRun(req, what.kind === 'installed' ? what : { ...what, pipeline: pipeline.name }, pipeline.declared, {
       namespace: o.namespace,
+      remote: o.remote ?? DEFAULT_REMOTE,
       volumeClaim: o.config.volumeClaim,
       params: params.params,
       ...(graph.spec ? { pipelineSpec: graph.spec } : {}),
@@ -265,7 +267,7 @@ export function decide(o: Observation): Action[] {
       approvalRecord = gate.record;
     }
     // 8. Capacity: beyond the maximum, wait in fair order between namespaces.
-    const admission = admit({ key: `${ns}/${req.metadata.name ?? ''}`, tenant: ns, created: req.metadata.creationTimestamp ?? '' }, o.capacity ?? { running: 0, runningByTenant: new Map(), waiting: [] }, o.config.capacity);
+    const admission = admit({ key: `${tenant}/${req.metadata.name ?? ''}`, tenant, created: req.metadata.creationTimestamp ?? '' }, o.capacity ?? { running: 0, runningByTenant: new Map(), waiting: [] }, o.config.capacity);
     if (!admission.admitted) {
       const message = `waiting for a free slot on the internal cluster: ${admission.why}; position ${admission.position} of ${admission.waiting} waiting (namespaces take turns)`;
       const c = succeededCondition(req);
@@ -455,14 +457,14 @@ class Resolutions {
   }
 
   lookup(ref: RemoteRef, req: InternalRequest): Resolution | undefined {
-    const want = resolutionFor(req, ref, this.o.namespace);
+    const want = resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE);
     const rr = this.mine.find((x) => x.metadata?.name === want.metadata?.name);
     return rr ? outcomeOfResolution(rr, this.o.now, this.o.config.resolutionTimeoutMs) : undefined;
   }
 
   /** Start what is missing, show the request as Resolving, and look again by the deadline. */
   wait(req: InternalRequest, need: RemoteRef[], what: string): Action[] {
-    const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace) }));
+    const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE) }));
     const timeout = this.o.config.resolutionTimeoutMs;
     let ms = timeout;
     for (const rr of this.mine) {
@@ -488,7 +490,7 @@ class Resolutions {
 }
 
 function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'> {
-  return { policy, namespace: req.metadata.namespace ?? '', controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
+  return { policy, namespace: tenantOf(o.remote ?? DEFAULT_REMOTE, req.metadata.namespace ?? ''), controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
 }
 
 /**
@@ -501,7 +503,7 @@ function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): st
   if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present) return undefined;
   const what = requestedOf(req.spec);
   if (what.kind === 'invalid') return undefined;
-  const v = grantFor(o.config, req.metadata.namespace ?? '', what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+  const v = grantFor(o.config, tenantOf(o.remote ?? DEFAULT_REMOTE, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
   return v.ok ? undefined : v.message;
 }
 
@@ -521,7 +523,7 @@ type Gate =
 function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: PipelineRun, what: { serviceAccount?: string | undefined; params: Record<string, string> }, existing: InternalRequestApproval | undefined): Gate {
   const rule = grant.approval.rule;
   const where = `${grant.rule} of ${o.config.source}`;
-  const ref = `${req.metadata.namespace}/${req.metadata.name}`;
+  const ref = requestRef(o.remote ?? DEFAULT_REMOTE, req);
   const awaiting = (note: string | undefined, expiresAt: string): Action[] => {
     const message =
       `waiting for approval under ${where}: someone allowed to approve it (verb "approve" on rules.appstudio.redhat.com ${JSON.stringify(rule)} in namespace ${JSON.stringify(o.namespace)} of the internal cluster) ` +
@@ -534,7 +536,7 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
   };
   const until = (expiresAt: string): Action => ({ type: 'requeueAfter', ms: Math.max(1000, Date.parse(expiresAt) - o.now.getTime() + 500) });
   if (!existing) {
-    const approval = approvalFor(req, o.namespace, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs));
+    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs));
     const expiresAt = approval.spec.expiresAt!;
     return { state: 'waiting', actions: [{ type: 'createApproval', approval }, ...awaiting(undefined, expiresAt), until(expiresAt)] };
   }

@@ -5,6 +5,7 @@
  * those with fewer runs first, each tenant's requests oldest first — not in
  * arrival order. Pure: no I/O.
  */
+import { describeTenant } from './tenant.js';
 
 export interface Capacity {
   /** undefined: no limit. */
@@ -79,7 +80,7 @@ export function admit(self: Waiting, view: CapacityView, cap: Capacity): Admissi
   const mine = view.runningByTenant.get(self.tenant) ?? 0;
   const why =
     i < 0
-      ? `namespace ${JSON.stringify(self.tenant)} has all its ${cap.maxRunningPerNamespace} slots taken (capacity.maxRunningPerNamespace; ${mine} PipelineRuns running)`
+      ? `${describeTenant(self.tenant)} has all its ${cap.maxRunningPerNamespace} slots taken (capacity.maxRunningPerNamespace; ${mine} PipelineRuns running)`
       : `all ${cap.maxRunning} slots are taken (capacity.maxRunning; ${view.running} PipelineRuns running)`;
   return { admitted: false, position: i < 0 ? waiting.length : i + 1, waiting: waiting.length, why };
 }

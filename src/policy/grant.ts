@@ -11,6 +11,7 @@
  * looked at.
  */
 import { globMatch, hasSources, type SourcePolicy } from './source.js';
+import { bareHint, describeTenant, tenantMatches } from './tenant.js';
 import type { Limits, TimeoutPolicy } from './limits.js';
 
 export interface ParamConstraints {
@@ -49,23 +50,36 @@ export type GrantVerdict = { ok: true; grant: Grant } | { ok: false; message: st
 
 const q = (s: string) => JSON.stringify(s);
 
-/** The rules that name a namespace. */
-export function rulesFor(rules: readonly Rule[], namespace: string): Rule[] {
-  return rules.filter((r) => r.namespaces.some((p) => globMatch(p, namespace)));
+/** The rules that name a tenant (remote/namespace). */
+export function rulesFor(rules: readonly Rule[], tenant: string): Rule[] {
+  return rules.filter((r) => tenantMatches(r.namespaces, tenant));
+}
+
+type ServedBy = { rules: readonly Rule[]; allowList: readonly string[]; bareRemote?: string | undefined; bareEntries?: readonly string[]; source: string };
+
+/** Whether the allowList or some rule names the tenant. */
+export function isServed(cfg: ServedBy, tenant: string): boolean {
+  return tenantMatches(cfg.allowList, tenant) || rulesFor(cfg.rules, tenant).length > 0;
+}
+
+/** Why a tenant is not served, with what to write to serve it. */
+export function notServedMessage(cfg: ServedBy, tenant: string): string {
+  const hint = bareHint(cfg.bareEntries ?? [], cfg.bareRemote, tenant);
+  return `${describeTenant(tenant)} is not on the allowList of ${cfg.source}${cfg.rules.length ? ', and no rule names it' : ''}; ${hint ? `${hint}, or ` : ''}ask the administrators of the internal cluster to add it`;
 }
 
 export function grantFor(
-  cfg: { rules: readonly Rule[]; allowList: ReadonlySet<string>; global: Omit<Grant, 'rule'>; source: string },
-  namespace: string,
+  cfg: ServedBy & { global: Omit<Grant, 'rule'> },
+  tenant: string,
   what: Requested,
 ): GrantVerdict {
-  const matching = rulesFor(cfg.rules, namespace);
+  const matching = rulesFor(cfg.rules, tenant);
   if (matching.length === 0) {
-    if (cfg.allowList.has(namespace)) return { ok: true, grant: { rule: 'allowList', ...cfg.global } };
+    if (tenantMatches(cfg.allowList, tenant)) return { ok: true, grant: { rule: 'allowList', ...cfg.global } };
     return {
       ok: false,
       code: 'REQUEST_NAMESPACE_NOT_ALLOWED',
-      message: `namespace ${q(namespace)} is not on the allowList of ${cfg.source}${cfg.rules.length ? ', and no rule names it' : ''}; ask the administrators of the internal cluster to add it`,
+      message: notServedMessage(cfg, tenant),
     };
   }
   for (const r of matching) {
@@ -84,13 +98,13 @@ export function grantFor(
     return {
       ok: false,
       code: 'REQUEST_PIPELINE_NOT_ALLOWED',
-      message: `Pipeline ${q(what.pipeline)} is not granted to namespace ${q(namespace)} by ${cfg.source}: ${labels} ${matching.length > 1 ? 'grant' : 'grants'} ${allowed.length ? `only ${allowed.map(q).join(', ')}` : 'no installed Pipelines'}`,
+      message: `Pipeline ${q(what.pipeline)} is not granted to ${describeTenant(tenant)} by ${cfg.source}: ${labels} ${matching.length > 1 ? 'grant' : 'grants'} ${allowed.length ? `only ${allowed.map(q).join(', ')}` : 'no installed Pipelines'}`,
     };
   }
   return {
     ok: false,
     code: 'REQUEST_PIPELINE_NOT_ALLOWED',
-    message: `remote Pipelines (the ${q(what.resolver)} resolver) are not granted to namespace ${q(namespace)} by ${cfg.source}: ${labels} ${matching.length > 1 ? 'have' : 'has'} no sources`,
+    message: `remote Pipelines (the ${q(what.resolver)} resolver) are not granted to ${describeTenant(tenant)} by ${cfg.source}: ${labels} ${matching.length > 1 ? 'have' : 'has'} no sources`,
   };
 }
 

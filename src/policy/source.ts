@@ -9,6 +9,7 @@
  * Patterns are globs: `*` matches within one path segment (no "/"), `**`
  * across segments; everything else is literal.
  */
+import { describeTenant } from './tenant.js';
 
 export interface GitRule {
   /** How messages name the rule; default sources.git[i]. */
@@ -21,7 +22,7 @@ export interface GitRule {
   commits?: boolean;
   /** pathInRepo globs; absent: any path. */
   paths?: string[];
-  /** Remote namespaces (globs) the rule is for; absent: all. */
+  /** Tenants (remote/namespace globs, bare entries qualified) the rule is for; absent: all. */
   namespaces?: string[];
 }
 
@@ -67,14 +68,14 @@ export function gitRuleFromAllowedURLs(urls: readonly string[]): GitRule {
 
 const SHA = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
 
-export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { namespace: string; controllerNamespace: string }): SourceVerdict {
+export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant: string; controllerNamespace: string }): SourceVerdict {
   const q = (s: string): string => JSON.stringify(s);
   const forNs = <R extends { namespaces?: string[] }>(rules: R[]): Array<[R, number]> =>
-    rules.map((r, i) => [r, i] as [R, number]).filter(([r]) => !r.namespaces || r.namespaces.some((p) => globMatch(p, ctx.namespace)));
+    rules.map((r, i) => [r, i] as [R, number]).filter(([r]) => !r.namespaces || r.namespaces.some((p) => globMatch(p, ctx.tenant)));
   switch (ref.resolver) {
     case 'git': {
       const rules = forNs(policy.git);
-      if (rules.length === 0) return { allowed: false, message: `the git resolver is not allowed for namespace ${q(ctx.namespace)} by ${policy.source} (no sources.git rule applies)` };
+      if (rules.length === 0) return { allowed: false, message: `the git resolver is not allowed for ${describeTenant(ctx.tenant)} by ${policy.source} (no sources.git rule applies)` };
       const url = (ref.params['url'] ?? '').replace(/\/+$/, '');
       const revision = ref.params['revision'] ?? '';
       const path = ref.params['pathInRepo'] ?? '';
@@ -101,7 +102,7 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { namespa
     }
     case 'bundles': {
       const rules = forNs(policy.bundles);
-      if (rules.length === 0) return { allowed: false, message: `the bundles resolver is not allowed for namespace ${q(ctx.namespace)} by ${policy.source} (no sources.bundles rule applies)` };
+      if (rules.length === 0) return { allowed: false, message: `the bundles resolver is not allowed for ${describeTenant(ctx.tenant)} by ${policy.source} (no sources.bundles rule applies)` };
       const bundle = ref.params['bundle'] ?? '';
       const { repository, digest } = splitImageRef(bundle);
       const byRepo = rules.filter(([r]) => r.repositories.some((p) => globMatch(p, repository)));

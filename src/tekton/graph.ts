@@ -58,6 +58,7 @@ export interface GraphInput {
   /** The request's params, as the Pipeline declares them (typed). */
   params: ReadonlyArray<{ name: string; value: ParamValue }>;
   policy: SourcePolicy;
+  /** The request's tenant (remote/namespace), for the per-namespace source rules. */
   namespace: string;
   controllerNamespace: string;
   pipelineRunName: string;
@@ -239,7 +240,7 @@ export function followReference(
   const via = from.length ? ` (values from ${from.join(', ')})` : '';
   const extra = unknownResolverParams(ref);
   if (extra) return { kind: 'refused', message: `${where}${via}: ${extra}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
-  const verdict = checkSource(input.policy, { resolver: ref.resolver, params: Object.fromEntries(ref.params.map((p) => [p.name, p.value])) }, { namespace: input.namespace, controllerNamespace: input.controllerNamespace });
+  const verdict = checkSource(input.policy, { resolver: ref.resolver, params: Object.fromEntries(ref.params.map((p) => [p.name, p.value])) }, { tenant: input.namespace, controllerNamespace: input.controllerNamespace });
   if (!verdict.allowed) return { kind: 'refused', message: `${where}${via}: ${verdict.message}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
   const r = input.lookup(ref);
   if (!r) return { kind: 'need' };

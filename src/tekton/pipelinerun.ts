@@ -4,12 +4,15 @@ import type { InternalRequest, InternalRequestStatus } from '../api/types.js';
 import type { Provenance, RemoteRef } from './graph.js';
 import { resolutionRequest, type ResolutionRequest } from './resolve.js';
 import type { ParamValue, Pipeline, PipelineRun } from './types.js';
+import { DEFAULT_REMOTE } from '../policy/tenant.js';
 
 /** Labels and annotations that tie a PipelineRun to its request. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'internal-services';
 export const LABEL_REQUEST_UID = 'internal-services.appstudio.redhat.com/request-uid';
 export const LABEL_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
+/** The remote cluster the request is on (objects made before there were several remotes lack it: DEFAULT_REMOTE). */
+export const LABEL_REQUEST_REMOTE = 'internal-services.appstudio.redhat.com/remote';
 /** Request names may be 253 characters, more than a label value holds: the name goes in an annotation. */
 export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/request-name';
 export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
@@ -33,12 +36,17 @@ export function pipelineRunName(requestUid: string): string {
   return `ir-${requestUid.toLowerCase()}`;
 }
 
-/** The request key (namespace/name) a PipelineRun belongs to, from its annotations. */
+/** The request key (remote/namespace/name) an object we made belongs to, from its labels and annotations. */
 export function requestKeyOf(pr: Pick<PipelineRun, 'metadata'>): string | undefined {
   const a = pr.metadata.annotations ?? {};
   const ns = a[ANNOTATION_REQUEST_NAMESPACE];
   const name = a[ANNOTATION_REQUEST_NAME];
-  return ns && name ? `${ns}/${name}` : undefined;
+  return ns && name ? `${remoteOf(pr)}/${ns}/${name}` : undefined;
+}
+
+/** The remote an object we made is for. */
+export function remoteOf(obj: { metadata?: { labels?: Record<string, string> } }): string {
+  return obj.metadata?.labels?.[LABEL_REQUEST_REMOTE] || DEFAULT_REMOTE;
 }
 
 export function requestUidOf(obj: { metadata?: { labels?: Record<string, string> } }): string | undefined {
@@ -51,18 +59,18 @@ export function requestUidOf(obj: { metadata?: { labels?: Record<string, string>
  * retries and restarts happen, and a request's are found by label.
  */
 /** What ties an object the controller makes for a request (PipelineRun, ResolutionRequest, approval) to it: found by label, mapped back by annotation. */
-export function ownedBy(req: InternalRequest): { labels: Record<string, string>; annotations: Record<string, string> } {
+export function ownedBy(req: InternalRequest, remote: string = DEFAULT_REMOTE): { labels: Record<string, string>; annotations: Record<string, string> } {
   const ns = req.metadata.namespace ?? '';
   return {
-    labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_REQUEST_UID]: req.metadata.uid ?? '', [LABEL_REQUEST_NAMESPACE]: ns },
+    labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_REQUEST_UID]: req.metadata.uid ?? '', [LABEL_REQUEST_NAMESPACE]: ns, [LABEL_REQUEST_REMOTE]: remote },
     annotations: { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '' },
   };
 }
 
-export function resolutionFor(req: InternalRequest, ref: RemoteRef, namespace: string): ResolutionRequest {
+export function resolutionFor(req: InternalRequest, ref: RemoteRef, namespace: string, remote: string = DEFAULT_REMOTE): ResolutionRequest {
   const uid = req.metadata.uid ?? '';
   const hash = createHash('sha256').update(JSON.stringify([ref.resolver, ref.params.map((p) => [p.name, p.value])])).digest('hex').slice(0, 12);
-  const owner = ownedBy(req);
+  const owner = ownedBy(req, remote);
   const rr = resolutionRequest(namespace, `${pipelineRunName(uid)}-${hash}`, ref.resolver, ref.params, owner.labels);
   rr.metadata!.annotations = owner.annotations;
   return rr;
@@ -111,6 +119,8 @@ export interface BuildOptions {
   /** What was resolved from where (recorded on the PipelineRun). */
   provenance?: Provenance[];
   annotations?: Record<string, string>;
+  /** The remote cluster of the request (default DEFAULT_REMOTE). */
+  remote?: string;
 }
 
 /**
@@ -130,7 +140,7 @@ export function reservedLabel(key: string): boolean {
 
 export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
   const uid = req.metadata.uid ?? '';
-  const owner = ownedBy(req);
+  const owner = ownedBy(req, opts.remote);
   const spec: PipelineRun['spec'] = opts.pipelineSpec ? { pipelineSpec: opts.pipelineSpec } : { pipelineRef: { name: what.pipeline } };
   if (opts.params.length) spec.params = opts.params;
   if (what.timeouts) spec.timeouts = what.timeouts;

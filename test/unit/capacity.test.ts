@@ -29,7 +29,7 @@ test('admission: within the free slots in fair order; otherwise the position and
   assert.deepEqual(admit(w('a', 4, '2026-11-22T10:00:04Z'), view, cap), { admitted: false, position: 2, waiting: 2, why: 'all 3 slots are taken (capacity.maxRunning; 2 PipelineRuns running)' });
   const perNs = admit(w('a', 4, '2026-11-22T10:00:04Z'), view, { maxRunning: undefined, maxRunningPerNamespace: 2 });
   assert.equal(perNs.admitted, false);
-  assert.match((perNs as { why: string }).why, /namespace "a" has all its 2 slots taken \(capacity\.maxRunningPerNamespace; 2 PipelineRuns running\)/);
+  assert.match((perNs as { why: string }).why, /namespace "a" on remote "default" has all its 2 slots taken \(capacity\.maxRunningPerNamespace; 2 PipelineRuns running\)/);
   assert.deepEqual(admit(w('a', 4, '1'), view, { maxRunning: undefined, maxRunningPerNamespace: undefined }), { admitted: true }, 'no capacity set: no limit');
 });
 
@@ -42,8 +42,8 @@ test('decide: beyond the capacity the request is Queued with its position, writt
   assert.equal(st.conditions?.[0]?.reason, 'Queued');
   assert.equal(st.conditions?.[0]?.status, 'Unknown');
   assert.equal(st.conditions?.[0]?.message, 'waiting for a free slot on the internal cluster: all 1 slots are taken (capacity.maxRunning; 1 PipelineRuns running); position 1 of 1 waiting (namespaces take turns)');
-  const again = decide({ namespace: NS, request: request({}, {}, st as never), pipelineRuns: [], config: capped, pipeline: pipeline(), now: NOW, capacity: { ...full, waiting: [{ key: 'team-a/req', tenant: 'team-a', created: '2026-11-22T09:59:00Z' }] } });
+  const again = decide({ namespace: NS, request: request({}, {}, st as never), pipelineRuns: [], config: capped, pipeline: pipeline(), now: NOW, capacity: { ...full, waiting: [{ key: 'default/team-a/req', tenant: 'default/team-a', created: '2026-11-22T09:59:00Z' }] } });
   assert.deepEqual(again, [], 'same position: nothing written');
-  const freed = decide({ namespace: NS, request: request({}, {}, st as never), pipelineRuns: [], config: capped, pipeline: pipeline(), now: NOW, capacity: { running: 0, runningByTenant: new Map(), waiting: [{ key: 'team-a/req', tenant: 'team-a', created: '2026-11-22T09:59:00Z' }] } });
+  const freed = decide({ namespace: NS, request: request({}, {}, st as never), pipelineRuns: [], config: capped, pipeline: pipeline(), now: NOW, capacity: { running: 0, runningByTenant: new Map(), waiting: [{ key: 'default/team-a/req', tenant: 'default/team-a', created: '2026-11-22T09:59:00Z' }] } });
   assert.deepEqual(freed.map((x) => x.type), ['createPipelineRun', 'writeStatus']);
 });

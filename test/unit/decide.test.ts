@@ -34,7 +34,7 @@ test('a new allowed request gets exactly one PipelineRun, then is marked Running
 
 test('rejections carry a message a requester can act on', () => {
   const cases: Array<{ name: string; o: Partial<Observation>; code: string; message: RegExp }> = [
-    { name: 'namespace not allowed', o: { config: config({ allowList: ['team-b'] }) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /namespace "team-a" is not on the allowList of InternalServicesConfig internal-services\/config/ },
+    { name: 'namespace not allowed', o: { config: config({ allowList: ['team-b'] }) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /namespace "team-a" on remote "default" is not on the allowList of InternalServicesConfig internal-services\/config/ },
     { name: 'empty allowList', o: { config: config({ allowList: [] }) }, code: 'REQUEST_NAMESPACE_NOT_ALLOWED', message: /team-a/ },
     { name: 'pipeline missing', o: { pipeline: undefined }, code: 'REQUEST_PIPELINE_NOT_FOUND', message: /no Pipeline named "sign" in namespace "internal-services"/ },
     { name: 'required param missing', o: { request: request({ params: {} }) }, code: 'REQUEST_PARAMS_INVALID', message: /missing required params: "image"/ },

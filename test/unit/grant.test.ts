@@ -47,7 +47,7 @@ test('a namespace named by a rule is governed by the rules: the first rule grant
 
 test('refusals name the rule and the value, quoted', () => {
   const cases: Array<[InternalRequest, string, RegExp, Partial<Observation>?]> = [
-    [inNs('elsewhere'), 'REQUEST_NAMESPACE_NOT_ALLOWED', /namespace "elsewhere" is not on the allowList of InternalServicesConfig internal-services\/config, and no rule names it/],
+    [inNs('elsewhere'), 'REQUEST_NAMESPACE_NOT_ALLOWED', /namespace "elsewhere" on remote "default" is not on the allowList of InternalServicesConfig internal-services\/config, and no rule names it/],
     [inNs('managed-x', { params: { image: 'docker.io/evil/app' } }), 'REQUEST_PARAMS_INVALID', /param "image" is "docker\.io\/evil\/app", which does not match the pattern "quay\\\\\.io\/org\/.*" of rules\[0\] \("signing"\) of InternalServicesConfig/],
     [inNs('managed-x', { params: { image: `quay.io/org/app@sha256:${SHA}`, extra: 'x' } }), 'REQUEST_PARAMS_INVALID', /params "extra" may not be given under rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config; it allows "image", "tag\*"/],
     [inNs('managed-x', { params: { image: `quay.io/org/app@sha256:${SHA}`, tag: 'x'.repeat(300) } }), 'REQUEST_LIMIT_EXCEEDED', /param values longer than the 200 bytes allowed by rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config \(limits\.maxParamValueBytes\): "tag" \(300 bytes\)/],
@@ -63,7 +63,7 @@ test('refusals name the rule and the value, quoted', () => {
   const onlyOps = config({ rules: [{ name: 'ops', namespaces: ['ops'], pipelines: ['deploy-*'] }] });
   const notGranted = decide(observe({ request: inNs('ops'), config: onlyOps }));
   assert.equal(statusOf(notGranted).code, 'REQUEST_PIPELINE_NOT_ALLOWED');
-  assert.match(msg(notGranted), /Pipeline "sign" is not granted to namespace "ops" by InternalServicesConfig internal-services\/config: rules\[0\] \("ops"\) grants only "deploy-\*"/);
+  assert.match(msg(notGranted), /Pipeline "sign" is not granted to namespace "ops" on remote "default" by InternalServicesConfig internal-services\/config: rules\[0\] \("ops"\) grants only "deploy-\*"/);
   const remote = { ...inNs('ops'), spec: { pipeline: { pipelineRef: { resolver: 'git', params: [{ name: 'url', value: 'https://x/y.git' }] } } } } as unknown as InternalRequest;
   assert.match(msg(decide(observe({ request: remote, config: onlyOps }))), /remote Pipelines \(the "git" resolver\) are not granted to namespace "ops" .*rules\[0\] \("ops"\) has no sources/);
 });
@@ -86,13 +86,13 @@ test('onRevoke: cancel stops a running request once no rule grants it; finish (t
   const a = cancels(decide(observe({ request: running, pipelineRuns: [pr], config: tightened })));
   assert.equal(a.length, 1);
   const c = a[0] as Extract<Action, { type: 'cancelPipelineRun' }>;
-  assert.match(c.annotations?.[ANNOTATION_REVOKED] ?? '', /namespace "managed-x" is not on the allowList/);
+  assert.match(c.annotations?.[ANNOTATION_REVOKED] ?? '', /namespace "managed-x" on remote "default" is not on the allowList/);
   // once Tekton reports it cancelled: Failed, with the reason
   const cancelled = pipelineRun('u-1', done(false, { conditions: [{ type: 'Succeeded', status: 'False', reason: 'Cancelled', message: 'PipelineRun "ir-u-1" was cancelled' }] }), { ns: 'managed-x', name: 'req' });
   cancelled.metadata.annotations = { ...cancelled.metadata.annotations, [ANNOTATION_REVOKED]: c.annotations![ANNOTATION_REVOKED]! };
   const end = statusOf(decide(observe({ request: running, pipelineRuns: [cancelled], config: tightened })));
   assert.equal(end.status.conditions?.[0]?.reason, 'Failed');
-  assert.match(end.status.conditions?.[0]?.message ?? '', /failed: cancelled because the configuration no longer allows it: namespace "managed-x" is not on the allowList/);
+  assert.match(end.status.conditions?.[0]?.message ?? '', /failed: cancelled because the configuration no longer allows it: namespace "managed-x" on remote "default" is not on the allowList/);
   // without the annotation (onRevoke: finish), the same change leaves it running
   const finishing = pipelineRun('u-1', runningStatus(), { ns: 'managed-x', name: 'req' });
   assert.deepEqual(cancels(decide(observe({ request: running, pipelineRuns: [finishing], config: tightened }))), []);

@@ -29,7 +29,7 @@ test('PipelineRun: pipelineRef, params, timeouts, labels and annotations identif
   assert.equal(pr.metadata.labels?.['internal-services.appstudio.redhat.com/request-uid'], 'u-1');
   assert.equal(pr.metadata.labels?.['internal-services.appstudio.redhat.com/request-namespace'], 'team-a');
   for (const v of Object.values(pr.metadata.labels ?? {})) assert.ok(v.length <= 63, 'label values fit');
-  assert.equal(requestKeyOf(pr), `team-a/${long}`);
+  assert.equal(requestKeyOf(pr), `default/team-a/${long}`);
 });
 
 test('PipelineRun: the configured workspace is bound to a volumeClaimTemplate only when the Pipeline declares it', () => {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { checkSource, globMatch, policyFromAllowedGitURLs, splitImageRef, type SourcePolicy } from '../../src/policy/source.js';
 
 const SRC = 'InternalServicesConfig internal-services/config';
-const ctx = { namespace: 'team-a', controllerNamespace: 'internal-services' };
+const ctx = { tenant: 'default/team-a', controllerNamespace: 'internal-services' };
 const SHA = 'a'.repeat(40);
 const git = (url: string, revision: string, pathInRepo = 'pipelines/internal/sign/sign.yaml') => ({ resolver: 'git', params: { url, revision, pathInRepo } });
 
@@ -12,7 +12,7 @@ const policy: SourcePolicy = {
   source: SRC,
   git: [
     { urls: ['https://github.com/org/catalog.git'], revisions: ['main', 'release-*'], commits: true, paths: ['pipelines/internal/**', 'tasks/**'] },
-    { urls: ['https://github.com/org/experimental.git'], commits: true, namespaces: ['team-b'] },
+    { urls: ['https://github.com/org/experimental.git'], commits: true, namespaces: ['default/team-b'] },
   ],
   bundles: [{ repositories: ['quay.io/org/catalog/*'], digestOnly: true }],
   cluster: true,
@@ -30,7 +30,7 @@ test('globs: * within a segment, ** across, the rest literal', () => {
 test('default deny: no rules, no resolver', () => {
   const none: SourcePolicy = { source: SRC, git: [], bundles: [], cluster: false };
   const v = checkSource(none, git('https://github.com/org/catalog.git', 'main'), ctx);
-  assert.deepEqual(v, { allowed: false, message: `the git resolver is not allowed for namespace "team-a" by ${SRC} (no sources.git rule applies)` });
+  assert.deepEqual(v, { allowed: false, message: `the git resolver is not allowed for namespace "team-a" on remote "default" by ${SRC} (no sources.git rule applies)` });
   assert.match((checkSource(none, { resolver: 'hub', params: {} }, ctx) as { message: string }).message, /the "hub" resolver is not allowed .* only git, bundles and cluster can be allowed/);
   assert.match((checkSource(none, { resolver: 'cluster', params: { namespace: 'internal-services' } }, ctx) as { message: string }).message, /the cluster resolver is not allowed/);
 });
@@ -50,8 +50,8 @@ test('git: url, revision (names or full SHAs) and path, with the rule that allow
 test('git: a rule for other namespaces does not apply; a rule of commits only refuses branch names', () => {
   const exp = git('https://github.com/org/experimental.git', SHA);
   assert.equal(checkSource(policy, exp, ctx).allowed, false);
-  assert.deepEqual(checkSource(policy, exp, { ...ctx, namespace: 'team-b' }), { allowed: true, rule: 'sources.git[1]' });
-  const branch = checkSource(policy, git('https://github.com/org/experimental.git', 'main'), { ...ctx, namespace: 'team-b' });
+  assert.deepEqual(checkSource(policy, exp, { ...ctx, tenant: 'default/team-b' }), { allowed: true, rule: 'sources.git[1]' });
+  const branch = checkSource(policy, git('https://github.com/org/experimental.git', 'main'), { ...ctx, tenant: 'default/team-b' });
   assert.match((branch as { message: string }).message, /sources.git\[1\] allows revisions full commit SHAs, not "main"/);
 });
 
