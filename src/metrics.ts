@@ -14,7 +14,7 @@ export interface Metrics {
   controller: ControllerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; waiting(): Record<string, number> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -40,7 +40,7 @@ export function verbOf(method: string, url: string): string {
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const labels = ['request', 'namespace', 'reason', 'succeeded'] as const;
+  const labels = ['request', 'namespace', 'reason', 'succeeded', 'remote'] as const;
   const attempts = new Counter({ name: 'internal_request_attempt_total', help: 'InternalRequests that reached a final state', labelNames: labels, registers: [registry] });
   const attemptDuration = new Histogram({
     name: 'internal_request_attempt_duration_seconds',
@@ -78,16 +78,26 @@ export function createMetrics(): Metrics {
       for (const { informer, ms } of sources?.lastContact() ?? []) this.set({ informer }, ms / 1000);
     },
   });
-  const apiRequests = new Counter({ name: 'internal_services_api_requests_total', help: 'Kubernetes API requests by cluster, verb and status code', labelNames: ['cluster', 'verb', 'code'], registers: [registry] });
-  const apiLatency = new Histogram({ name: 'internal_services_api_request_duration_seconds', help: 'Kubernetes API request latency', labelNames: ['cluster', 'verb'], buckets: LATENCY_BUCKETS, registers: [registry] });
+  const apiRequests = new Counter({ name: 'internal_services_api_requests_total', help: 'Kubernetes API requests by cluster (remote or internal), remote name, verb and status code', labelNames: ['cluster', 'remote', 'verb', 'code'], registers: [registry] });
+  const apiLatency = new Histogram({ name: 'internal_services_api_request_duration_seconds', help: 'Kubernetes API request latency', labelNames: ['cluster', 'remote', 'verb'], buckets: LATENCY_BUCKETS, registers: [registry] });
   new Gauge({
-    name: 'internal_services_requests_waiting',
-    help: 'Unfinished requests that have no PipelineRun yet, by reason (Pending, Resolving, AwaitingApproval, Queued, Following, or none: not looked at yet)',
-    labelNames: ['reason'],
+    name: 'internal_services_remote_up',
+    help: 'Per remote cluster: 1 while its requests are listed and it answers, 0 while it cannot be reached (the others are served meanwhile)',
+    labelNames: ['remote'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const [reason, n] of Object.entries(sources?.waiting() ?? {})) this.set({ reason }, n);
+      for (const { remote, up } of sources?.remotes() ?? []) this.set({ remote }, up ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'internal_services_requests_waiting',
+    help: 'Unfinished requests that have no PipelineRun yet, by reason (Pending, Resolving, AwaitingApproval, Queued, Following, or none: not looked at yet)',
+    labelNames: ['remote', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [remote, byReason] of Object.entries(sources?.waiting() ?? {})) for (const [reason, n] of Object.entries(byReason)) this.set({ remote, reason }, n);
     },
   });
   new Gauge({
@@ -112,10 +122,10 @@ export function createMetrics(): Metrics {
     bind(s) {
       sources = s;
     },
-    apiObserver(cluster, method, url, code, seconds) {
+    apiObserver(cluster, method, url, code, seconds, remote) {
       const verb = verbOf(method, url);
-      apiRequests.inc({ cluster, verb, code: String(code) });
-      apiLatency.observe({ cluster, verb }, seconds);
+      apiRequests.inc({ cluster, remote: remote ?? '', verb, code: String(code) });
+      apiLatency.observe({ cluster, remote: remote ?? '', verb }, seconds);
     },
     controller: {
       queue: {
@@ -147,8 +157,8 @@ export function createMetrics(): Metrics {
       acted(action, ok) {
         actions.inc({ action, ok: String(ok) });
       },
-      finished(req, reason, succeeded, seconds) {
-        const l = { request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded) };
+      finished(req, reason, succeeded, seconds, remote) {
+        const l = { request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded), remote };
         attempts.inc(l);
         attemptDuration.observe(l, seconds);
       },

@@ -11,11 +11,17 @@ import { randomUUID } from 'node:crypto';
 import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
 import { LeaderElector } from '../kube/leader.js';
 import { createMetrics } from '../metrics.js';
+import { RemoteSecrets } from '../controller/remote-secrets.js';
+import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 export interface ControllerFlags {
-  remoteKubeconfig: string;
+  remoteKubeconfig?: string;
+  remoteName: string;
+  remoteSecretsSelector?: string;
+  remoteSecret?: string[];
+  remoteSecretsNamespace?: string;
   kubeconfig?: string;
   namespace?: string;
   metricsBindAddress: string;
@@ -40,6 +46,17 @@ function positiveInt(v: string): number {
   return n;
 }
 
+function remoteName(v: string): string {
+  if (!REMOTE_NAME_PATTERN.test(v)) throw new InvalidArgumentError('must be a DNS label: lower-case letters, digits and "-", at most 63');
+  return v;
+}
+
+function secretNames(v: string, previous: string[] | undefined): string[] {
+  const names = v.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const n of names) if (!/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(n) || n.length > 253) throw new InvalidArgumentError(`${JSON.stringify(n)} is not a Secret name`);
+  return [...(previous ?? []), ...names];
+}
+
 function shortDuration(v: string): number {
   const ms = parseDuration(v);
   if (ms === undefined || ms < 100) throw new InvalidArgumentError('must be a duration of at least 100ms, like 2s');
@@ -55,7 +72,15 @@ function duration(v: string): number {
 export function controllerCommand(): Command {
   return new Command('controller')
     .description('Run the controller: serve InternalRequests of the remote cluster with Pipelines of the internal cluster')
-    .addOption(new Option('--remote-kubeconfig <path>', 'kubeconfig of the remote cluster (as mounted from a Secret)').env('REMOTE_KUBECONFIG').makeOptionMandatory())
+    .addOption(new Option('--remote-kubeconfig <path>', 'kubeconfig of a remote cluster (as mounted from a Secret)').env('REMOTE_KUBECONFIG'))
+    .addOption(new Option('--remote-name <name>', 'name of the --remote-kubeconfig remote (bare namespaces in the configuration name it)').env('REMOTE_NAME').default(DEFAULT_REMOTE).argParser(remoteName))
+    .addOption(
+      new Option('--remote-secrets-selector <selector>', 'serve the remote clusters of the kubeconfig Secrets with these labels (followed live), e.g. internal-services.appstudio.redhat.com/remote=true').env(
+        'REMOTE_SECRETS_SELECTOR',
+      ),
+    )
+    .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))
+    .addOption(new Option('--remote-secrets-namespace <name>', 'namespace of those Secrets (default: --namespace)').env('REMOTE_SECRETS_NAMESPACE'))
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: in-cluster config)').env('KUBECONFIG'))
     .addOption(new Option('--namespace <name>', "the controller's namespace on the internal cluster (default: the pod's)").env('POD_NAMESPACE'))
     .addOption(new Option('--metrics-bind-address <addr>', 'address of the Prometheus metrics endpoint; 0 disables').env('METRICS_BIND_ADDRESS').default(':8080'))
@@ -87,6 +112,9 @@ function resolveNamespace(flag: string | undefined): string {
 
 export async function runController(flags: ControllerFlags): Promise<void> {
   const log = createLogger({ level: flags.logLevel });
+  if (!flags.remoteKubeconfig && !flags.remoteSecretsSelector && !flags.remoteSecret?.length) {
+    throw new ConfigError('CONFIG_FLAG', 'no remote cluster: give --remote-kubeconfig, or kubeconfig Secrets with --remote-secrets-selector or --remote-secret');
+  }
   const namespace = resolveNamespace(flags.namespace);
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace)) throw new ConfigError('CONFIG_FLAG', `--namespace "${namespace}" is not a valid namespace name`);
   const healthAddr = parseBindAddress('--health-probe-bind-address', flags.healthProbeBindAddress);
@@ -97,12 +125,12 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   const metrics = createMetrics();
   const inCluster = !flags.kubeconfig && !!process.env.KUBERNETES_SERVICE_HOST;
   if (!flags.kubeconfig && !inCluster) throw new ConfigError('CONFIG_FLAG', '--kubeconfig (or KUBECONFIG) is required when not running in a pod');
-  const remote = await connect('remote', { kubeconfig: flags.remoteKubeconfig }, { observer: metrics.apiObserver });
+  const remote = flags.remoteKubeconfig ? await connect('remote', { kubeconfig: flags.remoteKubeconfig }, { observer: metrics.apiObserver, remote: flags.remoteName }) : undefined;
   const internal = await connect('internal', { kubeconfig: flags.kubeconfig, inCluster }, { observer: metrics.apiObserver });
   const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
 
   const controller = new Controller({
-    remote,
+    ...(remote ? { remote, remoteName: flags.remoteName } : {}),
     internal,
     namespace,
     log,
@@ -124,14 +152,31 @@ export async function runController(flags: ControllerFlags): Promise<void> {
         log,
       })
     : undefined;
+  const remoteMode = { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval };
+  const secrets =
+    flags.remoteSecretsSelector || flags.remoteSecret?.length
+      ? new RemoteSecrets(controller, {
+          internal,
+          namespace: flags.remoteSecretsNamespace ?? namespace,
+          selector: flags.remoteSecretsSelector,
+          names: flags.remoteSecret,
+          reserved: new Set(remote ? [flags.remoteName] : []),
+          defaultMode: remoteMode,
+          log,
+          resyncPeriodMs: flags.resyncPeriod,
+          informerObserver: metrics.controller.informer,
+          apiObserver: metrics.apiObserver,
+        })
+      : undefined;
   metrics.bind({
+    remotes: () => controller.remoteHealth(),
     running: () => controller.runningRequests(),
     lastContact: () => controller.lastContact(),
     leader: () => (elector ? elector.isLeader : true),
     configPresent: () => controller.configPresent,
     waiting: () => controller.waitingByReason(),
   });
-  const health = healthAddr ? await startHealthServer(healthAddr, () => controller.readiness(), log) : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...(secrets?.readiness() ?? [])], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;
@@ -144,6 +189,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       process.exit(1);
     }, 9_500);
     hard.unref();
+    await secrets?.stop();
     await controller.stop(7_000);
     await elector?.release();
     await Promise.all([health?.close(), metricsServer?.close()]);
@@ -153,9 +199,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  log.info({ namespace, remote: remote.server, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity }, 'starting');
+  log.info({ namespace, remote: remote?.server, remoteSecrets: secrets ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity }, 'starting');
   // Caches fill while waiting for leadership, so a standby takes over warm.
   await controller.startCaches();
+  // Remotes from Secrets: each is served once listed; one that cannot be reached does not hold up the others.
+  await secrets?.start();
   if (elector) {
     const leading = await elector.acquire(() => {
       // Lost the lease: stop acting at once, and exit so the pod restarts as a standby.

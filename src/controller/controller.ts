@@ -1,17 +1,19 @@
 /**
- * The imperative shell around decide(): caches of the two clusters, one work
- * queue keyed by request (namespace/name), workers that gather an Observation,
- * ask decide() what to do, and do it.
+ * The imperative shell around decide(): caches of the internal cluster and of
+ * each remote cluster (see remote.ts), one work queue keyed by request
+ * (remote/namespace/name), workers that gather an Observation, ask decide()
+ * what to do, and do it.
  */
 import type { Logger } from 'pino';
-import { CONFIG_NAME, INTERNAL_REQUEST, INTERNAL_REQUEST_APPROVAL, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalRequestApproval, type InternalServicesConfig } from '../api/types.js';
+import { CONFIG_NAME, INTERNAL_REQUEST_APPROVAL, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalRequestApproval, type InternalServicesConfig } from '../api/types.js';
 import { approvalTrust, type ApprovalTrust } from './trust.js';
 import { isFinished, Reason, succeededCondition } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
-import { EventRecorder } from '../kube/events.js';
-import { Informer, keyOf, type InformerObserver } from '../kube/informer.js';
+import { Informer, type InformerObserver } from '../kube/informer.js';
+import { Remote, splitKey, type RemoteMode, type RemoteSpec } from './remote.js';
+import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { WorkQueue, type QueueObserver } from '../kube/queue.js';
-import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pipelineRunName, remoteOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig, type EffectiveConfig } from './config.js';
@@ -28,13 +30,16 @@ export interface ControllerMetrics {
   /** An action was carried out (or failed). */
   acted?(action: Action['type'], ok: boolean): void;
   /** A request reached a terminal state; seconds since its creation. */
-  finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number): void;
+  finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number, remote: string): void;
   /** Number of requests whose PipelineRun is running. */
   running?(n: number): void;
 }
 
 export interface ControllerOptions {
-  remote: Cluster;
+  /** The remote of --remote-kubeconfig, if any (more come and go with addRemote/removeRemote). */
+  remote?: Cluster;
+  /** Its name (default DEFAULT_REMOTE); bare namespaces in the configuration name it unless spec.defaultRemote says otherwise. */
+  remoteName?: string;
   internal: Cluster;
   /** The controller's namespace on the internal cluster. */
   namespace: string;
@@ -42,7 +47,7 @@ export interface ControllerOptions {
   workers?: number;
   resyncPeriodMs?: number;
   /** How the remote requests are followed: watch (default), or poll at an interval. */
-  remoteMode?: { mode: 'watch' | 'poll'; pollIntervalMs?: number };
+  remoteMode?: RemoteMode;
   /** Name of this instance in Events (e.g. the pod name). */
   instance?: string;
   now?: () => Date;
@@ -61,7 +66,8 @@ export interface ControllerOptions {
 const CONFLICT_RETRIES = 5;
 
 export class Controller {
-  readonly requests: Informer<InternalRequest>;
+  /** The remote clusters, by name. */
+  readonly remotes = new Map<string, Remote>();
   readonly pipelineRuns: Informer<PipelineRun>;
   readonly pipelines: Informer<Pipeline>;
   readonly configs: Informer<InternalServicesConfig>;
@@ -74,12 +80,10 @@ export class Controller {
   /** Tasks installed in the controller's namespace (their step refs are checked too). */
   readonly tasks: Informer<Task>;
   readonly queue: WorkQueue;
-  private readonly requestClient: ResourceClient<InternalRequest>;
   private readonly prClient: ResourceClient<PipelineRun>;
   private readonly pipelineClient: ResourceClient<Pipeline>;
   private readonly taskRunClient: ResourceClient<TaskRun>;
   private readonly resolutionClient: ResourceClient<ResolutionRequest>;
-  private readonly events: EventRecorder;
   /** request key -> names of its PipelineRuns */
   private readonly prIndex = new Map<string, Set<string>>();
   /** PipelineRuns created by us that the informer has not shown yet. */
@@ -100,58 +104,14 @@ export class Controller {
     const m = opts.metrics ?? {};
     // Fair turns between remote namespaces: a flood from one does not delay another's request.
     this.queue = new WorkQueue({ observer: m.queue, baseDelayMs: 50, maxDelayMs: 5 * 60_000, tenantOf: (key) => key.slice(0, key.lastIndexOf('/')) });
-    this.requestClient = opts.remote.resource<InternalRequest>(INTERNAL_REQUEST);
     this.prClient = opts.internal.resource<PipelineRun>(PIPELINERUN);
     this.pipelineClient = opts.internal.resource<Pipeline>(PIPELINE);
     this.taskRunClient = opts.internal.resource<TaskRun>(TASKRUN);
     this.resolutionClient = opts.internal.resource<ResolutionRequest>(RESOLUTION_REQUEST);
     this.approvalClient = opts.internal.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
     this.trust = approvalTrust(opts.internal, opts.namespace);
-    this.events = new EventRecorder(opts.remote, 'internal-services-controller', opts.instance ?? 'internal-services', this.log);
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
-    const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
-
-    // Requests with an idempotency key are indexed by it; a request that
-    // changes brings back the others with its key (the ones that follow it).
-    const idem = (r: InternalRequest) => {
-      const k = idempotencyKeyOf(r);
-      return k ? `${r.metadata.namespace ?? ''}/${k}` : undefined;
-    };
-    const index = (r: InternalRequest, add: boolean) => {
-      const k = idem(r);
-      if (!k) return;
-      const set = this.byIdempotencyKey.get(k) ?? new Set<string>();
-      if (add) set.add(keyOf(r));
-      else set.delete(keyOf(r));
-      if (set.size) this.byIdempotencyKey.set(k, set);
-      else this.byIdempotencyKey.delete(k);
-    };
-    const enqueueWithFollowers = (r: InternalRequest) => {
-      enqueue(r);
-      const k = idem(r);
-      if (k) for (const other of this.byIdempotencyKey.get(k) ?? []) this.queue.add(other);
-    };
-    this.requests = new Informer<InternalRequest>('remote/internalrequests', this.requestClient, {
-      onAdd: (r) => {
-        index(r, true);
-        enqueueWithFollowers(r);
-      },
-      onUpdate: (o, n) => {
-        if (idem(o) !== idem(n)) index(o, false);
-        index(n, true);
-        enqueueWithFollowers(n);
-      },
-      onDelete: (r) => {
-        index(r, false);
-        enqueueWithFollowers(r);
-      },
-      // Periodic relist: look at every request again, and sweep PipelineRuns
-      // whose request is gone (only ever after a full remote list).
-      onResync: () => {
-        this.requeueLive();
-        this.sweep();
-      },
-    }, this.log, { ...inf, transform: slimRequest, mode: opts.remoteMode?.mode ?? 'watch', ...(opts.remoteMode?.pollIntervalMs ? { pollIntervalMs: opts.remoteMode.pollIntervalMs } : {}) });
+    this.informerOptions = inf;
 
     const onPr = (pr: PipelineRun, deleted = false) => {
       const key = requestKeyOf(pr);
@@ -199,11 +159,11 @@ export class Controller {
       opts.internal.resource<InternalServicesConfig>(INTERNAL_SERVICES_CONFIG),
       {
         onAdd: (c) => {
-          this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration loaded');
+          this.log.info({ config: effectiveSummary(c, opts.namespace, this.defaultRemote) }, 'configuration loaded');
           this.requeueLive();
         },
         onUpdate: (old, c) => {
-          this.log.info({ config: effectiveSummary(c, opts.namespace) }, 'configuration changed');
+          this.log.info({ config: effectiveSummary(c, opts.namespace, this.defaultRemote) }, 'configuration changed');
           this.requeueLive();
           // debug switched off: the PipelineRuns it kept go now, not at the next resync.
           if (old.spec?.debug === true && c.spec?.debug !== true) this.sweep();
@@ -213,25 +173,128 @@ export class Controller {
       this.log,
       { ...inf, namespace: opts.namespace, fieldSelector: `metadata.name=${CONFIG_NAME}` },
     );
+    if (opts.remote) this.addRemote({ name: opts.remoteName ?? DEFAULT_REMOTE, cluster: opts.remote, ...(opts.remoteMode ? { mode: opts.remoteMode } : {}) });
+  }
+
+  private readonly informerOptions: { resyncPeriodMs: number; observer: InformerObserver | undefined; watchTimeoutSeconds?: number; backoffMaxMs?: number };
+
+  /**
+   * Serves one more remote (or replaces the one of that name, e.g. with a
+   * rotated kubeconfig). Its requests are decided once its first full list is
+   * in; until then nothing of it is decided or swept.
+   */
+  addRemote(spec: RemoteSpec): Remote {
+    const old = this.remotes.get(spec.name);
+    if (old) this.dropRemote(old, 'replaced');
+    const name = spec.name;
+    // Requests with an idempotency key are indexed by it; a request that
+    // changes brings back the others with its key (the ones that follow it).
+    const idem = (r: InternalRequest) => {
+      const k = idempotencyKeyOf(r);
+      return k ? `${name}/${r.metadata.namespace ?? ''}/${k}` : undefined;
+    };
+    const index = (r: InternalRequest, add: boolean) => {
+      const k = idem(r);
+      if (!k) return;
+      const set = this.byIdempotencyKey.get(k) ?? new Set<string>();
+      if (add) set.add(remote.keyOf(r));
+      else set.delete(remote.keyOf(r));
+      if (set.size) this.byIdempotencyKey.set(k, set);
+      else this.byIdempotencyKey.delete(k);
+    };
+    const enqueueWithFollowers = (r: InternalRequest) => {
+      if (this.remotes.get(name) !== remote) return; // replaced or removed meanwhile
+      this.queue.add(remote.keyOf(r));
+      const k = idem(r);
+      if (k) for (const other of this.byIdempotencyKey.get(k) ?? []) this.queue.add(other);
+    };
+    const remote: Remote = new Remote(
+      spec,
+      {
+        onAdd: (r) => {
+          index(r, true);
+          enqueueWithFollowers(r);
+        },
+        onUpdate: (o, n) => {
+          if (idem(o) !== idem(n)) index(o, false);
+          index(n, true);
+          enqueueWithFollowers(n);
+        },
+        onDelete: (r) => {
+          index(r, false);
+          enqueueWithFollowers(r);
+        },
+        // Every full list (the first included): look at every request again,
+        // and sweep PipelineRuns whose request is gone (only ever after a full
+        // list of this remote).
+        onResync: () => {
+          if (this.remotes.get(name) !== remote) return;
+          this.requeueLive(remote);
+          this.sweep(remote);
+        },
+      },
+      this.log,
+      { ...this.informerOptions, transform: slimRequest, instance: this.opts.instance ?? 'internal-services' },
+    );
+    this.remotes.set(name, remote);
+    this.log.info({ remote: name, server: spec.cluster.server, origin: remote.origin, mode: spec.mode?.mode ?? 'watch' }, old ? 'remote cluster replaced' : 'remote cluster added');
+    if (this.started) remote.requests.start();
+    return remote;
+  }
+
+  /**
+   * Stops serving a remote. Its PipelineRuns are left as they are (running
+   * ones finish, finished ones stay): nothing of a remote that is not listed
+   * is decided, and if it comes back its requests are picked up where they were.
+   */
+  async removeRemote(name: string): Promise<boolean> {
+    const r = this.remotes.get(name);
+    if (!r) return false;
+    await this.dropRemote(r, 'removed');
+    return true;
+  }
+
+  private dropRemote(r: Remote, why: 'removed' | 'replaced'): Promise<void> {
+    if (this.remotes.get(r.name) === r) this.remotes.delete(r.name);
+    const prefix = `${r.name}/`;
+    for (const k of [...this.byIdempotencyKey.keys()]) if (k.startsWith(prefix)) this.byIdempotencyKey.delete(k);
+    for (const k of [...this.writtenOverlay.keys()]) if (k.startsWith(prefix)) this.writtenOverlay.delete(k);
+    if (why === 'removed') this.log.info({ remote: r.name, origin: r.origin }, 'remote cluster removed; its PipelineRuns are left as they are');
+    return r.stop();
+  }
+
+  /** The remote of a request key, if it is served and fully listed. */
+  private listedRemote(key: string): Remote | undefined {
+    const r = this.remotes.get(splitKey(key).remote);
+    return r && r.requests.synced ? r : undefined;
+  }
+
+  /** The caches of the internal cluster. */
+  private get internalInformers() {
+    return [this.pipelineRuns, this.pipelines, this.configs, this.resolutions, this.tasks, this.approvals];
   }
 
   private get informers() {
-    return [this.requests, this.pipelineRuns, this.pipelines, this.configs, this.resolutions, this.tasks, this.approvals];
+    return [...[...this.remotes.values()].map((r) => r.requests), ...this.internalInformers];
   }
 
-  /** Starts the caches and waits until each has synced. */
+  /**
+   * Starts the caches and waits until those of the internal cluster, and of
+   * the remotes known now, have synced (a remote added later is not waited for).
+   */
   async startCaches(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    for (const i of this.informers) i.start();
-    await Promise.all(this.informers.map((i) => i.waitForSync()));
+    const all = this.informers;
+    for (const i of all) i.start();
+    await Promise.all(all.map((i) => i.waitForSync()));
   }
 
   /** Starts the workers (after startCaches): from here on the controller acts. */
   startWorkers(): void {
     if (this.stopping || this.workers.length) return;
     const n = this.opts.workers ?? 4;
-    this.log.info({ workers: n, requests: this.requests.size, pipelineRuns: this.pipelineRuns.size }, 'caches synced; starting workers');
+    this.log.info({ workers: n, remotes: [...this.remotes.keys()], requests: [...this.remotes.values()].reduce((a, r) => a + r.requests.size, 0), pipelineRuns: this.pipelineRuns.size }, 'caches synced; starting workers');
     this.sweep();
     for (let i = 0; i < n; i++) this.workers.push(this.work());
   }
@@ -242,16 +305,21 @@ export class Controller {
     this.startWorkers();
   }
 
-  /** Caches synced and both clusters answering (no failure streak in progress). */
+  /** Every required check of readiness() passes. */
   get ready(): boolean {
-    return this.started && this.informers.every((i) => i.synced && i.health.failures === 0);
+    return this.readiness().every((c) => c.ok || !c.required);
+  }
+
+  /** The remote bare namespaces of the configuration name unless it says otherwise: the --remote-kubeconfig one. */
+  private get defaultRemote(): string | undefined {
+    return this.opts.remote ? (this.opts.remoteName ?? DEFAULT_REMOTE) : undefined;
   }
 
   private configMemo: { obj: InternalServicesConfig | undefined; value: EffectiveConfig } | undefined;
   /** The effective configuration, computed again only when the cached object changes. */
   private config(): EffectiveConfig {
     const obj = this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`);
-    if (!this.configMemo || this.configMemo.obj !== obj) this.configMemo = { obj, value: effectiveConfig(obj, this.opts.namespace) };
+    if (!this.configMemo || this.configMemo.obj !== obj) this.configMemo = { obj, value: effectiveConfig(obj, this.opts.namespace, { defaultRemote: this.defaultRemote }) };
     return this.configMemo.value;
   }
 
@@ -260,14 +328,20 @@ export class Controller {
     return this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`) !== undefined;
   }
 
-  /** /readyz: the caches and clusters (required), and the configuration (reported: without it requests wait). */
+  /**
+   * /readyz: the caches of the internal cluster (required); each remote's
+   * (required when it is the only one: with several, one that cannot be
+   * reached does not stop the others being served, and is reported); the
+   * configuration (reported: without it requests wait).
+   */
   readiness(): Array<{ name: string; ok: boolean; required: boolean; detail?: string }> {
-    const checks = this.informers.map((i) => ({
+    const check = (i: Informer<never> | Informer<InternalRequest> | { name: string; synced: boolean; health: { failures: number; lastError?: string } }, required: boolean) => ({
       name: i.name,
       ok: this.started && i.synced && i.health.failures === 0,
-      required: true,
-      ...(!i.synced ? { detail: 'not synced' } : i.health.failures ? { detail: `${i.health.failures} failed attempts in a row` } : {}),
-    }));
+      required,
+      ...(!i.synced ? { detail: `not synced${i.health.lastError ? `: ${i.health.lastError}` : ''}` } : i.health.failures ? { detail: `${i.health.failures} failed attempts in a row${i.health.lastError ? `: ${i.health.lastError}` : ''}` } : {}),
+    });
+    const checks = [...[...this.remotes.values()].map((r) => check(r.requests, this.remotes.size === 1)), ...this.internalInformers.map((i) => check(i, true))];
     const present = this.configPresent;
     checks.push({
       name: 'config',
@@ -278,12 +352,12 @@ export class Controller {
     return checks;
   }
 
-  /** namespace/idempotency key -> keys of the requests that carry it. */
+  /** remote/namespace/idempotency key -> keys of the requests that carry it. */
   private readonly byIdempotencyKey = new Map<string, Set<string>>();
 
   /** Keys of the requests of a namespace that carry an idempotency key. */
-  private sameKey(namespace: string, key: string): Iterable<string> {
-    return this.byIdempotencyKey.get(`${namespace}/${key}`) ?? [];
+  private sameKey(remote: string, namespace: string, key: string): Iterable<string> {
+    return this.byIdempotencyKey.get(`${remote}/${namespace}/${key}`) ?? [];
   }
 
   /**
@@ -292,12 +366,12 @@ export class Controller {
    * then the unfinished ones created before this one. A succeeded one is
    * read from the cluster for its results.
    */
-  private async earlierOf(req: InternalRequest): Promise<Earlier[]> {
+  private async earlierOf(remote: Remote, req: InternalRequest): Promise<Earlier[]> {
     const ns = req.metadata.namespace ?? '';
     const k = idempotencyKeyOf(req)!;
     const mine = specHash(req.spec);
     const out: Array<Earlier & { rank: number; created: string }> = [];
-    for (const key of this.sameKey(ns, k)) {
+    for (const key of this.sameKey(remote.name, ns, k)) {
       const other = this.currentRequest(key);
       if (!other || other.metadata.uid === req.metadata.uid) continue;
       const hash = other.metadata.annotations?.[ANNOTATION_SPEC_HASH] ?? specHash(other.spec);
@@ -312,7 +386,7 @@ export class Controller {
       else continue; // a later one that has not run: it follows this one, not the other way round
       const e: Earlier & { rank: number; created: string } = { name: other.metadata.name ?? '', uid: other.metadata.uid ?? '', sameSpec: hash === mine, state, rank: hasRun || state === 'succeeded' ? 0 : 1, created };
       if (state === 'succeeded' && e.sameSpec) {
-        const full = await this.requestClient.tryGet(ns, e.name);
+        const full = await remote.client.tryGet(ns, e.name);
         if (full?.metadata.uid === e.uid) {
           e.results = { ...(full.status?.results ?? {}) };
           if (full.status?.pipelineRun) e.pipelineRun = full.status.pipelineRun;
@@ -330,7 +404,7 @@ export class Controller {
     const count = (pr: PipelineRun) => {
       if (outcomeOf(pr).done) return;
       running++;
-      const t = pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? '';
+      const t = tenantOf(remoteOf(pr), pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? '');
       runningByTenant.set(t, (runningByTenant.get(t) ?? 0) + 1);
     };
     const seen = new Set<string>();
@@ -343,9 +417,11 @@ export class Controller {
     }
     for (const { pr } of this.createdOverlay.values()) if (!seen.has(pr.metadata.name ?? '')) count(pr);
     const waiting: Waiting[] = [];
-    for (const r of this.requests.list()) {
-      if (isFinished(r) || succeededCondition(r)?.reason !== Reason.Queued) continue;
-      waiting.push({ key: keyOf(r), tenant: r.metadata.namespace ?? '', created: r.metadata.creationTimestamp ?? '' });
+    for (const remote of this.remotes.values()) {
+      for (const r of remote.requests.list()) {
+        if (isFinished(r) || succeededCondition(r)?.reason !== Reason.Queued) continue;
+        waiting.push({ key: remote.keyOf(r), tenant: tenantOf(remote.name, r.metadata.namespace ?? ''), created: r.metadata.creationTimestamp ?? '' });
+      }
     }
     return { running, runningByTenant, waiting, lastStartByTenant: this.lastStart };
   }
@@ -360,22 +436,31 @@ export class Controller {
     for (const key of fairOrder(view, cap).slice(0, free)) this.queue.add(key);
   }
 
-  /** Unfinished requests without a PipelineRun, by the reason of their condition ("none": not looked at yet), for a gauge. */
-  waitingByReason(): Record<string, number> {
-    const out: Record<string, number> = { none: 0, Pending: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
-    for (const r of this.requests.list()) {
-      if (isFinished(r) || r.status?.pipelineRun) continue;
-      const reason = succeededCondition(r)?.reason ?? 'none';
-      out[reason] = (out[reason] ?? 0) + 1;
+  /** Unfinished requests without a PipelineRun, per remote, by the reason of their condition ("none": not looked at yet), for a gauge. */
+  waitingByReason(): Record<string, Record<string, number>> {
+    const all: Record<string, Record<string, number>> = {};
+    for (const remote of this.remotes.values()) {
+      const out: Record<string, number> = { none: 0, Pending: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
+      for (const r of remote.requests.list()) {
+        if (isFinished(r) || r.status?.pipelineRun) continue;
+        const reason = succeededCondition(r)?.reason ?? 'none';
+        out[reason] = (out[reason] ?? 0) + 1;
+      }
+      all[remote.name] = out;
     }
-    return out;
+    return all;
   }
 
   /** Requests whose PipelineRun is running (for the concurrency gauge). */
   runningRequests(): number {
     let n = 0;
-    for (const r of this.requests.list()) if (!isFinished(r) && r.status?.pipelineRun) n++;
+    for (const remote of this.remotes.values()) for (const r of remote.requests.list()) if (!isFinished(r) && r.status?.pipelineRun) n++;
     return n;
+  }
+
+  /** Per remote: 1 when its requests are listed and its cluster answers. */
+  remoteHealth(): Array<{ remote: string; up: boolean }> {
+    return [...this.remotes.values()].map((r) => ({ remote: r.name, up: r.healthy }));
   }
 
   /** Milliseconds since each cache last heard from its cluster. */
@@ -402,15 +487,12 @@ export class Controller {
       new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
     ]);
     if (timedOut) this.log.warn({ graceMs }, 'in-flight work did not finish in time');
-    await Promise.all(this.informers.map((i) => i.stop()));
-    this.opts.remote.close();
+    await Promise.all([...this.internalInformers.map((i) => i.stop()), ...[...this.remotes.values()].map((r) => r.stop())]);
     this.opts.internal.close();
   }
 
   /** When each remote namespace last had a PipelineRun started by this instance (fair turns; not kept across restarts). */
   private readonly lastStart = new Map<string, number>();
-  /** The remote cluster refused a TTL delete (403): logged once. */
-  private ttlDenied = false;
   private admissionScheduled = false;
   /** admitNext() once per turn of the event loop, however many PipelineRuns ended in it. */
   private scheduleAdmission(): void {
@@ -418,7 +500,7 @@ export class Controller {
     this.admissionScheduled = true;
     setImmediate(() => {
       this.admissionScheduled = false;
-      if (this.requests.synced && this.pipelineRuns.synced) this.admitNext();
+      if (this.pipelineRuns.synced) this.admitNext();
     });
   }
 
@@ -427,20 +509,27 @@ export class Controller {
    * ones): at each resync, and when the configuration changes — it decides
    * the waiting ones and may revoke running ones (onRevoke: cancel).
    */
-  private requeueLive(): void {
-    if (!this.requests.synced) return;
+  private requeueLive(only?: Remote): void {
     const ttl = this.config().ttlSecondsAfterFinished !== undefined;
-    for (const r of this.requests.list()) if (ttl || !isFinished(r)) this.queue.add(keyOf(r));
+    for (const remote of only ? [only] : this.remotes.values()) {
+      if (!remote.requests.synced) continue;
+      for (const r of remote.requests.list()) if (ttl || !isFinished(r)) this.queue.add(remote.keyOf(r));
+    }
   }
 
-  /** Enqueues the request of every PipelineRun we own: the reconcile removes orphans. */
-  private sweep(): void {
-    if (!this.requests.synced || !this.pipelineRuns.synced) return;
-    for (const key of this.prIndex.keys()) this.queue.add(key);
+  /**
+   * Enqueues the request of every PipelineRun (and ResolutionRequest) we own,
+   * of one remote or of all: the reconcile removes orphans, of a remote that is
+   * served and fully listed only.
+   */
+  private sweep(only?: Remote): void {
+    if (!this.pipelineRuns.synced) return;
+    const mine = (key: string) => !only || key.startsWith(`${only.name}/`);
+    for (const key of this.prIndex.keys()) if (mine(key)) this.queue.add(key);
     if (this.resolutions.synced) {
       for (const rr of this.resolutions.list()) {
         const key = requestKeyOf({ metadata: rr.metadata ?? {} });
-        if (key) this.queue.add(key);
+        if (key && mine(key)) this.queue.add(key);
       }
     }
     const now = Date.now();
@@ -472,7 +561,7 @@ export class Controller {
 
   /** The request as we last know it: our own write if the cache has not caught up. */
   private currentRequest(key: string): InternalRequest | undefined {
-    const cached = this.requests.get(key);
+    const cached = this.remotes.get(splitKey(key).remote)?.requests.get(splitKey(key).cacheKey);
     const w = this.writtenOverlay.get(key);
     if (w) {
       if (cached && cached.metadata.uid === w.obj.metadata.uid && cached.metadata.resourceVersion === w.basedOn) return w.obj;
@@ -515,7 +604,7 @@ export class Controller {
     const req = fresh ?? this.currentRequest(key);
     const idem = req && !isFinished(req) ? idempotencyKeyOf(req) : undefined;
     if (!idem) return this.reconcileOne(key, fresh, attempt);
-    const lockKey = `${req!.metadata.namespace}/${idem}`;
+    const lockKey = `${splitKey(key).remote}/${req!.metadata.namespace}/${idem}`;
     const prev = this.keyLocks.get(lockKey) ?? Promise.resolve();
     const turn = prev.then(() => this.reconcileOne(key, fresh, attempt));
     const tail = turn.catch(() => {});
@@ -528,6 +617,11 @@ export class Controller {
   }
 
   private async reconcileOne(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
+    // A remote that is not served (removed, or not added yet) or not fully
+    // listed yet: nothing of it is decided, no PipelineRun of it swept. Its
+    // first full list brings every one of its keys back.
+    const remote = this.listedRemote(key);
+    if (!remote) return;
     const request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
     const config = this.config();
@@ -543,13 +637,14 @@ export class Controller {
       if (out.done && !out.succeeded) failedTasks = await this.failedTasksOf(ours);
     }
     const resolutions = [...this.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
-    const earlier = needPipeline && request && idempotencyKeyOf(request) ? await this.earlierOf(request) : undefined;
+    const earlier = needPipeline && request && idempotencyKeyOf(request) ? await this.earlierOf(remote, request) : undefined;
     const approvals = [...this.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
     const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
     const approvalTrustNow = needPipeline && decided ? await this.trust.check(decided) : undefined;
     const tasks = needPipeline ? new Map([...this.tasks.list()].map((t) => [t.metadata.name ?? '', t as unknown as Record<string, unknown>])) : undefined;
     const observe = (): Observation => ({
       namespace: ns,
+      remote: remote.name,
       request,
       pipelineRuns: prs,
       config,
@@ -580,14 +675,14 @@ export class Controller {
     }
 
     for (const action of actions) {
-      const ok = await this.act(key, request, action, attempt);
+      const ok = await this.act(remote, key, request, action, attempt);
       this.opts.metrics?.acted?.(action.type, ok);
       if (!ok) return;
     }
   }
 
   /** Carries out one action. Returns false when the rest of the plan must not run. */
-  private async act(key: string, request: InternalRequest | undefined, action: Action, attempt: number): Promise<boolean> {
+  private async act(remote: Remote, key: string, request: InternalRequest | undefined, action: Action, attempt: number): Promise<boolean> {
     const ns = this.opts.namespace;
     switch (action.type) {
       case 'createPipelineRun': {
@@ -595,7 +690,7 @@ export class Controller {
         try {
           const created = await this.prClient.create(ns, pr);
           this.createdOverlay.set(pr.metadata.name!, { pr: created, at: Date.now() });
-          this.lastStart.set(pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? '', Date.now());
+          this.lastStart.set(tenantOf(remoteOf(pr), pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? ''), Date.now());
           this.log.info({ request: key, pipelineRun: `${ns}/${pr.metadata.name}`, pipeline: pr.spec.pipelineRef?.name }, 'PipelineRun created');
         } catch (e) {
           const code = statusCode(e);
@@ -608,7 +703,7 @@ export class Controller {
             // The internal cluster refuses the PipelineRun this request produces.
             const msg = `the internal cluster refused the PipelineRun for this request: ${describeError(e)}`;
             const end = endWithoutResults(request, Reason.Rejected, msg, this.now(), 'REQUEST_INVALID');
-            await this.writeStatus(key, request, end.status, end.event, attempt);
+            await this.writeStatus(remote, key, request, end.status, end.event, attempt);
             return false;
           }
           throw e;
@@ -653,15 +748,15 @@ export class Controller {
       case 'deleteRequest': {
         const r = action.request;
         try {
-          await this.requestClient.delete(r.metadata.namespace ?? '', r.metadata.name ?? '', r.metadata.uid);
+          await remote.client.delete(r.metadata.namespace ?? '', r.metadata.name ?? '', r.metadata.uid);
           this.log.info({ request: key, why: action.why }, 'InternalRequest deleted');
         } catch (e) {
           const code = statusCode(e);
           if (code === 404 || code === 409) return true;
           if (code === 403) {
             // The right is granted only where the administrators chose it (config/rbac/remote-ttl): say so once, do not retry for ever.
-            if (!this.ttlDenied) this.log.warn({ request: key, err: describeError(e) }, 'ttlSecondsAfterFinished is set, but the controller may not delete InternalRequests on the remote cluster; apply config/rbac/remote-ttl there');
-            this.ttlDenied = true;
+            if (!remote.ttlDenied) this.log.warn({ request: key, remote: remote.name, err: describeError(e) }, 'ttlSecondsAfterFinished is set, but the controller may not delete InternalRequests on this remote cluster; apply config/rbac/remote-ttl there');
+            remote.ttlDenied = true;
             return true;
           }
           throw e;
@@ -673,7 +768,7 @@ export class Controller {
         return true;
       case 'writeStatus':
         if (!request) return false;
-        return this.writeStatus(key, request, action.status, action.event, attempt);
+        return this.writeStatus(remote, key, request, action.status, action.event, attempt);
       case 'cancelPipelineRun': {
         const name = action.pipelineRun.metadata.name!;
         try {
@@ -705,6 +800,7 @@ export class Controller {
    * decision is made again (it may have changed meanwhile).
    */
   private async writeStatus(
+    remote: Remote,
     key: string,
     request: InternalRequest,
     status: NonNullable<InternalRequest['status']>,
@@ -717,12 +813,12 @@ export class Controller {
     const body: InternalRequest = { ...request, status };
     let written: InternalRequest;
     try {
-      written = await this.requestClient.replaceStatus(ns, name, body);
+      written = await remote.client.replaceStatus(ns, name, body);
     } catch (e) {
       const code = statusCode(e);
       if (code === 404) return false; // deleted meanwhile; its delete event follows
       if (code === 409 && attempt < CONFLICT_RETRIES) {
-        const fresh = await this.requestClient.tryGet(ns, name);
+        const fresh = await remote.client.tryGet(ns, name);
         if (!fresh) return false;
         this.log.debug({ request: key, attempt }, 'status conflict; deciding again on a fresh read');
         await this.reconcileOne(key, fresh, attempt + 1);
@@ -733,7 +829,7 @@ export class Controller {
         // validation): record the outcome without them rather than retry forever.
         const msg = `the results of the PipelineRun could not be stored on the request: ${describeError(e)}`;
         const end = endWithoutResults(request, Reason.Failed, msg, this.now(), 'PIPELINERUN_FAILED');
-        return this.writeStatus(key, request, end.status, end.event, attempt);
+        return this.writeStatus(remote, key, request, end.status, end.event, attempt);
       }
       throw e;
     }
@@ -742,11 +838,11 @@ export class Controller {
     this.log.info({ request: key, reason: c?.reason, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
     if (c && c.status !== 'Unknown') {
       const created = Date.parse(request.metadata.creationTimestamp ?? '');
-      this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0);
+      this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0, remote.name);
     }
     const mode = this.opts.events ?? 'all';
     if (event && (mode === 'all' || (mode === 'warnings' && event.type === 'Warning'))) {
-      void this.events.record(written, event.type, event.reason, event.message, this.now());
+      void remote.events.record(written, event.type, event.reason, event.message, this.now());
     }
     return true;
   }
@@ -824,10 +920,11 @@ function slimRequest(req: InternalRequest): InternalRequest {
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
-function effectiveSummary(c: InternalServicesConfig, ns: string) {
-  const e = effectiveConfig(c, ns);
+function effectiveSummary(c: InternalServicesConfig, ns: string, defaultRemote: string | undefined) {
+  const e = effectiveConfig(c, ns, { defaultRemote });
   return {
     allowList: [...e.allowList],
+    bareNamespacesOn: e.bareRemote ?? '(no remote: spec.defaultRemote is not set and there is no --remote-kubeconfig remote)',
     debug: e.debug,
     volumeClaim: e.volumeClaim,
     allowedServiceAccounts: [...e.allowedServiceAccounts],

@@ -27,12 +27,14 @@ import { ConfigError } from '../errors.js';
 export type ClusterName = 'remote' | 'internal';
 
 export interface RequestObserver {
-  (cluster: ClusterName, method: string, url: string, code: number | 'error', seconds: number): void;
+  (cluster: ClusterName, method: string, url: string, code: number | 'error', seconds: number, remote?: string): void;
 }
 
 export interface ClusterOptions {
   /** Timeout of each non-watch request. */
   requestTimeoutMs?: number;
+  /** For a remote cluster: its name (metrics label). */
+  remote?: string;
   observer?: RequestObserver;
 }
 
@@ -44,6 +46,8 @@ export class Cluster {
   readonly server: string;
   /** Sees every request's outcome; watches report themselves here when they end. */
   readonly observer: RequestObserver | undefined;
+  /** For a remote cluster: its name. */
+  readonly remote: string | undefined;
 
   constructor(
     readonly name: ClusterName,
@@ -57,6 +61,7 @@ export class Cluster {
     const timeoutMs = opts.requestTimeoutMs ?? 30_000;
     const observer = opts.observer;
     this.observer = observer;
+    this.remote = opts.remote;
     const started = new WeakMap<RequestContext, number>();
     const sharedAgent = this.agent;
     const config = createConfiguration({
@@ -79,7 +84,7 @@ export class Cluster {
     if (observer) {
       (config as { httpApi: typeof config.httpApi }).httpApi = observedHttp(config.httpApi, (req, code) => {
         const t0 = started.get(req);
-        observer(name, req.getHttpMethod().toString(), req.getUrl(), code, t0 === undefined ? 0 : (performance.now() - t0) / 1000);
+        observer(name, req.getHttpMethod().toString(), req.getUrl(), code, t0 === undefined ? 0 : (performance.now() - t0) / 1000, opts.remote);
       });
     }
     this.custom = new CustomObjectsApi(config);
@@ -199,6 +204,7 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
   /** Path for watches; namespace undefined means all namespaces. */
   path(namespace?: string): string {
     const { group, version, plural } = this.ref;
+    if (group === '') return namespace ? `/api/${version}/namespaces/${namespace}/${plural}` : `/api/${version}/${plural}`;
     return namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
   }
 
@@ -213,7 +219,9 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
     let rv = '';
     do {
       const base = { ...this.ref, limit: 500, _continue: cont, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
-      const page = (namespace
+      const page = (this.ref.group === ''
+        ? await this.listCore(namespace, base)
+        : namespace
         ? await this.cluster.custom.listNamespacedCustomObject({ ...base, namespace })
         : await this.cluster.custom.listClusterCustomObject(base)) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
       for (const item of page.items ?? []) items.push(opts.transform ? opts.transform(item) : item);
@@ -221,6 +229,13 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
       cont = page.metadata?.continue || undefined;
     } while (cont);
     return { items, resourceVersion: rv };
+  }
+
+  /** The core group has one typed call per kind; only Secrets are read through here. */
+  private async listCore(namespace: string | undefined, base: { limit: number; _continue: string | undefined; labelSelector: string | undefined; fieldSelector: string | undefined }): Promise<unknown> {
+    if (this.ref.plural !== 'secrets' || !namespace) throw new Error(`core resource ${this.ref.plural} is not supported here`);
+    const { limit, _continue, labelSelector, fieldSelector } = base;
+    return this.cluster.core.listNamespacedSecret({ namespace, limit, _continue, labelSelector, fieldSelector });
   }
 
   async get(namespace: string, name: string): Promise<T> {

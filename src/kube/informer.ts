@@ -319,6 +319,7 @@ export class Informer<T extends KubeObject> {
           `${this.client.path(this.opts.namespace)}?watch=true`,
           failed ? (statusCode(error) ?? 'error') : 200,
           (performance.now() - t0) / 1000,
+          this.client.cluster.remote,
         );
         clearTimeout(inactivity);
         clearTimeout(deadline);

@@ -226,7 +226,7 @@ describe('request create (real Tekton, pods simulated)', () => {
     assert.equal(noPipeline.stdout, '');
     assert.match(noPipeline.stderr, /: Rejected: no Pipeline named "no-such-pipeline" in namespace "internal-services"/);
     expectCode(notAllowed, 22, 'namespace not allowed');
-    assert.match(notAllowed.stderr, /: Rejected: namespace "cli-denied" is not on the allowList/);
+    assert.match(notAllowed.stderr, /: Rejected: namespace "cli-denied" on remote "default" is not on the allowList/);
   });
 
   test('the git shape (spec.pipeline with the git resolver) is created as sent; with no source policy it exits 22 saying so', async () => {

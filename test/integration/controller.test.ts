@@ -216,7 +216,7 @@ describe('the request flow (real Tekton, pods simulated)', () => {
 
   test('rejections: namespace not allowed, no such Pipeline, params, service account — each with a message, no PipelineRun', async () => {
     const cases: Array<{ ns: string; name: string; spec: InternalRequestSpec; msg: RegExp }> = [
-      { ns: 'outside', name: 'not-allowed', spec: { request: 'sign', params: { image: 'x' } }, msg: /namespace "outside" is not on the allowList of InternalServicesConfig internal-services\/config/ },
+      { ns: 'outside', name: 'not-allowed', spec: { request: 'sign', params: { image: 'x' } }, msg: /namespace "outside" on remote "default" is not on the allowList of InternalServicesConfig internal-services\/config/ },
       { ns: 'team-a', name: 'no-pipeline', spec: { request: 'does-not-exist' }, msg: /no Pipeline named "does-not-exist" in namespace "internal-services"/ },
       { ns: 'team-a', name: 'bad-params', spec: { request: 'sign', params: { nope: '1' } }, msg: /missing required params: "image"; undeclared params: "nope"/ },
       { ns: 'team-a', name: 'bad-sa', spec: { request: 'sign', params: { image: 'x' }, serviceAccount: 'root' }, msg: /serviceAccount "root" is not allowed .* allowed: "signer"/ },
@@ -353,7 +353,7 @@ describe('restarts: nothing lost, nothing duplicated (real Tekton, pods simulate
     try {
       const r = await createRequest(requester, 'team-b', 'crash', { request: 'build-and-sign', params: { hold: 'gate' } });
       await theOnlyPipelineRun(r.metadata.uid!);
-      await c.waitForLog((l) => l.msg === 'reconcile failed; will retry' && l.request === 'team-b/crash' && l.code === 403);
+      await c.waitForLog((l) => l.msg === 'reconcile failed; will retry' && l.request === 'default/team-b/crash' && l.code === 403);
       await c.kill('SIGKILL');
       assert.equal(reasonOf(await getRequest(requester, 'team-b', 'crash')), undefined, 'no status was written');
       const fresh = await rb.readClusterRole({ name: 'internal-services-remote' });
@@ -364,7 +364,7 @@ describe('restarts: nothing lost, nothing duplicated (real Tekton, pods simulate
       assert.equal(prs.length, 1);
       await releaseRun(env, prs[0]!.metadata.name!);
       await waitForReason(requester, 'team-b', 'crash', ['Succeeded'], 30_000);
-      assert.equal(c.lines.filter((l) => l.msg === 'PipelineRun created' && l.request === 'team-b/crash').length, 0, 'the restarted controller created no second PipelineRun');
+      assert.equal(c.lines.filter((l) => l.msg === 'PipelineRun created' && l.request === 'default/team-b/crash').length, 0, 'the restarted controller created no second PipelineRun');
     } finally {
       const fresh = await rb.readClusterRole({ name: 'internal-services-remote' });
       await rb.replaceClusterRole({ name: 'internal-services-remote', body: { ...fresh, rules: saved } });
@@ -393,11 +393,11 @@ describe('restarts: nothing lost, nothing duplicated (real Tekton, pods simulate
     const c = await startController(env, ['--resync-period', '1h']);
     try {
       await env.remote.stopApiserver();
-      await c.waitForLog((l) => l.msg === 'cannot reach the cluster; retrying with backoff' && l.informer === 'remote/internalrequests', 20_000);
+      await c.waitForLog((l) => l.msg === 'cannot reach the cluster; retrying with backoff' && l.informer === 'remote/default/internalrequests', 20_000);
       await new Promise((r) => setTimeout(r, 3000));
       await env.remote.startApiserver();
-      await c.waitForLog((l) => l.msg === 'connection recovered' && l.informer === 'remote/internalrequests', 40_000);
-      const warnings = c.lines.filter((l) => l.msg === 'cannot reach the cluster; retrying with backoff' && l.informer === 'remote/internalrequests');
+      await c.waitForLog((l) => l.msg === 'connection recovered' && l.informer === 'remote/default/internalrequests', 40_000);
+      const warnings = c.lines.filter((l) => l.msg === 'cannot reach the cluster; retrying with backoff' && l.informer === 'remote/default/internalrequests');
       assert.equal(warnings.length, 1, 'one warning for the whole outage');
       const r = await createRequest(requester, 'team-a', 'after-outage', { request: 'build-and-sign' });
       await theOnlyPipelineRun(r.metadata.uid!);
@@ -421,11 +421,11 @@ describe('status writes', () => {
     try {
       await ctl.startCaches(); // caches only: no workers, this test drives reconcile itself
       const r = await createRequest(requester, 'team-a', 'conflicted', { request: 'sign', params: { image: 'x' } });
-      const stale = await waitFor('the request in the cache', async () => ctl.requests.get('team-a/conflicted'));
+      const stale = await waitFor('the request in the cache', async () => ctl.remotes.get('default')?.requests.get('team-a/conflicted'));
       // Someone else changes the object (labels are not part of the immutable spec): the copy above is now stale.
       await api(remoteAdmin).replaceNamespacedCustomObject({ ...IR, namespace: 'team-a', name: 'conflicted', body: { ...r, metadata: { ...r.metadata, labels: { touched: 'yes' } } } });
-      await ctl.reconcile('team-a/conflicted', structuredClone(stale));
-      assert.ok(lines.some((l) => l.msg === 'status conflict; deciding again on a fresh read' && l.request === 'team-a/conflicted'), 'the conflict happened');
+      await ctl.reconcile('default/team-a/conflicted', structuredClone(stale));
+      assert.ok(lines.some((l) => l.msg === 'status conflict; deciding again on a fresh read' && l.request === 'default/team-a/conflicted'), 'the conflict happened');
       const got = await getRequest(requester, 'team-a', 'conflicted');
       assert.equal(reasonOf(got), 'Running');
       assert.equal(got.metadata.labels?.touched, 'yes', 'the other change is kept');

@@ -187,7 +187,7 @@ describe('per-namespace rules (real Tekton, pods simulated)', () => {
     const bad = await waitForReason(requester, 'ruled', 'bad-param', FINAL, 30_000);
     assert.match(messageOf(bad), /^param "text" is "rm -rf", which does not match the pattern "release-\[0-9\]\+" of rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config$/);
     const ng = await waitForReason(requester, 'finisher', 'not-granted', FINAL, 30_000);
-    assert.match(messageOf(ng), /^Pipeline "echo" is not granted to namespace "finisher" by InternalServicesConfig internal-services\/config: rules\[1\] \("finishing"\) grants only "gated"$/);
+    assert.match(messageOf(ng), /^Pipeline "echo" is not granted to namespace "finisher" on remote "default" by InternalServicesConfig internal-services\/config: rules\[1\] \("finishing"\) grants only "gated"$/);
     await stillServing('after-rules');
   });
 
@@ -201,7 +201,7 @@ describe('per-namespace rules (real Tekton, pods simulated)', () => {
     await configure(BASE);
     const c = await waitForReason(requester, 'ruled', 'to-cancel', FINAL, 60_000);
     assert.equal(c.status?.conditions?.[0]?.reason, 'Failed');
-    assert.match(messageOf(c), new RegExp(`^PipelineRun ${NS}/${prC.metadata.name} failed: cancelled because the configuration no longer allows it: namespace "ruled" is not on the allowList`));
+    assert.match(messageOf(c), new RegExp(`^PipelineRun ${NS}/${prC.metadata.name} failed: cancelled because the configuration no longer allows it: namespace "ruled" on remote "default" is not on the allowList`));
     assert.equal((await getRequest(requester, 'finisher', 'to-finish')).status?.conditions?.[0]?.reason, 'Running', 'onRevoke finish: still running');
     await releaseRun(env, prF.metadata.name!);
     const fd = await waitForReason(requester, 'finisher', 'to-finish', FINAL, 60_000);

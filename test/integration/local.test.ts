@@ -63,7 +63,7 @@ test('internal-services local runs the sample requests end to end and exits 0', 
 
   const notAllowed = block('unlisted-tenant/sign-not-allowed');
   assert.match(notAllowed, /Succeeded=False, reason Rejected/);
-  assert.match(notAllowed, /namespace "unlisted-tenant" is not on the allowList/);
+  assert.match(notAllowed, /namespace "unlisted-tenant" on remote "default" is not on the allowList/);
   assert.match(notAllowed, /results: +\(none\)/);
 
   const missing = block('managed-team-1-tenant/missing-pipeline');

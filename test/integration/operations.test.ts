@@ -95,7 +95,7 @@ test('metrics change as requests move; names of the Go controller kept', async (
   assert.ok((sample(text, 'internal_services_workqueue_adds_total') ?? 0) >= 1);
   assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'internal', verb: 'create', code: '201' }) ?? 0) >= 1, 'PipelineRun create counted');
   assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'remote', verb: 'update', code: '200' }) ?? 0) >= 2, 'status writes counted');
-  assert.ok(sample(text, 'internal_services_watch_last_contact_age_seconds', { informer: 'remote/internalrequests' }) !== undefined);
+  assert.ok(sample(text, 'internal_services_watch_last_contact_age_seconds', { informer: 'remote/default/internalrequests' }) !== undefined);
   assert.ok((sample(text, 'internal_services_api_requests_total', { cluster: 'remote', verb: 'list', code: '200' }) ?? 0) >= 1, 'lists counted');
   assert.equal(sample(text, 'internal_services_leader'), 1);
   assert.ok((sample(text, 'internal_services_reconcile_total', { result: 'ok' }) ?? 0) >= 2);
@@ -162,7 +162,7 @@ test('leader election: one of two replicas acts; killing it hands over within th
   await completeRequest('le-4');
   assert.equal(standby.lines.filter((l) => l.msg === 'PipelineRun created').length, 1, 'the new leader did only the new request');
   const all = [...a.lines, ...b.lines].filter((l) => l.msg === 'PipelineRun created').map((l) => l.request);
-  assert.deepEqual(all.sort(), ['team-a/le-1', 'team-a/le-2', 'team-a/le-3', 'team-a/le-4']);
+  assert.deepEqual(all.sort(), ['default/team-a/le-1', 'default/team-a/le-2', 'default/team-a/le-3', 'default/team-a/le-4']);
 
   // A clean shutdown hands the lease back at once.
   const c = start();

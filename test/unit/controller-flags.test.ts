@@ -24,7 +24,9 @@ writeFileSync(empty, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n
 
 test('unusable flags and unreadable kubeconfigs: one line, non-zero exit', () => {
   const cases: Array<{ args: string[]; env?: Record<string, string>; msg: RegExp }> = [
-    { args: [], msg: /required option '--remote-kubeconfig <path>' not specified/ },
+    { args: [], msg: /no remote cluster: give --remote-kubeconfig, or kubeconfig Secrets with --remote-secrets-selector or --remote-secret/ },
+    { args: ['--remote-kubeconfig', empty, '--remote-name', 'Prod_1'], msg: /--remote-name <name>' argument 'Prod_1' is invalid\. must be a DNS label/ },
+    { args: ['--remote-secret', 'a,Bad_Secret'], msg: /--remote-secret <name\.\.\.>' argument 'a,Bad_Secret' is invalid\. "Bad_Secret" is not a Secret name/ },
     { args: ['--remote-kubeconfig', join(dir, 'missing'), '--kubeconfig', garbage, '--namespace', 'ns'], msg: /cannot read the remote kubeconfig .*missing/ },
     { args: ['--remote-kubeconfig', garbage, '--kubeconfig', garbage, '--namespace', 'ns'], msg: /cannot read the remote kubeconfig/ },
     { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns'], msg: /remote kubeconfig .* names no current context/ },

@@ -14,6 +14,7 @@ import { Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { API_VERSION, INTERNAL_REQUEST_APPROVAL, type InternalRequest, type InternalRequestApproval } from '../../api/types.js';
 import { LABEL_REQUEST_NAMESPACE } from '../../tekton/pipelinerun.js';
+import { DEFAULT_REMOTE } from '../../policy/tenant.js';
 import { InternalServicesError } from '../../errors.js';
 import { statusCode } from '../../kube/client.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
@@ -568,27 +569,30 @@ function decideCommand(result: 'Approved' | 'Denied'): Command {
         ? 'Approve a request waiting for approval (run against the INTERNAL cluster; needs verb "approve" on the rule)'
         : 'Deny a request waiting for approval: it ends Rejected with your message (run against the INTERNAL cluster)',
     )
-    .argument('<request>', 'the request: NAME (with -n, its namespace on the remote cluster) or NAMESPACE/NAME')
+    .argument('<request>', 'the request: NAME (with -n, its namespace on the remote cluster), NAMESPACE/NAME, or REMOTE/NAMESPACE/NAME for a remote other than the default one')
     .addOption(new Option('-m, --message <text>', result === 'Approved' ? 'a note recorded with the approval' : 'why (the requester sees it)'))
     .addOption(new Option('--approvals-namespace <namespace>', "the controller's namespace on the internal cluster").default('internal-services'));
   withTargetOptions(cmd);
   return cmd.action(
     run(async (ref: string, flags: DecideFlags) => {
       if (result === 'Denied' && !given(flags.message)) throw new CliError('CLI_USAGE', 'deny needs --message: the requester reads it');
-      const slash = ref.indexOf('/');
+      const parts = ref.split('/');
+      if (parts.length > 3 || parts.some((p) => !p)) throw new CliError('CLI_USAGE', `${JSON.stringify(ref)}: give the request as NAME (with -n), NAMESPACE/NAME or REMOTE/NAMESPACE/NAME`);
       return withTarget({ ...flags, namespace: flags.approvalsNamespace }, async (t) => {
-        const ns = slash >= 0 ? ref.slice(0, slash) : (flags.namespace ?? '');
-        const name = slash >= 0 ? ref.slice(slash + 1) : ref;
+        const remote = parts.length === 3 ? parts[0]! : DEFAULT_REMOTE;
+        const ns = parts.length >= 2 ? parts[parts.length - 2]! : (flags.namespace ?? '');
+        const name = parts[parts.length - 1]!;
         if (!ns) throw new CliError('CLI_USAGE', 'give the request as NAMESPACE/NAME, or its namespace with -n');
         const approvals = t.cluster.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
         let found: InternalRequestApproval | undefined;
         try {
           const l = await approvals.list(t.namespace, { labelSelector: `${LABEL_REQUEST_NAMESPACE}=${ns}` });
-          found = l.items.find((a) => a.spec.request.name === name && !a.status?.decision);
+          // Approvals made before remotes had names carry no remote: the default one.
+          found = l.items.find((a) => a.spec.request.name === name && (a.spec.request.remote ?? DEFAULT_REMOTE) === remote && !a.status?.decision);
         } catch (e) {
           throw apiError(e, t, `list InternalRequestApprovals in namespace "${t.namespace}"`);
         }
-        if (!found) throw new CliError('CLI_REQUEST_NOT_FOUND', `no request ${ns}/${name} is waiting for approval (no undecided InternalRequestApproval for it in namespace "${t.namespace}" of ${t.where})`);
+        if (!found) throw new CliError('CLI_REQUEST_NOT_FOUND', `no request ${ref.includes('/') ? ref : `${ns}/${name}`} is waiting for approval (no undecided InternalRequestApproval for it in namespace "${t.namespace}" of ${t.where})`);
         let me: { username?: string; groups?: string[] };
         try {
           const review = (await t.cluster.custom.createClusterCustomObject({
