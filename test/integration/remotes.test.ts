@@ -1,0 +1,219 @@
+/**
+ * Several remote clusters on REAL control planes (three kube-apiservers:
+ * internal, "remote" and "remote-2") with REAL Tekton (pods simulated). The
+ * controller serves "remote" from --remote-kubeconfig (remote name "default")
+ * and a second remote, "staging", from a kubeconfig Secret it may read by name
+ * only, which is created, deleted and created again while it runs; the
+ * staging apiserver is stopped while the default remote keeps being served.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { startEnvironment, type ControlPlane, type Environment } from '../../src/envtest/environment.js';
+import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { repoRoot } from '../../src/util/repo.js';
+import { LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
+import {
+  createRequest, getRequest, httpStatus, messageOf, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
+  type ControllerProcess,
+} from './helpers.js';
+
+const SECRET = 'internal-services-remote-staging';
+const FINAL = ['Succeeded', 'Failed', 'Rejected'];
+let env: Environment;
+let staging: ControlPlane;
+let internalAdmin: KubeConfig;
+let requester: KubeConfig;
+let stagingRequester: KubeConfig;
+let controller: ControllerProcess;
+let metricsPort: number;
+
+const core = (kc: KubeConfig) => kc.makeApiClient(CoreV1Api);
+
+/** The kubeconfig Secret of the staging remote (the controller identity of remote-2). */
+async function createStagingSecret(): Promise<void> {
+  const kubeconfig = readFileSync(staging.identities.controller.kubeconfigPath, 'utf8');
+  await core(internalAdmin).createNamespacedSecret({
+    namespace: NS,
+    body: {
+      metadata: { name: SECRET, namespace: NS, annotations: { 'internal-services.appstudio.redhat.com/remote-name': 'staging' } },
+      stringData: { kubeconfig },
+    },
+  });
+}
+
+async function deleteStagingSecret(): Promise<void> {
+  await core(internalAdmin).deleteNamespacedSecret({ namespace: NS, name: SECRET });
+}
+
+async function readyz(): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`);
+  return { status: res.status, text: await res.text() };
+}
+
+before(async () => {
+  env = await startEnvironment({ tekton: true, remotes: 2 });
+  staging = env.remotes[1]!;
+  await installProject(env);
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  requester = env.remote.identities.requester!.kubeConfig();
+  stagingRequester = staging.identities.requester!.kubeConfig();
+  for (const ns of ['team-a', 'team-b']) {
+    await grantRequester(env, ns);
+    await grantRequester(env, ns, staging);
+  }
+  // The shipped Role, for the one Secret this test uses.
+  const docs = parseAllDocuments(readFileSync(join(repoRoot(), 'config', 'rbac', 'remote-secrets', 'role.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, unknown>);
+  const role = docs.find((d) => d['kind'] === 'Role') as { rules: Array<{ resourceNames: string[] }> };
+  role.rules[0]!.resourceNames = [SECRET];
+  await applyObjects(internalAdmin, docs as never);
+  // Another Secret in the namespace, which the controller must not be able to read.
+  await core(internalAdmin).createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'signing-key', namespace: NS }, stringData: { key: 'private' } } });
+  await applyObjects(internalAdmin, [
+    testPipeline('echo', { params: [{ name: 'text', default: '' }], results: [{ name: 'out', value: '$(tasks.t.results.out)' }], tasks: [{ name: 't', params: [{ name: 'text', value: '$(params.text)' }], taskSpec: { params: [{ name: 'text' }], results: [{ name: 'out' }], steps: [simulatedStep('s', { SIMULATED_RESULT_out: '$(params.text)' })] } }] }),
+    testPipeline('gated', { params: [{ name: 'text', default: '' }], results: [{ name: 'out', value: '$(tasks.t.results.out)' }], tasks: [{ name: 't', params: [{ name: 'text', value: '$(params.text)' }], taskSpec: { params: [{ name: 'text' }], results: [{ name: 'out' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_out: '$(params.text)' })] } }] }),
+  ] as never);
+  // team-a bare: the default remote only; team-b on staging only.
+  await setRunConfig(internalAdmin, { allowList: ['team-a', 'staging/team-b'] });
+  controller = await startController(env, ['--remote-secret', SECRET, '--metrics-bind-address', '127.0.0.1:0', '--resync-period', '5s']);
+  metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
+});
+
+after(async () => {
+  await controller?.kill('SIGKILL');
+  await env?.stop();
+});
+
+describe('several remote clusters (real Tekton, pods simulated)', () => {
+  test('RBAC: the controller may read its remote Secret by name, and no other Secret', async () => {
+    const ctl = core(env.internal.identities.controller.kubeConfig());
+    await assert.rejects(ctl.readNamespacedSecret({ namespace: NS, name: 'signing-key' }), (e: { code?: number }) => e.code === 403);
+    await assert.rejects(ctl.listNamespacedSecret({ namespace: NS }), (e: { code?: number }) => e.code === 403, 'no list of all Secrets');
+    // Reading it by name works once it exists (404 before: allowed, not there).
+    await assert.rejects(ctl.readNamespacedSecret({ namespace: NS, name: SECRET }), (e: { code?: number }) => e.code === 404);
+  });
+
+  test('a remote added while running is served; its PipelineRuns carry its name; bare namespaces stay on the default remote', async () => {
+    const early = await createRequest(stagingRequester, 'team-b', 'early', { request: 'echo', params: { text: 'staging-1' } });
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal((await getRequest(stagingRequester, 'team-b', 'early')).status, undefined, 'not served before its Secret exists');
+    const seen = controller.lines.length;
+    await createStagingSecret();
+    await controller.waitForLog((l) => l.msg === 'remote cluster added' && l.remote === 'staging');
+    assert.equal(controller.lines.slice(seen).filter((l) => l.msg === 'remote cluster added').length, 1);
+    const done = await waitForReason(stagingRequester, 'team-b', 'early', FINAL, 60_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+    assert.deepEqual(done.status?.results, { out: 'staging-1' });
+    assert.equal(done.metadata.uid, early.metadata.uid);
+
+    // A running one: its PipelineRun names the remote.
+    const held = await createRequest(stagingRequester, 'team-b', 'held', { request: 'gated', params: { text: 'labelled' } });
+    const pr = await onlyPipelineRunOf(internalAdmin, held.metadata.uid!);
+    assert.equal(pr.metadata.labels?.[LABEL_REQUEST_REMOTE], 'staging');
+    await releaseRun(env, pr.metadata.name!);
+    assert.equal((await waitForReason(stagingRequester, 'team-b', 'held', FINAL, 60_000)).status?.conditions?.[0]?.reason, 'Succeeded');
+
+    // team-a is on the allowList bare: the default remote's, not staging's.
+    await createRequest(stagingRequester, 'team-a', 'bare', { request: 'echo' });
+    const bare = await waitForReason(stagingRequester, 'team-a', 'bare', FINAL);
+    assert.equal(bare.status?.conditions?.[0]?.reason, 'Rejected');
+    assert.match(messageOf(bare), /^namespace "team-a" on remote "staging" is not on the allowList of InternalServicesConfig internal-services\/config; the entry "team-a" names a namespace without a remote, which means remote "default" only; write "staging\/team-a" \(or "\*\/team-a"\) to grant it here/);
+    // and team-b, staging's, is not served on the default remote
+    await createRequest(requester, 'team-b', 'wrong-remote', { request: 'echo' });
+    assert.match(messageOf(await waitForReason(requester, 'team-b', 'wrong-remote', FINAL)), /^namespace "team-b" on remote "default" is not on the allowList/);
+    // The same name and namespace on both remotes are two requests.
+    await createRequest(requester, 'team-a', 'twin', { request: 'echo', params: { text: 'default-twin' } });
+    await setRunConfig(internalAdmin, { allowList: ['team-a', 'staging/team-b', 'staging/team-a'] });
+    await controller.waitForLog((l) => l.msg === 'configuration changed');
+    await createRequest(stagingRequester, 'team-a', 'twin', { request: 'echo', params: { text: 'staging-twin' } });
+    assert.deepEqual((await waitForReason(requester, 'team-a', 'twin', FINAL, 60_000)).status?.results, { out: 'default-twin' });
+    assert.deepEqual((await waitForReason(stagingRequester, 'team-a', 'twin', FINAL, 60_000)).status?.results, { out: 'staging-twin' });
+    const m = await scrape(metricsPort);
+    assert.equal(sample(m, 'internal_services_remote_up', { remote: 'staging' }), 1);
+    assert.equal(sample(m, 'internal_services_remote_up', { remote: 'default' }), 1);
+    assert.equal(sample(m, 'internal_request_attempt_total', { request: 'echo', namespace: 'team-b', remote: 'staging', reason: 'Succeeded' }), 1, 'early');
+    assert.equal(sample(m, 'internal_request_attempt_total', { request: 'echo', namespace: 'team-a', remote: 'staging', reason: 'Succeeded' }), 1, "staging's twin");
+    assert.equal(sample(m, 'internal_request_attempt_total', { request: 'echo', namespace: 'team-a', remote: 'default', reason: 'Succeeded' }), 1, "default's twin");
+  });
+
+  test('one remote down: the other is served meanwhile, /readyz stays ready and says which; nothing of the down one is lost', async () => {
+    const held = await createRequest(stagingRequester, 'team-b', 'across-outage', { request: 'gated', params: { text: 'kept' } });
+    const pr = await onlyPipelineRunOf(internalAdmin, held.metadata.uid!);
+    await waitForReason(stagingRequester, 'team-b', 'across-outage', ['Running']);
+    await staging.stopApiserver();
+    try {
+      await waitFor('staging to be reported down', async () => {
+        const r = await readyz();
+        return r.status === 200 && /\[-\]remote\/staging\/internalrequests failed/.test(r.text) && /\[\+\]remote\/default\/internalrequests ok/.test(r.text);
+      }, 30_000);
+      assert.equal(sample(await scrape(metricsPort), 'internal_services_remote_up', { remote: 'staging' }), 0);
+      // The default remote is served as usual.
+      const t0 = Date.now();
+      await createRequest(requester, 'team-a', 'meanwhile', { request: 'echo', params: { text: 'not-slowed' } });
+      const meanwhile = await waitForReason(requester, 'team-a', 'meanwhile', FINAL, 30_000);
+      assert.equal(meanwhile.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(meanwhile));
+      const took = Date.now() - t0;
+      // The staging run ends while its cluster cannot be told.
+      await releaseRun(env, pr.metadata.name!);
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.equal((await pipelineRunsFor(internalAdmin, held.metadata.uid!)).length, 1, 'its PipelineRun is kept until the outcome is written');
+      console.log(`# default remote request done in ${took} ms while staging was down`);
+    } finally {
+      await staging.startApiserver();
+    }
+    const done = await waitForReason(stagingRequester, 'team-b', 'across-outage', FINAL, 60_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+    assert.deepEqual(done.status?.results, { out: 'kept' });
+    await waitFor('the PipelineRun deleted', async () => (await pipelineRunsFor(internalAdmin, held.metadata.uid!)).length === 0, 30_000);
+    assert.equal((await readyz()).status, 200);
+  });
+
+  test('a remote removed while running: its runs are left alone (no orphan sweep), its requests wait; added back, it goes on where it was', async () => {
+    const held = await createRequest(stagingRequester, 'team-b', 'across-removal', { request: 'gated', params: { text: 'resumed' } });
+    const pr = await onlyPipelineRunOf(internalAdmin, held.metadata.uid!);
+    await waitForReason(stagingRequester, 'team-b', 'across-removal', ['Running']);
+    await deleteStagingSecret();
+    await controller.waitForLog((l) => String(l.msg).startsWith('remote cluster removed') && l.remote === 'staging');
+    await waitFor('/readyz without staging', async () => !/remote\/staging/.test((await readyz()).text));
+    await releaseRun(env, pr.metadata.name!);
+    await createRequest(stagingRequester, 'team-b', 'while-removed', { request: 'echo', params: { text: 'later' } });
+    // Several resyncs (5 s) pass: the finished PipelineRun of a remote not served is not swept, nothing is written there.
+    await new Promise((r) => setTimeout(r, 11_000));
+    assert.equal((await pipelineRunsFor(internalAdmin, held.metadata.uid!)).length, 1);
+    assert.equal((await getRequest(stagingRequester, 'team-b', 'across-removal')).status?.conditions?.[0]?.reason, 'Running');
+    assert.equal((await getRequest(stagingRequester, 'team-b', 'while-removed')).status, undefined);
+    // The default remote is still served.
+    await createRequest(requester, 'team-a', 'during-removal', { request: 'echo', params: { text: 'x' } });
+    assert.equal((await waitForReason(requester, 'team-a', 'during-removal', FINAL, 30_000)).status?.conditions?.[0]?.reason, 'Succeeded');
+
+    await createStagingSecret();
+    const resumed = await waitForReason(stagingRequester, 'team-b', 'across-removal', FINAL, 60_000);
+    assert.equal(resumed.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(resumed));
+    assert.deepEqual(resumed.status?.results, { out: 'resumed' });
+    const later = await waitForReason(stagingRequester, 'team-b', 'while-removed', FINAL, 60_000);
+    assert.deepEqual(later.status?.results, { out: 'later' });
+    assert.equal((await pipelineRunsFor(internalAdmin, resumed.metadata.uid!)).length, 0);
+  });
+
+  test('a Secret that cannot be used is reported and changes nothing; the remote keeps its last good connection', async () => {
+    const seen = controller.lines.length;
+    await core(internalAdmin).replaceNamespacedSecret({
+      namespace: NS,
+      name: SECRET,
+      body: { metadata: { name: SECRET, namespace: NS, annotations: { 'internal-services.appstudio.redhat.com/remote-name': 'staging' } }, stringData: { kubeconfig: 'not: [a kubeconfig' } },
+    });
+    const err = await controller.waitForLog((l) => String(l.msg).startsWith('remote Secret cannot be used'));
+    assert.match(String(err.problem), /^Secret internal-services\/internal-services-remote-staging: data\.kubeconfig is not a kubeconfig/);
+    assert.equal(controller.lines.slice(seen).filter((l) => String(l.msg).startsWith('remote cluster removed')).length, 0);
+    await waitFor('/readyz reports the Secret', async () => {
+      const r = await readyz();
+      return r.status === 200 && /\[-\]secret\/internal-services\/internal-services-remote-staging failed: Secret .* is not a kubeconfig/.test(r.text);
+    });
+    await createRequest(stagingRequester, 'team-b', 'after-bad-secret', { request: 'echo', params: { text: 'still' } });
+    assert.deepEqual((await waitForReason(stagingRequester, 'team-b', 'after-bad-secret', FINAL, 60_000)).status?.results, { out: 'still' });
+    assert.equal(await httpStatus(`http://127.0.0.1:${controller.healthPort}/readyz`), 200);
+  });
+});
