@@ -131,6 +131,7 @@ export class Informer<T extends KubeObject> {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.log.debug({ informer: this.name, mode: this.opts.mode ?? 'watch', ...(this.opts.mode === 'poll' ? { pollIntervalMs: this.opts.pollIntervalMs } : {}) }, 'cache started');
     this.loop = this.run();
   }
 

@@ -17,7 +17,7 @@ import { applyObjects, grantRequester, installProject } from '../../src/envtest/
 import { repoRoot } from '../../src/util/repo.js';
 import { LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
 import {
-  createRequest, getRequest, httpStatus, messageOf, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
+  createRequest, getRequest, httpStatus, messageOf, NS, runCli, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
   type ControllerProcess,
 } from './helpers.js';
 
@@ -217,3 +217,62 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
     assert.equal(await httpStatus(`http://127.0.0.1:${controller.healthPort}/readyz`), 200);
   });
 });
+
+describe('remotes found by label, in a namespace of their own', () => {
+  test('no --remote-kubeconfig: Secrets with the label are the remotes; a changed Secret replaces its connection (here: poll mode for one remote)', async () => {
+    await controller.kill('SIGKILL');
+    const REMOTES_NS = 'internal-services-remotes';
+    const admin = core(internalAdmin);
+    await admin.createNamespace({ body: { metadata: { name: REMOTES_NS } } });
+    await applyObjects(internalAdmin, [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'remote-kubeconfigs', namespace: REMOTES_NS }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }] },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'remote-kubeconfigs', namespace: REMOTES_NS },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'remote-kubeconfigs' },
+        subjects: [{ kind: 'User', name: env.internal.identities.controller.username }],
+      },
+    ] as never);
+    const LABEL = { 'internal-services.appstudio.redhat.com/remote': 'true' };
+    const secret = (name: string, plane: ControlPlane, annotations: Record<string, string> = {}, labels: Record<string, string> = LABEL) => ({
+      metadata: { name, namespace: REMOTES_NS, labels, annotations },
+      stringData: { kubeconfig: readFileSync(plane.identities.controller.kubeconfigPath, 'utf8') },
+    });
+    await admin.createNamespacedSecret({ namespace: REMOTES_NS, body: secret('prod', env.remote) });
+    await admin.createNamespacedSecret({ namespace: REMOTES_NS, body: secret('staging', staging) });
+    await admin.createNamespacedSecret({ namespace: REMOTES_NS, body: secret('unlabelled', staging, { 'internal-services.appstudio.redhat.com/remote-name': 'other' }, {}) });
+    // Bare entries name no remote now, unless the configuration says which.
+    await setRunConfig(internalAdmin, { allowList: ['team-a', 'staging/team-b'], defaultRemote: 'prod' });
+    const c = runCliController(['--remote-secrets-selector', 'internal-services.appstudio.redhat.com/remote=true', '--remote-secrets-namespace', REMOTES_NS]);
+    try {
+      await c.waitForLog((l) => l.msg === 'caches synced; starting workers');
+      const added = () => c.lines.filter((l) => l.msg === 'remote cluster added').map((l) => String(l.remote)).sort();
+      await waitFor('both remotes added', async () => added().length === 2 && added());
+      assert.deepEqual(added(), ['prod', 'staging'], 'the unlabelled Secret is not a remote');
+      await createRequest(requester, 'team-a', 'by-label', { request: 'echo', params: { text: 'prod' } });
+      await createRequest(stagingRequester, 'team-b', 'by-label', { request: 'echo', params: { text: 'staging' } });
+      assert.deepEqual((await waitForReason(requester, 'team-a', 'by-label', FINAL, 60_000)).status?.results, { out: 'prod' });
+      assert.deepEqual((await waitForReason(stagingRequester, 'team-b', 'by-label', FINAL, 60_000)).status?.results, { out: 'staging' });
+
+      // Staging's Secret changes: polled every 2 s from now on.
+      await admin.replaceNamespacedSecret({
+        namespace: REMOTES_NS,
+        name: 'staging',
+        body: secret('staging', staging, { 'internal-services.appstudio.redhat.com/remote-mode': 'poll', 'internal-services.appstudio.redhat.com/poll-interval': '2s' }),
+      });
+      const replaced = await c.waitForLog((l) => l.msg === 'remote cluster replaced' && l.remote === 'staging');
+      assert.equal(replaced.mode, 'poll');
+      await createRequest(stagingRequester, 'team-b', 'polled', { request: 'echo', params: { text: 'polled' } });
+      assert.deepEqual((await waitForReason(stagingRequester, 'team-b', 'polled', FINAL, 60_000)).status?.results, { out: 'polled' });
+      assert.ok(c.lines.some((l) => l.msg === 'cache started' && l.informer === 'remote/staging/internalrequests' && l.mode === 'poll' && l.pollIntervalMs === 2000), 'the new cache polls');
+    } finally {
+      await c.kill('SIGKILL');
+    }
+  });
+});
+
+/** The controller CLI with only the internal cluster given (remotes from Secrets). */
+function runCliController(extra: string[]): ControllerProcess {
+  return runCli(['controller', '--kubeconfig', env.internal.identities.controller.kubeconfigPath, '--namespace', NS, '--metrics-bind-address', '0', '--health-probe-bind-address', '0', '--log-level', 'debug', ...extra]);
+}
