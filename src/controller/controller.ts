@@ -62,6 +62,10 @@ export interface ControllerOptions {
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
 }
 
+/** Failed list/watch attempts in a row after which a remote counts as unreachable, and how soon its requests are looked at again. */
+const UNREACHABLE_AFTER = 2;
+const UNREACHABLE_RETRY_MS = 5_000;
+
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 const CONFLICT_RETRIES = 5;
 
@@ -622,6 +626,13 @@ export class Controller {
     // first full list brings every one of its keys back.
     const remote = this.listedRemote(key);
     if (!remote) return;
+    // A remote that is failing (its cache cannot list or watch): its requests
+    // are looked at again later rather than tying up workers with calls that
+    // time out, so that the other remotes are served meanwhile.
+    if (remote.requests.health.failures >= UNREACHABLE_AFTER) {
+      this.queue.addAfter(key, UNREACHABLE_RETRY_MS);
+      return;
+    }
     const request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
     const config = this.config();
