@@ -88,6 +88,8 @@ export interface Environment {
   /** Every remote cluster: remotes[0] is `remote`, then "remote-2", … (with `remotes`). */
   remotes: ControlPlane[];
   assets: EnvtestAssets;
+  /** The one etcd's client URL (plain HTTP on 127.0.0.1), e.g. for compaction. */
+  etcdUrl: string;
   /** Milliseconds from startEnvironment() until both apiservers were ready (binaries lookup included). */
   startupMs: number;
   /** Real Tekton on the internal cluster (pods simulated), when started with `tekton`. */
@@ -292,6 +294,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       remotes: [planes[0], ...planes.slice(2)],
       assets,
       startupMs,
+      etcdUrl,
       ...(tekton ? { tekton } : {}),
       stop: stopAll,
     };

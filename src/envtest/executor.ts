@@ -628,7 +628,12 @@ class AutoRunner implements AutoHandle {
     const p = fn(ns, name)
       .catch((err: unknown) => {
         if (statusCode(err) === 404) return;
-        this.log(`executor: PipelineRun ${ns}/${name}: ${(err as Error).message}`);
+        this.log(`executor: PipelineRun ${ns}/${name}: ${(err as Error).message}; retrying in 1 s`);
+        // As Tekton's reconciler would: try again (the cluster may have been unreachable).
+        const uid = pr.metadata?.uid ?? '';
+        this.seen.delete(uid);
+        this.cancelling.delete(uid);
+        setTimeout(() => this.onEvent('MODIFIED', pr), 1000).unref();
       })
       .finally(() => this.inflight.delete(p));
     this.inflight.add(p);

@@ -1,0 +1,54 @@
+/** `npm run chaos`: the chaos run (bench/chaos.ts) from the command line. */
+import { writeFileSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { FAULT_KINDS, formatChaos, runChaos, type FaultKind } from './chaos.js';
+
+const int = (min: number) => (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`must be an integer ≥ ${min}`);
+  return n;
+};
+
+const program = new Command('chaos')
+  .description('Requests flow while faults are injected at random times (from a seed); then what was lost is counted')
+  .addOption(new Option('--requests <n>', 'requests in the chaos pass').default(500).argParser(int(1)))
+  .addOption(new Option('--rate <n>', 'requests per second').default(10).argParser(int(1)))
+  .addOption(new Option('--seed <n>', 'seed of the fault schedule (printed; the same seed, the same faults)').argParser(int(0)))
+  .addOption(new Option('--faults <n>', 'faults in all, kinds in turn').default(33).argParser(int(0)))
+  .addOption(new Option('--kinds <list>', `comma-separated fault kinds (${FAULT_KINDS.join(', ')})`).default(FAULT_KINDS.join(',')))
+  .addOption(new Option('--fault-seconds <from-to>', 'how long a fault with a duration lasts').default('2-8'))
+  .addOption(new Option('--baseline <n>', 'requests of a fault-free pass first, for the latency the faults add (0: none)').default(100).argParser(int(0)))
+  .addOption(new Option('--step-ms <n>', 'how long a simulated PipelineRun takes').default(500).argParser(int(0)))
+  .addOption(new Option('--settle <seconds>', 'how long to wait for the requests to finish after the last fault').default(300).argParser(int(10)))
+  .addOption(new Option('--json <path>', 'also write the result as JSON'))
+  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; stepMs: number; settle: number; json?: string }) => {
+    const kinds = f.kinds.split(',').map((k) => k.trim()) as FaultKind[];
+    const unknown = kinds.filter((k) => !FAULT_KINDS.includes(k));
+    if (unknown.length) throw new InvalidArgumentError(`unknown fault kinds: ${unknown.join(', ')}`);
+    const m = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(f.faultSeconds);
+    if (!m) throw new InvalidArgumentError('--fault-seconds must look like 2-8');
+    const seed = f.seed ?? randomInt(1, 2 ** 31 - 1);
+    const log = (msg: string) => process.stderr.write(`${msg}\n`);
+    log(`chaos: seed ${seed} (replay with --seed ${seed})`);
+    const result = await runChaos({
+      requests: f.requests,
+      rate: f.rate,
+      seed,
+      faults: f.faults,
+      kinds,
+      faultSeconds: [Number(m[1]), Number(m[2])],
+      baseline: f.baseline,
+      stepMs: f.stepMs,
+      settleSeconds: f.settle,
+      log,
+    });
+    process.stdout.write(`${formatChaos(result)}\n`);
+    if (f.json) writeFileSync(f.json, JSON.stringify(result, null, 2));
+    process.exitCode = result.ok ? 0 : 1;
+  });
+
+program.parseAsync(process.argv).catch((e: unknown) => {
+  process.stderr.write(`chaos: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(2);
+});
