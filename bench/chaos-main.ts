@@ -2,7 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { FAULT_KINDS, formatChaos, runChaos, type FaultKind } from './chaos.js';
+import { FAULT_KINDS, formatChaos, runChaos, runSoak, type FaultKind } from './chaos.js';
+import { parseDuration } from '../src/util/duration.js';
 
 const int = (min: number) => (v: string): number => {
   const n = Number(v);
@@ -22,7 +23,27 @@ const program = new Command('chaos')
   .addOption(new Option('--step-ms <n>', 'how long a simulated PipelineRun takes').default(500).argParser(int(0)))
   .addOption(new Option('--settle <seconds>', 'how long to wait for the requests to finish after the last fault').default(300).argParser(int(10)))
   .addOption(new Option('--json <path>', 'also write the result as JSON'))
-  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; stepMs: number; settle: number; json?: string }) => {
+  .addOption(new Option('--soak <duration>', 'soak mode instead: one controller at --rate for this long (e.g. 1h), printing RSS, heap, file descriptors and event-loop delay, and their slopes'))
+  .addOption(new Option('--sample-every <duration>', 'soak mode: time between two samples').default('30s'))
+  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; stepMs: number; settle: number; json?: string; soak?: string; sampleEvery: string }) => {
+    if (f.soak !== undefined) {
+      const durationMs = parseDuration(f.soak);
+      const sampleEveryMs = parseDuration(f.sampleEvery);
+      if (!durationMs || durationMs < 10_000) throw new InvalidArgumentError('--soak must be a duration of at least 10s, like 1h');
+      if (!sampleEveryMs || sampleEveryMs < 1000) throw new InvalidArgumentError('--sample-every must be a duration of at least 1s');
+      const log = (msg: string) => process.stderr.write(`${msg}\n`);
+      const r = await runSoak({ rate: f.rate, durationMs, sampleEveryMs, stepMs: f.stepMs, log });
+      const first = r.samples[0]!;
+      const last = r.samples[r.samples.length - 1]!;
+      process.stdout.write(
+        `soak: ${r.requests} requests at ${f.rate}/s for ${f.soak} (${r.failed} not finished), one controller process, finished requests removed by ttlSecondsAfterFinished: 30 (Tekton: simulated executor)\n` +
+          `  rss ${first.rssMb} → ${last.rssMb} MB, heap ${first.heapMb} → ${last.heapMb} MB, fds ${first.fds} → ${last.fds}, event-loop p99 at the end ${last.eventLoopP99Ms} ms\n` +
+          `  slopes over the second half: rss ${r.rssMbPer10Min} MB/10 min, heap ${r.heapMbPer10Min} MB/10 min, fds ${r.fdsPer10Min}/10 min\n`,
+      );
+      if (f.json) writeFileSync(f.json, JSON.stringify(r, null, 2));
+      process.exitCode = r.failed === 0 ? 0 : 1;
+      return;
+    }
     const kinds = f.kinds.split(',').map((k) => k.trim()) as FaultKind[];
     const unknown = kinds.filter((k) => !FAULT_KINDS.includes(k));
     if (unknown.length) throw new InvalidArgumentError(`unknown fault kinds: ${unknown.join(', ')}`);

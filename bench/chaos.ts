@@ -16,7 +16,8 @@
  * exactly one successful PipelineRun create per allowed request; no
  * PipelineRun left of a rejected or deleted request; nothing stuck.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { startEnvironment, type Environment, type ControlPlane } from '../src/envtest/environment.js';
@@ -554,4 +555,173 @@ export function formatChaos(r: ChaosResult): string {
     for (const p of r.problems.slice(0, 40)) lines.push(`    - ${p}`);
   }
   return lines.join('\n');
+}
+
+export interface SoakOptions {
+  /** Requests per second. */
+  rate: number;
+  durationMs: number;
+  sampleEveryMs: number;
+  stepMs: number;
+  log: (m: string) => void;
+}
+
+export interface SoakSample {
+  /** Seconds since the soak started. */
+  t: number;
+  rssMb: number;
+  heapMb: number;
+  fds: number;
+  eventLoopP99Ms: number;
+  requestsDone: number;
+}
+
+export interface SoakResult {
+  samples: SoakSample[];
+  /** Least-squares slopes, per 10 minutes, over the second half of the run (the first half is warm-up). */
+  rssMbPer10Min: number;
+  heapMbPer10Min: number;
+  fdsPer10Min: number;
+  requests: number;
+  failed: number;
+}
+
+/** Least-squares slope of y over x. */
+export function slope(xs: readonly number[], ys: readonly number[]): number {
+  const n = xs.length;
+  if (n < 2) return 0;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (xs[i]! - mx) * (ys[i]! - my);
+    den += (xs[i]! - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
+/**
+ * The soak: one controller process at a steady rate for a long time, finished
+ * requests removed by ttlSecondsAfterFinished (so that what is cached stays
+ * the same size), sampling the process's RSS, heap, open file descriptors and
+ * event-loop delay: a leak shows as a slope.
+ */
+export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
+  const log = opts.log;
+  const env = await startEnvironment({ log: () => {} });
+  let proc: ControllerProcess | undefined;
+  let executor: { stop(): Promise<void> } | undefined;
+  try {
+    await installProject(env);
+    const remoteAdmin = env.remote.identities.admin.kubeConfig();
+    await applyObjects(remoteAdmin, loadTtlRole());
+    const ns = 'soak-a';
+    await grantRequester(env, ns);
+    const internalAdmin = env.internal.identities.admin.kubeConfig();
+    await applyObjects(internalAdmin, [
+      benchPipeline(),
+      { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: [ns], ttlSecondsAfterFinished: 30 } } as KubernetesObject,
+    ]);
+    executor = new SimulatedTektonExecutor(internalAdmin, (m) => log(`executor: ${m}`)).startAuto({ namespace: NS, delayMs: opts.stepMs });
+    const dir = join(env.dir, 'soak');
+    mkdirSync(dir, { recursive: true });
+    proc = new ControllerProcess({
+      command: '{node} {repo}/dist/src/cli/main.js controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0',
+      vars: { remoteKubeconfig: env.remote.identities.controller.kubeconfigPath, internalKubeconfig: env.internal.identities.controller.kubeconfigPath, namespace: NS, node: process.execPath, repo: repoRoot(), dir },
+      readyLog: 'caches synced',
+      index: 0,
+    });
+    let metricsPort = 0;
+    proc.onLineSeen((line) => {
+      const m = /"address":"127\.0\.0\.1:(\d+)".*"msg":"serving metrics"/.exec(line);
+      if (m) metricsPort = Number(m[1]);
+    });
+    await proc.waitReady(60_000);
+    const requester = (await fromKubeConfig('remote', env.remote.identities.requester!.kubeConfig())).resource<InternalRequest>(INTERNAL_REQUEST);
+    const samples: SoakSample[] = [];
+    let sent = 0;
+    let failed = 0;
+    let done = 0;
+    const t0 = performance.now();
+    const metric = (text: string, name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const sampleNow = async () => {
+      const status = readFileSync(`/proc/${proc!.pid}/status`, 'utf8');
+      const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      const fds = readdirCount(`/proc/${proc!.pid}/fd`);
+      const text = metricsPort ? await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text() : '';
+      const s: SoakSample = {
+        t: round((performance.now() - t0) / 1000, 0),
+        rssMb: round(rssKb / 1024, 1),
+        heapMb: round(metric(text, 'nodejs_heap_size_used_bytes') / (1024 * 1024), 1),
+        fds,
+        eventLoopP99Ms: round(metric(text, 'nodejs_eventloop_lag_p99_seconds') * 1000, 1),
+        requestsDone: done,
+      };
+      samples.push(s);
+      log(`soak ${String(s.t).padStart(5)} s: rss ${s.rssMb} MB, heap ${s.heapMb} MB, fds ${s.fds}, event-loop p99 ${s.eventLoopP99Ms} ms, ${s.requestsDone} requests done`);
+    };
+    const sampler = setInterval(() => void sampleNow().catch((e: unknown) => log(`soak: sample failed: ${String(e)}`)), opts.sampleEveryMs);
+    await sampleNow();
+    const inflight = new Set<Promise<void>>();
+    while (performance.now() - t0 < opts.durationMs) {
+      const due = t0 + (sent * 1000) / opts.rate - performance.now();
+      if (due > 0) await sleep(due);
+      const i = sent++;
+      const name = `soak-${String(i).padStart(7, '0')}`;
+      const p = createUntilDone(requester, requestBody(ns, name, i), Date.now() + 60_000)
+        .then(async (created) => {
+          if (!created) {
+            failed++;
+            return;
+          }
+          // Done: the controller wrote a final status (or the TTL already removed the request).
+          for (let k = 0; k < 600; k++) {
+            await sleep(1000);
+            const got = await requester.tryGet(ns, name).catch(() => null);
+            if (got === undefined || (got && got.status?.conditions?.some((c) => c.type === 'Succeeded' && c.status !== 'Unknown'))) {
+              done++;
+              return;
+            }
+          }
+          failed++;
+        })
+        .catch(() => {
+          failed++;
+        })
+        .finally(() => inflight.delete(p));
+      inflight.add(p);
+    }
+    await Promise.all(inflight);
+    clearInterval(sampler);
+    await sampleNow();
+    const half = samples.filter((s) => s.t >= samples[samples.length - 1]!.t / 2);
+    const per10 = (ys: number[]) => round(slope(half.map((s) => s.t), ys) * 600, 2);
+    return {
+      samples,
+      rssMbPer10Min: per10(half.map((s) => s.rssMb)),
+      heapMbPer10Min: per10(half.map((s) => s.heapMb)),
+      fdsPer10Min: per10(half.map((s) => s.fds)),
+      requests: sent,
+      failed,
+    };
+  } finally {
+    await proc?.stop(3000);
+    await executor?.stop();
+    await env.stop();
+  }
+}
+
+function readdirCount(path: string): number {
+  try {
+    return readdirSync(path).length;
+  } catch {
+    return -1;
+  }
+}
+
+function loadTtlRole(): KubernetesObject[] {
+  return parseAllDocuments(readFileSync(join(repoRoot(), 'config', 'rbac', 'remote-ttl', 'ttl_role.yaml'), 'utf8'))
+    .map((d) => d.toJS() as KubernetesObject)
+    .filter(Boolean);
 }
