@@ -106,7 +106,9 @@ export class Informer<T extends KubeObject> {
       watchTimeoutSeconds: 300 + Math.floor(Math.random() * 300),
       inactivityMs: 0,
       backoffInitialMs: 250,
-      backoffMaxMs: 30_000,
+      // A list every few seconds against a cluster that is down costs little, and
+      // its return is noticed within that time (the requests waiting on it go on).
+      backoffMaxMs: 5_000,
       ...opts,
     };
     if (!this.opts.inactivityMs) this.opts.inactivityMs = (this.opts.watchTimeoutSeconds + 60) * 1000;
