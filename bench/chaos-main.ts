@@ -16,16 +16,17 @@ const program = new Command('chaos')
   .addOption(new Option('--requests <n>', 'requests in the chaos pass').default(500).argParser(int(1)))
   .addOption(new Option('--rate <n>', 'requests per second').default(10).argParser(int(1)))
   .addOption(new Option('--seed <n>', 'seed of the fault schedule (printed; the same seed, the same faults)').argParser(int(0)))
-  .addOption(new Option('--faults <n>', 'faults in all, kinds in turn').default(33).argParser(int(0)))
+  .addOption(new Option('--faults <n>', 'faults in all, kinds in turn').default(11).argParser(int(0)))
   .addOption(new Option('--kinds <list>', `comma-separated fault kinds (${FAULT_KINDS.join(', ')})`).default(FAULT_KINDS.join(',')))
   .addOption(new Option('--fault-seconds <from-to>', 'how long a fault with a duration lasts').default('2-8'))
+  .addOption(new Option('--gap <seconds>', 'quiet time after each fault before the next (each recovery measured on its own)').default(5).argParser(int(0)))
   .addOption(new Option('--baseline <n>', 'requests of a fault-free pass first, for the latency the faults add (0: none)').default(100).argParser(int(0)))
   .addOption(new Option('--step-ms <n>', 'how long a simulated PipelineRun takes').default(500).argParser(int(0)))
   .addOption(new Option('--settle <seconds>', 'how long to wait for the requests to finish after the last fault').default(300).argParser(int(10)))
   .addOption(new Option('--json <path>', 'also write the result as JSON'))
   .addOption(new Option('--soak <duration>', 'soak mode instead: one controller at --rate for this long (e.g. 1h), printing RSS, heap, file descriptors and event-loop delay, and their slopes'))
   .addOption(new Option('--sample-every <duration>', 'soak mode: time between two samples').default('30s'))
-  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; stepMs: number; settle: number; json?: string; soak?: string; sampleEvery: string }) => {
+  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; gap: number; stepMs: number; settle: number; json?: string; soak?: string; sampleEvery: string }) => {
     if (f.soak !== undefined) {
       const durationMs = parseDuration(f.soak);
       const sampleEveryMs = parseDuration(f.sampleEvery);
@@ -59,6 +60,7 @@ const program = new Command('chaos')
       faults: f.faults,
       kinds,
       faultSeconds: [Number(m[1]), Number(m[2])],
+      gapSeconds: f.gap,
       baseline: f.baseline,
       stepMs: f.stepMs,
       settleSeconds: f.settle,

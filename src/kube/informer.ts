@@ -361,6 +361,7 @@ export class Informer<T extends KubeObject> {
               // 410 Gone (resourceVersion too old) and other watch errors: relist.
               gone = true;
               if (obj?.code !== 410) this.log.warn({ informer: this.name, code: obj?.code, message: obj?.message }, 'watch error event; relisting');
+              else this.log.info({ informer: this.name, message: obj?.message }, 'watch expired (410 Gone); relisting');
               finish();
               return;
             }

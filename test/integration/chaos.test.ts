@@ -21,7 +21,7 @@ test('the fault schedule is a function of the seed', () => {
 });
 
 test('chaos, short (seed 20261123): every request answered once, with the right outcome; nothing left behind', { timeout: 15 * 60_000 }, async () => {
-  const r = await runChaos({ requests: 80, rate: 4, seed: 20261123, faults: FAULT_KINDS.length, kinds: FAULT_KINDS, faultSeconds: [2, 5], baseline: 0, stepMs: 300, settleSeconds: 180, log: (m) => console.log(`# ${m}`) });
+  const r = await runChaos({ requests: 80, rate: 4, seed: 20261123, faults: FAULT_KINDS.length, kinds: FAULT_KINDS, faultSeconds: [2, 5], gapSeconds: 1, baseline: 0, stepMs: 300, settleSeconds: 180, log: (m) => console.log(`# ${m}`) });
   console.log(formatChaos(r).replace(/^/gm, '# '));
   assert.deepEqual(r.problems, []);
   assert.equal(r.faults.length, FAULT_KINDS.length);
