@@ -49,6 +49,8 @@ export class LeaderElector {
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
   private observed?: { record: string; at: number };
+  /** leaseDurationSeconds of the lease as last read, in ms. */
+  private observedDurationMs = 0;
   private observedHolder?: string;
   private leading = false;
   private stopped = false;
@@ -81,7 +83,11 @@ export class LeaderElector {
     for (;;) {
       if (this.stopped) return false;
       if ((await this.tryAcquireOrRenew()) === 'acquired') break;
-      await sleep(this.retryPeriodMs * (1 + Math.random() * 0.2));
+      // The next try: after the retry period, or right when the lease as
+      // observed expires if that comes first (a standby takes over as soon as
+      // it may, not up to a retry period later).
+      const untilExpiry = this.observed ? this.observed.at + this.observedDurationMs - Date.now() + 20 : Infinity;
+      await sleep(Math.max(20, Math.min(this.retryPeriodMs * (1 + Math.random() * 0.2), untilExpiry)));
     }
     this.setLeading(true);
     log.info({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, 'became leader');
@@ -132,6 +138,7 @@ export class LeaderElector {
       if (!this.observed || this.observed.record !== record) this.observed = { record, at: Date.now() };
       const holder = current.spec?.holderIdentity;
       const duration = (current.spec?.leaseDurationSeconds ?? 0) * 1000;
+      this.observedDurationMs = duration;
       const expired = !holder || this.observed.at + duration <= Date.now();
       this.observedHolder = holder ?? undefined;
       if (holder !== identity && !expired) return 'taken';
