@@ -80,6 +80,8 @@ export interface FaultRecord {
   detail: string;
   /** ms from the fault's end to the controller's first successful status write after it (null: none seen). */
   recoveryMs: number | null;
+  /** Requests waiting when the fault ended (created, not final), and the longest any of them took to progress after it (a new status seen). */
+  waiting?: { count: number; maxProgressMs: number | null; notProgressed: number };
 }
 
 export interface ChaosResult {
@@ -493,6 +495,18 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       const next = writes.find((w) => w >= end);
       f.recoveryMs = next === undefined ? null : Math.max(0, next - end);
     }
+    // Every request waiting when a fault ended: how long until it progressed
+    // (its next status, as the observer saw it).
+    for (const f of faults) {
+      const end = tStart + f.endedAt;
+      const waiting = live.filter((r) => {
+        const c = createdAt(r);
+        return c !== undefined && c < end && (r.terminalAt === undefined || r.terminalAt > end);
+      });
+      const progress = waiting.map((r) => [r.runningAt, r.terminalAt].filter((t): t is number => t !== undefined && t >= end).sort((a, b) => a - b)[0]).map((t) => (t === undefined ? undefined : t - end));
+      const done = progress.filter((x): x is number => x !== undefined);
+      f.waiting = { count: waiting.length, maxProgressMs: done.length ? Math.round(Math.max(...done)) : null, notProgressed: progress.length - done.length };
+    }
     const recoveryByKind: Record<string, Distribution> = {};
     for (const k of new Set(faults.map((f) => f.kind))) recoveryByKind[k] = distribution(faults.filter((f) => f.kind === k && f.recoveryMs !== null).map((f) => f.recoveryMs!), 0);
     const relists410 = replicas.reduce((a, r) => a + countLines(dir, r.index, /"watch expired \(410 Gone\); relisting"/), 0);
@@ -556,7 +570,11 @@ export function formatChaos(r: ChaosResult): string {
   lines.push(`  leader takeover after a kill: ${d(r.failover.takeoverMs)}`);
   lines.push(`  watch relists after 410 Gone (controller logs): ${r.counts.relists410}`);
   lines.push('  recovery (fault end → first successful status write), by kind:');
-  for (const [k, v] of Object.entries(r.recoveryByKind)) lines.push(`    ${k.padEnd(16)} ${d(v)}`);
+  for (const [k, v] of Object.entries(r.recoveryByKind)) {
+    const w = r.faults.filter((f) => f.kind === k && f.waiting && f.waiting.count > 0);
+    const worst = w.reduce((a, f) => Math.max(a, f.waiting!.maxProgressMs ?? 0), 0);
+    lines.push(`    ${k.padEnd(16)} ${d(v)}${w.length ? `; requests waiting at the fault's end: ${w.reduce((a, f) => a + f.waiting!.count, 0)}, the slowest progressed ${worst} ms after it` : ''}`);
+  }
   if (r.problems.length) {
     lines.push(`  problems (${r.problems.length}):`);
     for (const p of r.problems.slice(0, 40)) lines.push(`    - ${p}`);
