@@ -23,10 +23,11 @@ const program = new Command('chaos')
   .addOption(new Option('--baseline <n>', 'requests of a fault-free pass first, for the latency the faults add (0: none)').default(100).argParser(int(0)))
   .addOption(new Option('--step-ms <n>', 'how long a simulated PipelineRun takes').default(500).argParser(int(0)))
   .addOption(new Option('--settle <seconds>', 'how long to wait for the requests to finish after the last fault').default(300).argParser(int(10)))
+  .addOption(new Option('--tekton <who>', 'who runs the PipelineRuns: simulated (the fast stand-in) or real (Tekton v1.6 built from its module, pods simulated)').default('simulated').choices(['simulated', 'real']))
   .addOption(new Option('--json <path>', 'also write the result as JSON'))
   .addOption(new Option('--soak <duration>', 'soak mode instead: one controller at --rate for this long (e.g. 1h), printing RSS, heap, file descriptors and event-loop delay, and their slopes'))
   .addOption(new Option('--sample-every <duration>', 'soak mode: time between two samples').default('30s'))
-  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; gap: number; stepMs: number; settle: number; json?: string; soak?: string; sampleEvery: string }) => {
+  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; gap: number; stepMs: number; settle: number; json?: string; soak?: string; sampleEvery: string; tekton: 'simulated' | 'real' }) => {
     if (f.soak !== undefined) {
       const durationMs = parseDuration(f.soak);
       const sampleEveryMs = parseDuration(f.sampleEvery);
@@ -61,6 +62,7 @@ const program = new Command('chaos')
       kinds,
       faultSeconds: [Number(m[1]), Number(m[2])],
       gapSeconds: f.gap,
+      tekton: f.tekton,
       baseline: f.baseline,
       stepMs: f.stepMs,
       settleSeconds: f.settle,

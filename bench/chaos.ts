@@ -65,8 +65,10 @@ export interface ChaosOptions {
   gapSeconds: number;
   /** Requests of a fault-free pass first, for the latency the faults add (0: none). */
   baseline: number;
-  /** How long a simulated run takes. */
+  /** How long a simulated run (or, with real Tekton, a simulated step) takes. */
   stepMs: number;
+  /** Who runs the PipelineRuns: the simulated executor (default), or real Tekton with simulated pods. */
+  tekton?: 'simulated' | 'real';
   /** Give up waiting for the requests to finish after this long past the last fault. */
   settleSeconds: number;
   log: (m: string) => void;
@@ -86,6 +88,7 @@ export interface FaultRecord {
 
 export interface ChaosResult {
   seed: number;
+  tekton: 'simulated' | 'real';
   requests: number;
   faults: FaultRecord[];
   recoveryByKind: Record<string, Distribution>;
@@ -198,7 +201,8 @@ async function createUntilDone(client: ResourceClient<InternalRequest>, body: In
 export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const log = opts.log;
   const t0All = Date.now();
-  const env: Environment = await startEnvironment({ audit: true, log: () => {} });
+  const real = opts.tekton === 'real';
+  const env: Environment = await startEnvironment({ audit: true, log: () => {}, ...(real ? { tekton: { stepMs: opts.stepMs } } : {}) });
   const problems: string[] = [];
   const replicas: Replica[] = [];
   let observer: Observer | undefined;
@@ -216,7 +220,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec } as KubernetesObject]);
     await applyObjects(internalAdmin, [benchPipeline()]);
     await applyConfig(configSpec);
-    executor = new SimulatedTektonExecutor(internalAdmin, (m) => log(`executor: ${m}`)).startAuto({ namespace: NS, delayMs: opts.stepMs });
+    if (!real) executor = new SimulatedTektonExecutor(internalAdmin, (m) => log(`executor: ${m}`)).startAuto({ namespace: NS, delayMs: opts.stepMs });
 
     const dir = join(env.dir, 'chaos');
     mkdirSync(dir, { recursive: true });
@@ -513,6 +517,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 
     const result: ChaosResult = {
       seed: opts.seed,
+      tekton: real ? 'real' : 'simulated',
       requests: recs.length,
       faults,
       recoveryByKind,
@@ -563,7 +568,7 @@ function countLines(dir: string, replica: number, re: RegExp): number {
 export function formatChaos(r: ChaosResult): string {
   const lines: string[] = [];
   const d = (x: Distribution | null) => (x ? `p50 ${x.p50} ms, p99 ${x.p99} ms, max ${x.max} ms (n=${x.count})` : 'n/a');
-  lines.push(`chaos run, seed ${r.seed}: ${r.requests} requests, ${r.faults.length} faults, ${r.seconds} s (controller: 2 replicas, real processes; Tekton: simulated executor)`);
+  lines.push(`chaos run, seed ${r.seed}: ${r.requests} requests, ${r.faults.length} faults, ${r.seconds} s (controller: 2 replicas, real processes; ${r.tekton === 'real' ? 'real Tekton v1.6, pods simulated' : 'PipelineRuns: simulated executor, a stand-in for Tekton'})`);
   lines.push(`  outcome: ${r.ok ? 'OK' : 'PROBLEMS'}: ${r.counts.succeeded}/${r.counts.allowed - r.counts.deletedByRun} allowed Succeeded with their results, ${r.counts.rejectedSeen}/${r.counts.rejected} rejected Rejected, ${r.counts.deletedByRun} deleted and re-created by the run; controller restarts ${r.counts.restarts}`);
   lines.push(`  exactly once (audit log): ${r.problems.filter((p) => /PipelineRun creates/.test(p)).length === 0 ? 'one successful PipelineRun create per allowed request, none for rejected ones' : 'VIOLATED'}`);
   lines.push(`  latency create→final: baseline ${d(r.latencyMs.baseline)}; under faults ${d(r.latencyMs.chaos)}`);
