@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 export const DEFAULT_CONTROLLER_CMD =
-  '{node} {repo}/dist/src/cli/main.js controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ' +
+  '{node} {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ' +
   '--namespace {namespace} --metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:0';
 
 /** Matches the ready line of this controller ("caches synced; starting workers") and of controller-runtime ("Starting workers"). */

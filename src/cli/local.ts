@@ -162,7 +162,8 @@ interface ControllerChild {
 }
 
 function startControllerProcess(env: Environment, healthPort: number, metricsPort: number): ControllerChild {
-  const cli = fileURLToPath(new URL('./main.js', import.meta.url));
+  // The script this process runs (the plain build or the bundle), so the child runs the same.
+  const cli = process.argv[1] && /(main\.js|internal-services\.mjs)$/.test(process.argv[1]) ? process.argv[1] : fileURLToPath(new URL('./main.js', import.meta.url));
   const logPath = join(env.dir, 'controller.log');
   const args = [
     cli,

@@ -29,8 +29,8 @@ export interface ControllerProcess {
   healthPort?: number;
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): ControllerProcess {
-  const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, script = CLI): ControllerProcess {
+  const proc = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Array<Record<string, unknown>> = [];
   let raw = '';
   let buf = '';

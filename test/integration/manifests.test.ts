@@ -168,7 +168,7 @@ describe('config/default (internal cluster)', () => {
     assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
     const [c] = pod.containers;
     assert.deepEqual([...c.command, ...c.args], [
-      'node', 'dist/src/cli/main.js', 'controller',
+      'node', '--enable-source-maps', 'dist/bundle/internal-services.mjs', 'controller',
       '--remote-kubeconfig=/etc/internal-services/remote/kubeconfig',
       '--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081',
     ]);

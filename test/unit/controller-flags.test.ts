@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../../src/api/crd-render.js';
 
-const CLI = join(repoRoot(), 'dist', 'src', 'cli', 'main.js');
+/** The plain build and the bundle (npm run build makes both): each must behave the same. */
+const CLIS = { plain: join(repoRoot(), 'dist', 'src', 'cli', 'main.js'), bundle: join(repoRoot(), 'dist', 'bundle', 'internal-services.mjs') };
+let CLI = CLIS.plain;
 
 function run(args: string[], env: Record<string, string> = {}) {
   const clean = { ...process.env };
@@ -22,7 +24,8 @@ writeFileSync(garbage, 'this: [is not a kubeconfig');
 const empty = join(dir, 'empty');
 writeFileSync(empty, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
 
-test('unusable flags and unreadable kubeconfigs: one line, non-zero exit', () => {
+for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unreadable kubeconfigs (${build} build): one line, non-zero exit`, () => {
+  CLI = path;
   const cases: Array<{ args: string[]; env?: Record<string, string>; msg: RegExp }> = [
     { args: [], msg: /no remote cluster: give --remote-kubeconfig, or kubeconfig Secrets with --remote-secrets-selector or --remote-secret/ },
     { args: ['--remote-kubeconfig', empty, '--remote-name', 'Prod_1'], msg: /--remote-name <name>' argument 'Prod_1' is invalid\. must be a DNS label/ },

@@ -1,0 +1,31 @@
+// Bundles the built CLI (dist/src/cli/main.js) into one ESM file with
+// esbuild: only the code that is used is loaded at run time, which is most of
+// the memory of a bare controller process (@kubernetes/client-node's
+// generated API modules). Run by `npm run build`, after tsc.
+import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const result = await build({
+  // The CLI (controller, local, request commands) and the kubectl plugin.
+  entryPoints: {
+    'internal-services': join(root, 'dist/src/cli/main.js'),
+    'kubectl-internalrequest': join(root, 'dist/src/cli/kubectl-internalrequest.js'),
+  },
+  outdir: join(root, 'dist/bundle'),
+  outExtension: { '.js': '.mjs' },
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20.18',
+  sourcemap: true,
+  metafile: true,
+  logLevel: 'warning',
+  // Optional native add-ons of ws: loaded in try/catch when present.
+  external: ['bufferutil', 'utf-8-validate'],
+  // CommonJS dependencies call require(); an ES module has none of its own.
+  banner: { js: "import { createRequire as __isCreateRequire } from 'node:module'; const require = __isCreateRequire(import.meta.url);" },
+});
+const bytes = Object.values(result.metafile.outputs).reduce((a, o) => a + o.bytes, 0);
+process.stderr.write(`bundle: dist/bundle/internal-services.mjs, kubectl-internalrequest.mjs (${(bytes / 1024 / 1024).toFixed(1)} MB with source maps)\n`);
