@@ -16,13 +16,13 @@
  * exactly one successful PipelineRun create per allowed request; no
  * PipelineRun left of a rejected or deleted request; nothing stuck.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { startEnvironment, type Environment, type ControlPlane } from '../src/envtest/environment.js';
 import { applyObjects, grantRequester, installProject } from '../src/envtest/apply.js';
-import { FaultProxy } from '../src/envtest/fault-proxy.js';
+import { FaultProxy, kubeconfigVia } from '../src/envtest/fault-proxy.js';
 import { SimulatedTektonExecutor } from '../src/envtest/executor.js';
 import { fromKubeConfig, statusCode, type ResourceClient } from '../src/kube/client.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
@@ -170,9 +170,7 @@ class Replica {
 }
 
 function viaProxy(plane: ControlPlane, proxy: FaultProxy, out: string): string {
-  const text = readFileSync(plane.identities.controller.kubeconfigPath, 'utf8').replace(/server: \S+/g, `server: ${proxy.url}`);
-  writeFileSync(out, text);
-  return out;
+  return kubeconfigVia(plane.identities.controller.kubeconfigPath, proxy.url, out);
 }
 
 /** etcd's current revision, then a compaction to it: every watch from an older resourceVersion gets 410 Gone. */
@@ -265,8 +263,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     internalAudit.readNew();
 
     // A pass without faults first: what latency is on this machine today.
-    const submit = async (pass: number, n: number, onEach?: (i: number) => Promise<void>): Promise<RequestRecord[]> => {
-      const recs: RequestRecord[] = [];
+    // Records are added to `recs` as they are sent (faults look at them meanwhile).
+    const submit = async (pass: number, n: number, recs: RequestRecord[] = []): Promise<RequestRecord[]> => {
       const start = performance.now();
       const inflight = new Set<Promise<void>>();
       for (let i = 0; i < n; i++) {
@@ -290,7 +288,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           })
           .finally(() => inflight.delete(p));
         inflight.add(p);
-        if (onEach) await onEach(i);
       }
       await Promise.all(inflight);
       return recs;
@@ -317,7 +314,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const faults: FaultRecord[] = [];
     const deletedByRun = new Set<string>();
     const recreated: Array<{ namespace: string; name: string; uid: string; oldUid: string }> = [];
-    let recsChaos: RequestRecord[] = [];
+    const recsChaos: RequestRecord[] = [];
 
     const inject = async (f: { kind: FaultKind; at: number; ms: number }): Promise<string> => {
       const leader = replicas.find((r) => r.isLeader);
@@ -407,14 +404,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         log(`  ${(at / 1000).toFixed(1)}s ${f.kind}: ${detail}`);
       }
     })();
-    const submitted = submit(1, opts.requests);
-    // delete-recreate needs the records while they are being submitted.
-    const poll = setInterval(() => {
-      recsChaos = [...observer!.byKey.values()].filter((r) => r.pass === 1);
-    }, 200);
-    const recs = await submitted;
+    const recs = await submit(1, opts.requests, recsChaos);
     await faultLoop;
-    clearInterval(poll);
     log(`all ${recs.length} requests created, ${faults.length} faults done; waiting for the requests to finish`);
     const live = recs.filter((r) => !deletedByRun.has(r.key));
     await waitTerminal(live, opts.settleSeconds * 1000);

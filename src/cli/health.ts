@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ConfigError } from '../errors.js';
+import type { ReadinessCheck } from '../kube/informer.js';
 
 export interface BindAddress {
   host?: string;
@@ -40,13 +41,7 @@ export function listen(addr: BindAddress, handler: http.RequestListener, log: Lo
   });
 }
 
-/** One line of /readyz: a failed required check makes it 503; a failed advisory one is only reported. */
-export interface ReadinessCheck {
-  name: string;
-  ok: boolean;
-  required: boolean;
-  detail?: string;
-}
+export type { ReadinessCheck };
 
 export function startHealthServer(addr: BindAddress, ready: () => ReadinessCheck[], log: Logger): Promise<Closable> {
   return listen(

@@ -9,7 +9,7 @@ import { CONFIG_NAME, INTERNAL_REQUEST_APPROVAL, INTERNAL_SERVICES_CONFIG, type 
 import { approvalTrust, type ApprovalTrust } from './trust.js';
 import { isFinished, Reason, succeededCondition } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
-import { Informer, type InformerObserver } from '../kube/informer.js';
+import { Informer, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import { Remote, splitKey, type RemoteMode, type RemoteSpec } from './remote.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { WorkQueue, type QueueObserver } from '../kube/queue.js';
@@ -338,14 +338,8 @@ export class Controller {
    * reached does not stop the others being served, and is reported); the
    * configuration (reported: without it requests wait).
    */
-  readiness(): Array<{ name: string; ok: boolean; required: boolean; detail?: string }> {
-    const check = (i: Informer<never> | Informer<InternalRequest> | { name: string; synced: boolean; health: { failures: number; lastError?: string } }, required: boolean) => ({
-      name: i.name,
-      ok: this.started && i.synced && i.health.failures === 0,
-      required,
-      ...(!i.synced ? { detail: `not synced${i.health.lastError ? `: ${i.health.lastError}` : ''}` } : i.health.failures ? { detail: `${i.health.failures} failed attempts in a row${i.health.lastError ? `: ${i.health.lastError}` : ''}` } : {}),
-    });
-    const checks = [...[...this.remotes.values()].map((r) => check(r.requests, this.remotes.size === 1)), ...this.internalInformers.map((i) => check(i, true))];
+  readiness(): ReadinessCheck[] {
+    const checks = [...[...this.remotes.values()].map((r) => r.requests.readiness(this.remotes.size === 1)), ...this.internalInformers.map((i) => i.readiness(true))];
     const present = this.configPresent;
     checks.push({
       name: 'config',
@@ -565,7 +559,8 @@ export class Controller {
 
   /** The request as we last know it: our own write if the cache has not caught up. */
   private currentRequest(key: string): InternalRequest | undefined {
-    const cached = this.remotes.get(splitKey(key).remote)?.requests.get(splitKey(key).cacheKey);
+    const k = splitKey(key);
+    const cached = this.remotes.get(k.remote)?.requests.get(k.cacheKey);
     const w = this.writtenOverlay.get(key);
     if (w) {
       if (cached && cached.metadata.uid === w.obj.metadata.uid && cached.metadata.resourceVersion === w.basedOn) return w.obj;

@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { fromKubeConfig, type Cluster, type KubeObject, type RequestObserver } from '../kube/client.js';
-import { Informer, type InformerObserver } from '../kube/informer.js';
+import { Informer, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import { REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 import { parseDuration } from '../util/duration.js';
 import type { RemoteMode, RemoteSpec } from './remote.js';
@@ -151,13 +151,8 @@ export class RemoteSecrets {
   }
 
   /** /readyz: the Secret sources (required), and each Secret that cannot be used (reported). */
-  readiness(): Array<{ name: string; ok: boolean; required: boolean; detail?: string }> {
-    const out: Array<{ name: string; ok: boolean; required: boolean; detail?: string }> = this.informers.map((i) => ({
-      name: i.name,
-      ok: i.synced && i.health.failures === 0,
-      required: true,
-      ...(!i.synced ? { detail: `not synced${i.health.lastError ? `: ${i.health.lastError}` : ''}` } : i.health.failures ? { detail: `${i.health.failures} failed attempts in a row: ${i.health.lastError ?? ''}` } : {}),
-    }));
+  readiness(): ReadinessCheck[] {
+    const out = this.informers.map((i) => i.readiness(true));
     for (const [key, s] of this.secrets) {
       const serving = s.ok && this.serving.get(s.remote.name)?.secret === key;
       const detail = !s.ok ? s.error : serving ? undefined : `remote ${JSON.stringify(s.remote.name)} is served from another Secret (${this.serving.get(s.remote.name)?.secret ?? 'the --remote-kubeconfig flag'}); this one is not used`;

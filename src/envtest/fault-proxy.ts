@@ -8,7 +8,14 @@
  * - cutAfterMs: every connection is reset that long after it opened, as
  *   proxies that cut long-lived connections do.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+
+/** A copy of a kubeconfig file whose cluster server is `server` (e.g. a FaultProxy's url). */
+export function kubeconfigVia(path: string, server: string, outPath: string): string {
+  writeFileSync(outPath, readFileSync(path, 'utf8').replace(/server: \S+/g, `server: ${server}`));
+  return outPath;
+}
 
 interface Conn {
   a: net.Socket;

@@ -69,6 +69,14 @@ export interface InformerHealth {
   failures: number;
 }
 
+/** One line of /readyz: a failed required check makes it 503; a failed advisory one is only reported. */
+export interface ReadinessCheck {
+  name: string;
+  ok: boolean;
+  required: boolean;
+  detail?: string;
+}
+
 export function keyOf(obj: KubeObject): string {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 }
@@ -116,6 +124,18 @@ export class Informer<T extends KubeObject> {
 
   get synced(): boolean {
     return this.health.synced;
+  }
+
+  /** This cache as a /readyz line: synced and its cluster answering. */
+  readiness(required: boolean): ReadinessCheck {
+    const { synced, failures, lastError } = this.health;
+    const why = lastError ? `: ${lastError}` : '';
+    return {
+      name: this.name,
+      ok: synced && failures === 0,
+      required,
+      ...(!synced ? { detail: `not synced${why}` } : failures ? { detail: `${failures} failed attempts in a row${why}` } : {}),
+    };
   }
 
   get(key: string): T | undefined {

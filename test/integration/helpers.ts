@@ -1,8 +1,6 @@
 /** Shared pieces of the integration tests: a running controller process, requests, polling. */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
@@ -225,12 +223,6 @@ export function sample(text: string, name: string, labels: Record<string, string
   return undefined;
 }
 
-/** A copy of a kubeconfig file whose cluster server is `server`. */
-export function kubeconfigVia(path: string, server: string, outPath: string): string {
-  const text = readFileSync(path, 'utf8').replace(/server: \S+/g, `server: ${server}`);
-  writeFileSync(outPath, text);
-  return outPath;
-}
 
 /** The test relay is the envtest fault proxy (cut, freeze, cutAfterMs). */
-export { FaultProxy as Relay } from '../../src/envtest/fault-proxy.js';
+export { FaultProxy as Relay, kubeconfigVia } from '../../src/envtest/fault-proxy.js';
