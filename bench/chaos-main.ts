@@ -38,9 +38,9 @@ const program = new Command('chaos')
       const first = r.samples[0]!;
       const last = r.samples[r.samples.length - 1]!;
       process.stdout.write(
-        `soak: ${r.requests} requests at ${f.rate}/s for ${f.soak} (${r.failed} not finished), one controller process, finished requests removed by ttlSecondsAfterFinished: 30 (Tekton: simulated executor)\n` +
-          `  rss ${first.rssMb} → ${last.rssMb} MB, heap ${first.heapMb} → ${last.heapMb} MB, fds ${first.fds} → ${last.fds}, event-loop p99 at the end ${last.eventLoopP99Ms} ms\n` +
-          `  slopes over the second half: rss ${r.rssMbPer10Min} MB/10 min, heap ${r.heapMbPer10Min} MB/10 min, fds ${r.fdsPer10Min}/10 min\n`,
+        `soak: ${r.requests} requests at ${f.rate}/s for ${f.soak} (${r.failed} not finished), one controller process (the bundle), finished requests removed by ttlSecondsAfterFinished: 30 (Tekton: simulated executor)\n` +
+          `  rss ${first.rssMb} → ${last.rssMb} MB, heap ${first.heapMb} → ${last.heapMb} MB, external ${first.externalMb} → ${last.externalMb} MB, fds ${first.fds} → ${last.fds}, event-loop p99 at the end ${last.eventLoopP99Ms} ms\n` +
+          `  slopes over the second half: rss ${r.rssMbPer10Min} MB/10 min, heap ${r.heapMbPer10Min} MB/10 min, external ${r.externalMbPer10Min} MB/10 min, fds ${r.fdsPer10Min}/10 min\n`,
       );
       if (f.json) writeFileSync(f.json, JSON.stringify(r, null, 2));
       process.exitCode = r.failed === 0 ? 0 : 1;

@@ -592,6 +592,8 @@ export interface SoakSample {
   t: number;
   rssMb: number;
   heapMb: number;
+  /** Memory V8 tracks outside the JS heap (Buffers, ArrayBuffers: response bodies, TLS). */
+  externalMb: number;
   fds: number;
   eventLoopP99Ms: number;
   requestsDone: number;
@@ -602,6 +604,7 @@ export interface SoakResult {
   /** Least-squares slopes, per 10 minutes, over the second half of the run (the first half is warm-up). */
   rssMbPer10Min: number;
   heapMbPer10Min: number;
+  externalMbPer10Min: number;
   fdsPer10Min: number;
   requests: number;
   failed: number;
@@ -648,7 +651,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     const dir = join(env.dir, 'soak');
     mkdirSync(dir, { recursive: true });
     proc = new ControllerProcess({
-      command: '{node} {repo}/dist/src/cli/main.js controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0',
+      command: '{node} {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0',
       vars: { remoteKubeconfig: env.remote.identities.controller.kubeconfigPath, internalKubeconfig: env.internal.identities.controller.kubeconfigPath, namespace: NS, node: process.execPath, repo: repoRoot(), dir },
       readyLog: 'caches synced',
       index: 0,
@@ -675,12 +678,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
         t: round((performance.now() - t0) / 1000, 0),
         rssMb: round(rssKb / 1024, 1),
         heapMb: round(metric(text, 'nodejs_heap_size_used_bytes') / (1024 * 1024), 1),
+        externalMb: round(metric(text, 'nodejs_external_memory_bytes') / (1024 * 1024), 1),
         fds,
         eventLoopP99Ms: round(metric(text, 'nodejs_eventloop_lag_p99_seconds') * 1000, 1),
         requestsDone: done,
       };
       samples.push(s);
-      log(`soak ${String(s.t).padStart(5)} s: rss ${s.rssMb} MB, heap ${s.heapMb} MB, fds ${s.fds}, event-loop p99 ${s.eventLoopP99Ms} ms, ${s.requestsDone} requests done`);
+      log(`soak ${String(s.t).padStart(5)} s: rss ${s.rssMb} MB, heap ${s.heapMb} MB, external ${s.externalMb} MB, fds ${s.fds}, event-loop p99 ${s.eventLoopP99Ms} ms, ${s.requestsDone} requests done`);
     };
     const sampler = setInterval(() => void sampleNow().catch((e: unknown) => log(`soak: sample failed: ${String(e)}`)), opts.sampleEveryMs);
     await sampleNow();
@@ -722,6 +726,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       samples,
       rssMbPer10Min: per10(half.map((s) => s.rssMb)),
       heapMbPer10Min: per10(half.map((s) => s.heapMb)),
+      externalMbPer10Min: per10(half.map((s) => s.externalMb)),
       fdsPer10Min: per10(half.map((s) => s.fds)),
       requests: sent,
       failed,

@@ -55,6 +55,7 @@ interface Flags {
   drain: number;
   readyTimeout: number;
   keep?: boolean;
+  heapSnapshot?: boolean;
   quiet?: boolean;
 }
 
@@ -104,6 +105,7 @@ export function benchCommand(): Command {
     )
     .addOption(new Option('--drain <s>', 'after all requests are terminal, wait at most this long for their PipelineRuns to be deleted').default(15).argParser(int(0)))
     .addOption(new Option('--ready-timeout <s>', 'how long the controller may take to log its ready line').default(120).argParser(int(1)))
+    .addOption(new Option('--heap-snapshot', 'scale mode: once settled, take a heap snapshot of the controller (default command only) and print its summary by constructor; the file stays in {dir} with --keep'))
     .addOption(new Option('--keep', "keep the environment's directory (logs, audit logs, {dir}) after the run"))
     .addOption(new Option('--quiet', 'no progress messages on stderr'));
 }
@@ -132,6 +134,7 @@ export function toOptions(f: Flags): BenchOptions {
     drainSeconds: f.drain,
     readyTimeoutSeconds: f.readyTimeout,
     keep: f.keep ?? false,
+    heapSnapshot: f.heapSnapshot ?? false,
     quiet: f.quiet ?? false,
   };
 }

@@ -3,6 +3,7 @@ import { TEKTON_IDENTITIES } from '../src/envtest/tekton.js';
 import type { ApiRow } from './analyze.js';
 import type { Distribution } from './stats.js';
 import type { BenchResult, PassResult } from './types.js';
+import { formatHeap } from './heap-summary.js';
 
 function table(rows: Array<Array<string | number | null>>, alignRight: boolean[] = []): string {
   const cells = rows.map((r) => r.map((c) => (c === null ? '-' : String(c))));
@@ -211,6 +212,7 @@ export function formatReport(r: BenchResult): string {
     );
     out.push(indent("API requests by the controller's identity:"));
     out.push(indent(apiTable(s.api.rows, false), 4));
+    if (s.heap) out.push(formatHeap(s.heap));
     out.push(indent(`correctness: ${s.correctness.ok ? 'OK' : 'FAIL'}`));
     for (const f of s.correctness.failures) out.push(indent(`FAIL: ${f}`, 4));
   }

@@ -2,6 +2,7 @@
 import type { ApiFigures, ApiRow, Correctness, Latencies } from './analyze.js';
 import type { CeilingResult } from './ceiling.js';
 import type { Distribution } from './stats.js';
+import type { HeapSummary } from './heap-summary.js';
 
 /** Which Tekton completes the PipelineRuns: Tekton's real controller (pods simulated) or the simulated executor. */
 export type TektonMode = 'real' | 'simulated';
@@ -34,6 +35,8 @@ export interface BenchOptions {
   drainSeconds: number;
   readyTimeoutSeconds: number;
   keep: boolean;
+  /** Scale mode: take a heap snapshot of the controller once settled and summarise it (the default command only). */
+  heapSnapshot: boolean;
   quiet: boolean;
 }
 
@@ -118,6 +121,8 @@ export interface ScaleResult {
   cpuSecondsTotal: number;
   api: { rows: ApiRow[]; writesToFinishedRequests: number; readsOutsideListWatch: number };
   correctness: { ok: boolean; failures: string[] };
+  /** With --heap-snapshot: the settled controller's heap by constructor. */
+  heap?: HeapSummary;
 }
 
 export interface TargetCheck {

@@ -25,8 +25,12 @@ export function succeededCondition(req: Pick<InternalRequest, 'status'>): Condit
   return req.status?.conditions?.find((c) => c.type === SUCCEEDED);
 }
 
+/** Marks objects known to be finished requests (the cache's compact records): isFinished need not look at their status. */
+export const FINISHED: unique symbol = Symbol('internal-services.finished');
+
 /** True once the request has its final outcome (Succeeded True or False). */
 export function isFinished(req: Pick<InternalRequest, 'status'>): boolean {
+  if ((req as { [FINISHED]?: true })[FINISHED] === true) return true;
   const c = succeededCondition(req);
   return c !== undefined && c.status !== 'Unknown';
 }

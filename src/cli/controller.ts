@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { connect } from '../kube/client.js';
-import { Controller } from '../controller/controller.js';
+import { Controller, EVENTS_MODES, type EventsMode } from '../controller/controller.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { parseDuration } from '../util/duration.js';
@@ -31,7 +31,7 @@ export interface ControllerFlags {
   remoteMode: 'watch' | 'poll';
   pollInterval: number;
   logLevel: string;
-  events: 'all' | 'warnings' | 'none';
+  events: EventsMode;
   leaderElect: boolean;
   leaderElectionId: string;
   leaderElectionNamespace?: string;
@@ -91,7 +91,12 @@ export function controllerCommand(): Command {
       new Option('--remote-mode <mode>', 'how requests are followed on the remote cluster: watch, or poll (for proxies that cut long-lived connections)').env('REMOTE_MODE').default('watch').choices(['watch', 'poll']),
     )
     .addOption(new Option('--poll-interval <duration>', 'with --remote-mode poll: time between two lists of the remote requests (±20%)').env('POLL_INTERVAL').default(10_000, '10s').argParser(shortDuration))
-    .addOption(new Option('--events <which>', 'Events recorded on requests: all, warnings (Rejected, Failed) or none').env('EVENTS').default('all').choices(['all', 'warnings', 'none']))
+    .addOption(
+      new Option('--events <which>', 'Events recorded on requests: important (failures, rejections, approvals, notices), all (also Running and Succeeded), warnings (only Warning Events) or none')
+        .env('EVENTS')
+        .default('important')
+        .choices([...EVENTS_MODES]),
+    )
     .addOption(new Option('--leader-elect', 'elect a leader among replicas with a Lease; only the leader acts').env('LEADER_ELECT').default(false))
     .addOption(new Option('--leader-election-id <name>', 'name of the Lease').env('LEADER_ELECTION_ID').default('internal-services-controller'))
     .addOption(new Option('--leader-election-namespace <name>', 'namespace of the Lease (default: --namespace)').env('LEADER_ELECTION_NAMESPACE'))

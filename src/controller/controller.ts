@@ -20,7 +20,8 @@ import { effectiveConfig, type EffectiveConfig } from './config.js';
 import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from './idempotency.js';
 import { fairOrder, type CapacityView, type Waiting } from '../policy/capacity.js';
 import { installedPipelineName } from './requested.js';
-import { decide, endWithoutResults, type Action, type Observation } from './decide.js';
+import { slimMeta, slimRequest } from './slim.js';
+import { decide, endWithoutResults, type Action, type EventSpec, type Observation } from './decide.js';
 
 export interface ControllerMetrics {
   queue?: QueueObserver;
@@ -57,7 +58,7 @@ export interface ControllerOptions {
    * Rejected), warnings (Failed, Rejected) or none. Events are writes on the
    * remote cluster; busy installations may want fewer.
    */
-  events?: 'all' | 'warnings' | 'none';
+  events?: EventsMode;
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
 }
@@ -846,8 +847,7 @@ export class Controller {
       const created = Date.parse(request.metadata.creationTimestamp ?? '');
       this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0, remote.name);
     }
-    const mode = this.opts.events ?? 'all';
-    if (event && (mode === 'all' || (mode === 'warnings' && event.type === 'Warning'))) {
+    if (event && eventWanted(this.opts.events ?? 'important', event)) {
       void remote.events.record(written, event.type, event.reason, event.message, this.now());
     }
     return true;
@@ -880,52 +880,6 @@ export class Controller {
   }
 }
 
-/**
- * What the caches keep. managedFields and kubectl's last-applied annotation
- * are never read (and a status PUT leaves them as they are when absent). A
- * finished request is never acted on again, so its params and results, which
- * may be large, are dropped: with thousands of finished requests in view, this
- * is most of the cache's memory.
- */
-function slimMeta<T extends { metadata?: { managedFields?: unknown; annotations?: Record<string, string> } }>(obj: T): T {
-  const md = obj.metadata;
-  if (md) {
-    delete md.managedFields;
-    if (md.annotations?.[LAST_APPLIED]) {
-      delete md.annotations[LAST_APPLIED];
-      if (!Object.keys(md.annotations).length) delete md.annotations;
-    }
-  }
-  return obj;
-}
-
-function slimRequest(req: InternalRequest): InternalRequest {
-  if (!isFinished(req)) return slimMeta(req);
-  // A finished request is never acted on again: keep only what tells that it
-  // is finished and which incarnation of the name it is.
-  const md = req.metadata;
-  const c = succeededCondition(req)!;
-  return {
-    apiVersion: req.apiVersion,
-    kind: req.kind,
-    metadata: {
-      name: md.name,
-      namespace: md.namespace,
-      uid: md.uid,
-      resourceVersion: md.resourceVersion,
-      ...(md.generation !== undefined ? { generation: md.generation } : {}),
-      ...(md.deletionTimestamp ? { deletionTimestamp: md.deletionTimestamp } : {}),
-      ...(md.creationTimestamp ? { creationTimestamp: md.creationTimestamp } : {}),
-      // What idempotent retries need to find it and compare with it.
-      ...(idempotencyKeyOf(req) ? { labels: { [LABEL_IDEMPOTENCY_KEY]: idempotencyKeyOf(req)! }, annotations: { [ANNOTATION_SPEC_HASH]: specHash(req.spec) } } : {}),
-    },
-    spec: req.spec?.request !== undefined ? { request: req.spec.request } : { pipeline: req.spec?.pipeline ? { pipelineRef: req.spec.pipeline.pipelineRef } : undefined },
-    status: { conditions: [{ type: c.type, status: c.status, reason: c.reason, message: '', lastTransitionTime: c.lastTransitionTime }] },
-  };
-}
-
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
 function effectiveSummary(c: InternalServicesConfig, ns: string, defaultRemote: string | undefined) {
   const e = effectiveConfig(c, ns, { defaultRemote });
   return {
@@ -936,4 +890,26 @@ function effectiveSummary(c: InternalServicesConfig, ns: string, defaultRemote: 
     allowedServiceAccounts: [...e.allowedServiceAccounts],
     sources: { git: e.sources.git.length, bundles: e.sources.bundles.length, cluster: e.sources.cluster, resolutionTimeoutMs: e.resolutionTimeoutMs },
   };
+}
+
+/**
+ * Which Events are recorded on requests: `important` (the default) records
+ * failures, rejections, approvals and notices, and leaves out routine
+ * successes (Running, Succeeded), which the status already says; `all` adds
+ * them; `warnings` keeps only Warning Events; `none` records nothing.
+ */
+export type EventsMode = 'all' | 'important' | 'warnings' | 'none';
+export const EVENTS_MODES: readonly EventsMode[] = ['all', 'important', 'warnings', 'none'];
+
+export function eventWanted(mode: EventsMode, event: EventSpec): boolean {
+  switch (mode) {
+    case 'all':
+      return true;
+    case 'important':
+      return !event.success;
+    case 'warnings':
+      return event.type === 'Warning';
+    case 'none':
+      return false;
+  }
 }

@@ -61,6 +61,12 @@ export interface EventSpec {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  /**
+   * A routine success (Running without an approval, Succeeded): the status
+   * already says it, so it is recorded only with `--events all`. Failures,
+   * rejections, approvals and the other notices are recorded by default.
+   */
+  success?: true;
 }
 
 export type Action =
@@ -390,7 +396,7 @@ function running(req: InternalRequest, o: Observation, ref: string, pr: Pipeline
     ...gen(req),
   };
   const approvedBy = approval?.by ? `, approved by ${JSON.stringify(approval.by)} under rule ${JSON.stringify(approval.rule ?? '')}${approval.message ? `: ${approval.message}` : ''}` : '';
-  return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster${approvedBy}` } };
+  return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster${approvedBy}`, ...(approvedBy ? {} : { success: true as const }) } };
 }
 
 function reject(req: InternalRequest, o: Observation, message: string, code: ErrorCode): Action {
@@ -435,7 +441,7 @@ function finish(
     ...gen(req),
   };
   if (Object.keys(results).length) s.results = results;
-  return { type: 'writeStatus', status: s, event: { type: status === 'True' ? 'Normal' : 'Warning', reason, message }, ...(code ? { code } : {}) };
+  return { type: 'writeStatus', status: s, event: status === 'True' ? { type: 'Normal', reason, message, success: true } : { type: 'Warning', reason, message }, ...(code ? { code } : {}) };
 }
 
 function gen(req: InternalRequest): { observedGeneration?: number } {

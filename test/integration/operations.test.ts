@@ -174,19 +174,34 @@ test('leader election: one of two replicas acts; killing it hands over within th
   await c.kill('SIGTERM');
 });
 
-test('--events warnings: only Rejected and Failed Events are recorded', async () => {
-  const c = await startController(env, ['--events', 'warnings']);
-  procs.push(c);
-  try {
-    await completeRequest('quiet');
-    await createRequest(requester, 'team-a', 'quiet-rejected', { request: 'no-such-pipeline' });
-    await waitForReason(requester, 'team-a', 'quiet-rejected', ['Rejected']);
-    const core = env.remote.identities.admin.kubeConfig().makeApiClient(CoreV1Api);
-    const reasons = async (name: string) => (await core.listNamespacedEvent({ namespace: 'team-a' })).items.filter((e) => e.involvedObject.name === name).map((e) => e.reason);
-    await waitFor('the Rejected event', async () => (await reasons('quiet-rejected')).includes('Rejected'));
-    assert.deepEqual(await reasons('quiet'), [], 'no Running/Succeeded events');
-  } finally {
-    await c.kill('SIGTERM');
+test('--events: routine successes only with all; rejections by default and with warnings; nothing with none', async () => {
+  const core = env.remote.identities.admin.kubeConfig().makeApiClient(CoreV1Api);
+  const reasons = async (name: string) => (await core.listNamespacedEvent({ namespace: 'team-a' })).items.filter((e) => e.involvedObject.name === name).map((e) => e.reason ?? '');
+  const cases: Array<{ flags: string[]; tag: string; success: string[]; rejected: boolean }> = [
+    { flags: ['--events', 'all'], tag: 'all', success: ['Running', 'Succeeded'], rejected: true },
+    { flags: [], tag: 'default', success: [], rejected: true },
+    { flags: ['--events', 'warnings'], tag: 'warn', success: [], rejected: true },
+    { flags: ['--events', 'none'], tag: 'none', success: [], rejected: false },
+  ];
+  for (const k of cases) {
+    const c = await startController(env, k.flags);
+    procs.push(c);
+    try {
+      await completeRequest(`ev-${k.tag}`);
+      await createRequest(requester, 'team-a', `ev-${k.tag}-rejected`, { request: 'no-such-pipeline' });
+      await waitForReason(requester, 'team-a', `ev-${k.tag}-rejected`, ['Rejected']);
+      if (k.rejected) {
+        await waitFor(`the Rejected event (${k.tag})`, async () => (await reasons(`ev-${k.tag}-rejected`)).includes('Rejected'));
+      } else {
+        // Nothing to wait for: give a recorder that would write one the time to.
+        await new Promise((r) => setTimeout(r, 1500));
+        assert.deepEqual(await reasons(`ev-${k.tag}-rejected`), [], `${k.tag}: no Rejected event`);
+      }
+      if (k.success.length) await waitFor(`Running and Succeeded events (${k.tag})`, async () => (await reasons(`ev-${k.tag}`)).sort().join() === [...k.success].sort().join());
+      else assert.deepEqual(await reasons(`ev-${k.tag}`), [], `${k.tag}: no Running/Succeeded events`);
+    } finally {
+      await c.kill('SIGTERM');
+    }
   }
 });
 
