@@ -16,6 +16,7 @@
  * exactly one successful PipelineRun create per allowed request; no
  * PipelineRun left of a rejected or deleted request; nothing stuck.
  */
+import { isFinished } from '../src/api/conditions.js';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
@@ -235,7 +236,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       dir,
     };
     const command =
-      '{node} {repo}/dist/src/cli/main.js controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} ' +
+      'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} ' +
       '--metrics-bind-address 0 --health-probe-bind-address 0 --leader-elect --lease-duration 4s --renew-deadline 3s --retry-period 1s --resync-period 30s';
     const takeovers: number[] = [];
     let lastLeaderLoss: number | undefined;
@@ -651,7 +652,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     const dir = join(env.dir, 'soak');
     mkdirSync(dir, { recursive: true });
     proc = new ControllerProcess({
-      command: '{node} {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0',
+      command: 'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0',
       vars: { remoteKubeconfig: env.remote.identities.controller.kubeconfigPath, internalKubeconfig: env.internal.identities.controller.kubeconfigPath, namespace: NS, node: process.execPath, repo: repoRoot(), dir },
       readyLog: 'caches synced',
       index: 0,
@@ -688,36 +689,54 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     };
     const sampler = setInterval(() => void sampleNow().catch((e: unknown) => log(`soak: sample failed: ${String(e)}`)), opts.sampleEveryMs);
     await sampleNow();
-    const inflight = new Set<Promise<void>>();
+    // Requests created and not yet seen finished, by name, with when they were created.
+    const pending = new Map<string, number>();
+    const DONE_WITHIN_MS = 600_000;
+    // One list of the namespace every 2 s tells which finished (a final
+    // condition, or gone: ttlSecondsAfterFinished deletes only finished
+    // ones). One request at a time, whatever the backlog: a poll per request
+    // would grow with it and slow the machine down further.
+    const checkDone = async () => {
+      const listedAt = Date.now();
+      const { items } = await requester.list(ns);
+      const byName = new Map(items.map((r) => [r.metadata.name ?? '', r]));
+      for (const [name, createdAt] of pending) {
+        const r = byName.get(name);
+        if (r ? isFinished(r) : createdAt < listedAt) {
+          pending.delete(name);
+          done++;
+        } else if (Date.now() - createdAt > DONE_WITHIN_MS) {
+          pending.delete(name);
+          failed++;
+          log(`soak: ${name} not finished ${DONE_WITHIN_MS / 1000} s after its create`);
+        }
+      }
+    };
+    let checking = Promise.resolve();
+    const checker = setInterval(() => {
+      checking = checking.then(checkDone).catch((e: unknown) => log(`soak: list failed: ${String(e)}`));
+    }, 2000);
+    const creating = new Set<Promise<void>>();
     while (performance.now() - t0 < opts.durationMs) {
       const due = t0 + (sent * 1000) / opts.rate - performance.now();
       if (due > 0) await sleep(due);
       const i = sent++;
       const name = `soak-${String(i).padStart(7, '0')}`;
       const p = createUntilDone(requester, requestBody(ns, name, i), Date.now() + 60_000)
-        .then(async (created) => {
-          if (!created) {
-            failed++;
-            return;
-          }
-          // Done: the controller wrote a final status (or the TTL already removed the request).
-          for (let k = 0; k < 600; k++) {
-            await sleep(1000);
-            const got = await requester.tryGet(ns, name).catch(() => null);
-            if (got === undefined || (got && got.status?.conditions?.some((c) => c.type === 'Succeeded' && c.status !== 'Unknown'))) {
-              done++;
-              return;
-            }
-          }
-          failed++;
+        .then((created) => {
+          if (created) pending.set(name, Date.now());
+          else failed++;
         })
         .catch(() => {
           failed++;
         })
-        .finally(() => inflight.delete(p));
-      inflight.add(p);
+        .finally(() => creating.delete(p));
+      creating.add(p);
     }
-    await Promise.all(inflight);
+    await Promise.all(creating);
+    while (pending.size) await sleep(1000);
+    clearInterval(checker);
+    await checking;
     clearInterval(sampler);
     await sampleNow();
     const half = samples.filter((s) => s.t >= samples[samples.length - 1]!.t / 2);

@@ -21,9 +21,10 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
+/** How the image and the Deployment run the controller (see RUNTIME_NODE_FLAGS in docs/benchmarks.md): the same here. */
 export const DEFAULT_CONTROLLER_CMD =
-  '{node} {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ' +
-  '--namespace {namespace} --metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:0';
+  'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ' +
+  '--namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0';
 
 /** Matches the ready line of this controller ("caches synced; starting workers") and of controller-runtime ("Starting workers"). */
 export const DEFAULT_READY_LOG = 'caches synced|Starting workers';

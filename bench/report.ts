@@ -4,6 +4,7 @@ import type { ApiRow } from './analyze.js';
 import type { Distribution } from './stats.js';
 import type { BenchResult, PassResult } from './types.js';
 import { formatHeap } from './heap-summary.js';
+import { formatHeapSpaces } from './heapstat.js';
 
 function table(rows: Array<Array<string | number | null>>, alignRight: boolean[] = []): string {
   const cells = rows.map((r) => r.map((c) => (c === null ? '-' : String(c))));
@@ -87,6 +88,7 @@ function passReport(p: PassResult, controllerUser: string): string {
   lines.push(indent(latencyTable(p)));
   const c = p.controller;
   lines.push(indent(`controller: CPU ${c.cpuSeconds} s (${c.cpuMsPerRequest} ms per request, ${c.cores} cores on average); RSS peak ${c.rssPeakMB} MB, at the end ${c.rssEndMB} MB (VmHWM ${c.hwmMB} MB)`));
+  if (c.heapAtPeak) lines.push(indent(`controller memory at its largest heap: ${formatHeapSpaces(c.heapAtPeak, c.rssPeakMB)}`));
   const cc = p.cpuCores;
   lines.push(
     indent(
@@ -212,6 +214,7 @@ export function formatReport(r: BenchResult): string {
     );
     out.push(indent("API requests by the controller's identity:"));
     out.push(indent(apiTable(s.api.rows, false), 4));
+    if (s.heapSettled) out.push(indent(`memory settled: ${formatHeapSpaces(s.heapSettled, s.rssSettledMB)}`));
     if (s.heap) out.push(formatHeap(s.heap));
     out.push(indent(`correctness: ${s.correctness.ok ? 'OK' : 'FAIL'}`));
     for (const f of s.correctness.failures) out.push(indent(`FAIL: ${f}`, 4));

@@ -28,6 +28,7 @@ import { AuditReader, categoryOf, countRequests, sortCounts } from './audit.js';
 import { measureCeiling } from './ceiling.js';
 import { ControllerProcess, DEFAULT_CONTROLLER_CMD } from './controller-process.js';
 import { summariseHeap, type HeapSummary } from './heap-summary.js';
+import { HeapSampler, type HeapSpaces } from './heapstat.js';
 import { useKeepAlive } from './keepalive.js';
 import type { SimulationWorkerData } from './simulation-worker.js';
 import { Observer, createdAt, type RequestRecord } from './observer.js';
@@ -299,6 +300,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
   let observer: Observer | undefined;
   let controller: ControllerProcess | undefined;
   let sampler: ProcTreeSampler | undefined;
+  let heapStop = () => {};
   try {
     if (opts.ceiling) {
       result.ceiling = await measureCeiling(s.env.internal, { clients: opts.ceilingClients, seconds: opts.ceilingSeconds, log });
@@ -324,11 +326,15 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       controller = startController(opts, s, 1);
       sampler = new ProcTreeSampler(controller.pid);
       sampler.start();
+      const heapSampler = new HeapSampler();
+      controller.onLineSeen((line) => heapSampler.seeLine(line));
+      heapSampler.start();
+      heapStop = () => heapSampler.stop();
       log(`controller started (pid ${controller.pid}): ${opts.controllerCmd}`);
       const readyMs = await controller.waitReady(opts.readyTimeoutSeconds * 1000);
       const atReady = sampler.sample();
       log(`controller ready after ${readyMs.toFixed(0)} ms`);
-      const run: RunContext = { opts, s, observer, controller, sampler, requester, runId, log };
+      const run: RunContext = { opts, s, observer, controller, sampler, heapSampler, requester, runId, log };
 
       if (opts.scale !== undefined && precreate) {
         result.scale = await scaleMode(run, precreate, readyMs, atReady.rssBytes);
@@ -349,6 +355,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
   } finally {
     eld.disable();
     sampler?.stop();
+    heapStop();
     const exitedEarly = controller !== undefined && !controller.running;
     await controller?.stop();
     // The environment's directory goes away with it: keep the controller's log of a failed run.
@@ -375,7 +382,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
   return result;
 }
 
-function controllerFigures(sampler: ProcTreeSampler, cpu0: number, requests: number, seconds: number): ControllerFigures {
+function controllerFigures(sampler: ProcTreeSampler, cpu0: number, requests: number, seconds: number, heap: HeapSpaces | undefined): ControllerFigures {
   const end = sampler.sample();
   const peak = sampler.peakSince();
   const cpuSeconds = end.cpuSeconds - cpu0;
@@ -386,6 +393,7 @@ function controllerFigures(sampler: ProcTreeSampler, cpu0: number, requests: num
     rssPeakMB: mb(Math.max(peak.rssBytes, end.rssBytes)),
     hwmMB: mb(peak.hwmBytes),
     rssEndMB: mb(end.rssBytes),
+    ...(heap ? { heapAtPeak: heap } : {}),
   };
 }
 
@@ -396,17 +404,19 @@ interface RunContext {
   observer: Observer;
   controller: ControllerProcess;
   sampler: ProcTreeSampler;
+  heapSampler: HeapSampler;
   requester: Awaited<ReturnType<typeof requesterClient>>;
   runId: string;
   log: (m: string) => void;
 }
 
 async function onePass(run: RunContext, pass: number, ceilingWritesPerSecond: number | undefined): Promise<PassResult> {
-  const { opts, s, observer, controller, sampler, requester, runId, log } = run;
+  const { opts, s, observer, controller, sampler, heapSampler, requester, runId, log } = run;
   readAudit(s); // close the previous window
   const cpuAt = cpuSnapshot(s, sampler);
   const cpu0 = sampler.sample().cpuSeconds;
   sampler.markPeak();
+  heapSampler.markPeak();
   const errors0 = controller.errorLines;
   const samples0 = controller.errorSamples.length;
   const t0 = performance.now();
@@ -467,7 +477,7 @@ async function onePass(run: RunContext, pass: number, ceilingWritesPerSecond: nu
     windowSeconds: round(windowSeconds, 1),
     latencyMs: latencies(records),
     api,
-    controller: controllerFigures(sampler, cpu0, records.length, windowSeconds),
+    controller: controllerFigures(sampler, cpu0, records.length, windowSeconds, heapSampler.peakSince()),
     cpuCores: cpu,
     ...cpuCost(cpu, windowSeconds, records.length),
     correctness: correctness({
@@ -570,7 +580,7 @@ async function scaleMode(
   readyMs: number,
   rssAtReady: number,
 ): Promise<ScaleResult> {
-  const { opts, s, observer, controller, sampler, requester, runId, log } = run;
+  const { opts, s, observer, controller, sampler, heapSampler, requester, runId, log } = run;
   const cpuToReady = sampler.sample().cpuSeconds;
   const ns = s.allowed[0]!;
   const name = `${runId}-new`;
@@ -590,6 +600,7 @@ async function scaleMode(
   await sleep(Math.max(0, 5000 - (performance.now() - t)));
   const settled = sampler.sample();
   const peak = sampler.peakSince();
+  const heapSettled = await heapSampler.sample();
   const heap = opts.heapSnapshot ? await heapSnapshotOf(controller, join(s.dir, 'heap'), log) : undefined;
   const audit = readAudit(s);
   const rows = controllerRows(opts, audit);
@@ -624,6 +635,7 @@ async function scaleMode(
     api: { rows, writesToFinishedRequests: writesToFinished, readsOutsideListWatch: rows.filter((r) => r.category === 'read').reduce((a, r) => a + r.count, 0) },
     correctness: { ok: failures.length === 0, failures },
     ...(heap ? { heap } : {}),
+    ...(heapSettled ? { heapSettled } : {}),
   };
 }
 

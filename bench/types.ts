@@ -3,6 +3,7 @@ import type { ApiFigures, ApiRow, Correctness, Latencies } from './analyze.js';
 import type { CeilingResult } from './ceiling.js';
 import type { Distribution } from './stats.js';
 import type { HeapSummary } from './heap-summary.js';
+import type { HeapSpaces } from './heapstat.js';
 
 /** Which Tekton completes the PipelineRuns: Tekton's real controller (pods simulated) or the simulated executor. */
 export type TektonMode = 'real' | 'simulated';
@@ -51,6 +52,8 @@ export interface ControllerFigures {
   /** Largest kernel-tracked peak RSS (VmHWM) of one process of the tree, since it started. */
   hwmMB: number;
   rssEndMB: number;
+  /** V8's heap spaces at the pass's largest committed heap (this controller's default command only: it serves metrics). */
+  heapAtPeak?: HeapSpaces;
 }
 
 export interface PassResult {
@@ -123,6 +126,8 @@ export interface ScaleResult {
   correctness: { ok: boolean; failures: string[] };
   /** With --heap-snapshot: the settled controller's heap by constructor. */
   heap?: HeapSummary;
+  /** V8's heap spaces once settled. */
+  heapSettled?: HeapSpaces;
 }
 
 export interface TargetCheck {

@@ -20,6 +20,11 @@ const result = await build({
   format: 'esm',
   target: 'node20.18',
   sourcemap: true,
+  // Whitespace and syntax only: V8 keeps a script's whole source in memory
+  // (6.7 MB unminified, 3.3 MB like this), while identifiers stay as written,
+  // so class names still read in heap snapshots and errors.
+  minifyWhitespace: true,
+  minifySyntax: true,
   metafile: true,
   logLevel: 'warning',
   // Optional native add-ons of ws: loaded in try/catch when present.

@@ -168,7 +168,7 @@ describe('config/default (internal cluster)', () => {
     assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
     const [c] = pod.containers;
     assert.deepEqual([...c.command, ...c.args], [
-      'node', '--enable-source-maps', 'dist/bundle/internal-services.mjs', 'controller',
+      'node', '--enable-source-maps', '--max-semi-space-size=4', 'dist/bundle/internal-services.mjs', 'controller',
       '--remote-kubeconfig=/etc/internal-services/remote/kubeconfig',
       '--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081',
     ]);
@@ -176,8 +176,8 @@ describe('config/default (internal cluster)', () => {
     assert.equal(c.securityContext.allowPrivilegeEscalation, false);
     assert.deepEqual(c.securityContext.capabilities.drop, ['ALL']);
     assert.ok(c.resources.requests && c.resources.limits);
-    const envVars = Object.fromEntries((c.env as Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>).map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
-    assert.deepEqual(envVars, { POD_NAMESPACE: 'metadata.namespace', POD_NAME: 'metadata.name' });
+    const envVars = Object.fromEntries((c.env as Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>).map((e) => [e.name, e.value ?? e.valueFrom?.fieldRef?.fieldPath]));
+    assert.deepEqual(envVars, { MALLOC_ARENA_MAX: '2', POD_NAMESPACE: 'metadata.namespace', POD_NAME: 'metadata.name' });
     const ports = Object.fromEntries((c.ports as Array<{ name: string; containerPort: number }>).map((p) => [p.name, p.containerPort]));
     assert.deepEqual(ports, { metrics: 8080, health: 8081 });
     assert.deepEqual([c.livenessProbe.httpGet.path, c.livenessProbe.httpGet.port], ['/healthz', 'health']);
