@@ -227,7 +227,7 @@ export function formatReport(r: BenchResult): string {
   );
   if (r.targets.length) {
     out.push('');
-    out.push('Targets (issue 5)');
+    out.push('Targets (issues 5 and 13)');
     out.push(indent(table([['target', 'where', 'value', 'status'], ...r.targets.map((t) => [t.target, t.where, t.value, t.status])])));
   }
   out.push('');
