@@ -14,7 +14,7 @@ export interface Metrics {
   controller: ControllerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -49,7 +49,25 @@ export function createMetrics(): Metrics {
     buckets: ATTEMPT_BUCKETS,
     registers: [registry],
   });
+  const runningLabels = ['request', 'namespace', 'remote'] as const;
+  const timeToRunning = new Histogram({
+    name: 'internal_request_time_to_running_seconds',
+    help: 'Time from the creation of an InternalRequest to its PipelineRun being created (status Running written), approvals and queueing included',
+    labelNames: runningLabels,
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600],
+    registers: [registry],
+  });
   let sources: Parameters<Metrics['bind']>[0] | undefined;
+  new Gauge({
+    name: 'internal_services_pipelineruns_past_timeout',
+    help: "Our unfinished PipelineRuns, per remote, running more than 5 minutes past their own timeouts.pipeline: Tekton should have ended them (is its controller running?)",
+    labelNames: ['remote'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [remote, n] of Object.entries(sources?.pastTimeout?.() ?? {})) this.set({ remote }, n);
+    },
+  });
   new Gauge({
     name: 'internal_request_attempt_concurrent_requests',
     help: 'InternalRequests whose PipelineRun is running',
@@ -156,6 +174,9 @@ export function createMetrics(): Metrics {
       },
       acted(action, ok) {
         actions.inc({ action, ok: String(ok) });
+      },
+      started(req, seconds, remote) {
+        timeToRunning.observe({ request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', remote }, seconds);
       },
       finished(req, reason, succeeded, seconds, remote) {
         const l = { request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded), remote };

@@ -180,6 +180,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     leader: () => (elector ? elector.isLeader : true),
     configPresent: () => controller.configPresent,
     waiting: () => controller.waitingByReason(),
+    pastTimeout: () => controller.pipelineRunsPastTimeout(),
   });
   const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...(secrets?.readiness() ?? [])], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;

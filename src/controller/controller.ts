@@ -13,7 +13,7 @@ import { Informer, type InformerObserver, type ReadinessCheck } from '../kube/in
 import { Remote, splitKey, type RemoteMode, type RemoteSpec } from './remote.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { WorkQueue, type QueueObserver } from '../kube/queue.js';
-import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pipelineRunName, remoteOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_UID, OWNED_SELECTOR, outcomeOf, pastTimeout, pipelineRunName, remoteOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import { effectiveConfig, type EffectiveConfig } from './config.js';
@@ -30,6 +30,8 @@ export interface ControllerMetrics {
   reconciled?(seconds: number, error: boolean): void;
   /** An action was carried out (or failed). */
   acted?(action: Action['type'], ok: boolean): void;
+  /** A request's PipelineRun was created and its status says Running (the first time); seconds since its creation. */
+  started?(req: InternalRequest, seconds: number, remote: string): void;
   /** A request reached a terminal state; seconds since its creation. */
   finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number, remote: string): void;
   /** Number of requests whose PipelineRun is running. */
@@ -457,6 +459,22 @@ export class Controller {
     return n;
   }
 
+  /**
+   * Per remote: our unfinished PipelineRuns running more than `graceMs` past
+   * their own `timeouts.pipeline` (Tekton ends a run at its timeout; one that
+   * goes on means Tekton is not acting on it), for a gauge and its alert.
+   */
+  pipelineRunsPastTimeout(now = Date.now()): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const name of this.remotes.keys()) out[name] = 0;
+    for (const pr of this.pipelineRuns.list()) {
+      if (!pastTimeout(pr, now)) continue;
+      const remote = remoteOf(pr);
+      out[remote] = (out[remote] ?? 0) + 1;
+    }
+    return out;
+  }
+
   /** Per remote: 1 when its requests are listed and its cluster answers. */
   remoteHealth(): Array<{ remote: string; up: boolean }> {
     return [...this.remotes.values()].map((r) => ({ remote: r.name, up: r.healthy }));
@@ -843,6 +861,10 @@ export class Controller {
     this.writtenOverlay.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written });
     const c = status.conditions?.[0];
     this.log.info({ request: key, reason: c?.reason, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
+    if (c?.reason === Reason.Running && succeededCondition(request)?.reason !== Reason.Running) {
+      const created = Date.parse(request.metadata.creationTimestamp ?? '');
+      this.opts.metrics?.started?.(request, Number.isFinite(created) ? Math.max(0, Date.now() - created) / 1000 : 0, remote.name);
+    }
     if (c && c.status !== 'Unknown') {
       const created = Date.parse(request.metadata.creationTimestamp ?? '');
       this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0, remote.name);

@@ -5,6 +5,7 @@ import type { Provenance, RemoteRef } from './graph.js';
 import { resolutionRequest, type ResolutionRequest } from './resolve.js';
 import type { ParamValue, Pipeline, PipelineRun } from './types.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
+import { parseDuration } from '../util/duration.js';
 
 /** Labels and annotations that tie a PipelineRun to its request. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
@@ -214,4 +215,18 @@ export function convertResults(results: Array<{ name: string; value: unknown }> 
     out[r.name] = typeof r.value === 'string' ? r.value : JSON.stringify(r.value ?? null);
   }
   return out;
+}
+
+/**
+ * An unfinished PipelineRun running more than `graceMs` past its own
+ * `timeouts.pipeline`: Tekton ends a run at its timeout, so one that goes on
+ * means Tekton is not acting on it. Runs without a timeout (none, or 0) never
+ * are.
+ */
+export function pastTimeout(pr: PipelineRun, now: number, graceMs = 5 * 60_000): boolean {
+  if (outcomeOf(pr).done) return false;
+  const timeout = parseDuration(pr.spec?.timeouts?.pipeline ?? '');
+  if (!timeout) return false;
+  const started = Date.parse(pr.status?.startTime ?? pr.metadata.creationTimestamp ?? '');
+  return Number.isFinite(started) && now - started > timeout + graceMs;
 }

@@ -85,6 +85,9 @@ test('metrics change as requests move; names of the Go controller kept', async (
   const pr = await waitFor('PipelineRun', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
   await waitForReason(requester, 'team-a', 'metered', ['Running']);
   await waitFor('concurrent gauge 1', async () => sample(await scrape(port), 'internal_request_attempt_concurrent_requests') === 1);
+  const running = await scrape(port);
+  assert.equal(sample(running, 'internal_request_time_to_running_seconds_count', { request: 'sign', namespace: 'team-a', remote: 'default' }), 1, 'time to Running observed once');
+  assert.equal(sample(running, 'internal_services_pipelineruns_past_timeout', { remote: 'default' }), 0, 'a run within its timeout');
   await releaseRun(env, pr.metadata.name!);
   await waitForReason(requester, 'team-a', 'metered', ['Succeeded'], 60_000);
   const text = await waitFor('attempt counter', async () => {

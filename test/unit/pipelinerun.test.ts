@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildPipelineRun, convertResults, outcomeOf, requestKeyOf, type RunSpec } from '../../src/tekton/pipelinerun.js';
+import { buildPipelineRun, convertResults, outcomeOf, pastTimeout, requestKeyOf, type RunSpec } from '../../src/tekton/pipelinerun.js';
 import { requestedOf } from '../../src/controller/requested.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { checkParams } from '../../src/tekton/params.js';
@@ -118,4 +118,21 @@ test("the request's labels go to the PipelineRun, except reserved ones (ours, Te
   assert.equal(pr.metadata.labels?.['app.kubernetes.io/managed-by'], 'internal-services');
   assert.equal(pr.metadata.labels?.['app.kubernetes.io/part-of'], undefined);
   assert.ok(reservedLabel('k8s.io/x') && reservedLabel('sub.k8s.io/x') && !reservedLabel('example.com/x') && !reservedLabel('plain'));
+});
+
+test('past its timeout: an unfinished run more than the grace past timeouts.pipeline; finished and untimed runs never', () => {
+  const start = Date.parse('2026-11-23T10:00:00Z');
+  const run = (timeout: string | undefined, status: Record<string, unknown> = {}) => {
+    const pr = pipelineRun('u-t', { startTime: '2026-11-23T10:00:00Z', ...status } as never);
+    pr.spec = { ...pr.spec, ...(timeout !== undefined ? { timeouts: { pipeline: timeout } } : {}) };
+    return pr;
+  };
+  const min = 60_000;
+  assert.equal(pastTimeout(run('1h0m0s'), start + 60 * min + 4 * min), false, 'within the 5 min grace');
+  assert.equal(pastTimeout(run('1h0m0s'), start + 60 * min + 6 * min), true);
+  assert.equal(pastTimeout(run('1h0m0s'), start + 66 * min, 10 * min), false, 'a longer grace');
+  assert.equal(pastTimeout(run('0s'), start + 1000 * min), false, '0: no timeout');
+  assert.equal(pastTimeout(run(undefined), start + 1000 * min), false, 'none: no timeout');
+  const finished = run('1h0m0s', { conditions: [{ type: 'Succeeded', status: 'False', reason: 'PipelineRunTimeout', message: 'timed out' }] });
+  assert.equal(pastTimeout(finished, start + 1000 * min), false, 'Tekton ended it');
 });
