@@ -93,7 +93,8 @@ export interface ChaosResult {
   requests: number;
   faults: FaultRecord[];
   recoveryByKind: Record<string, Distribution>;
-  failover: { kills: number; takeoverMs: Distribution };
+  /** Kill → a replica logs "became leader": by the standby after kill-leader (the lease-duration + 2 s target), and after kill-both (a process must start first). */
+  failover: { kills: number; takeoverMs: Distribution; standbyTakeoverMs: Distribution; afterKillBothMs: Distribution };
   latencyMs: { baseline: Distribution | null; chaos: Distribution };
   counts: { allowed: number; rejected: number; deletedByRun: number; succeeded: number; rejectedSeen: number; restarts: number; relists410: number };
   problems: string[];
@@ -238,10 +239,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const command =
       'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} ' +
       '--metrics-bind-address 0 --health-probe-bind-address 0 --leader-elect --lease-duration 4s --renew-deadline 3s --retry-period 1s --resync-period 30s';
-    const takeovers: number[] = [];
-    let lastLeaderLoss: number | undefined;
+    const takeovers: Array<{ ms: number; kind: FaultKind }> = [];
+    let lastLeaderLoss: { at: number; kind: FaultKind } | undefined;
     const onLeader = () => {
-      if (lastLeaderLoss !== undefined) takeovers.push(performance.now() - lastLeaderLoss);
+      if (lastLeaderLoss !== undefined) takeovers.push({ ms: performance.now() - lastLeaderLoss.at, kind: lastLeaderLoss.kind });
       lastLeaderLoss = undefined;
     };
     // Ready: caches filled, waiting for (or holding) the lease; one of them leads.
@@ -323,7 +324,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       switch (f.kind) {
         case 'kill-leader':
           if (!leader) return 'no leader at that moment: nothing killed';
-          lastLeaderLoss = performance.now();
+          lastLeaderLoss = { at: performance.now(), kind: f.kind };
           leader.kill();
           return `killed replica ${leader.index} (leader)`;
         case 'kill-standby':
@@ -331,7 +332,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           standby.kill();
           return `killed replica ${standby.index} (standby)`;
         case 'kill-both':
-          lastLeaderLoss = performance.now();
+          lastLeaderLoss = { at: performance.now(), kind: f.kind };
           replicas.forEach((r) => r.kill());
           return 'killed both replicas';
         case 'remote-down':
@@ -513,7 +514,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       requests: recs.length,
       faults,
       recoveryByKind,
-      failover: { kills: faults.filter((f) => f.kind === 'kill-leader' || f.kind === 'kill-both').length, takeoverMs: distribution(takeovers, 0) },
+      failover: { kills: faults.filter((f) => f.kind === 'kill-leader' || f.kind === 'kill-both').length, takeoverMs: distribution(takeovers.map((t) => t.ms), 0),
+        standbyTakeoverMs: distribution(takeovers.filter((t) => t.kind === 'kill-leader').map((t) => t.ms), 0),
+        afterKillBothMs: distribution(takeovers.filter((t) => t.kind === 'kill-both').map((t) => t.ms), 0),
+      },
       latencyMs: { baseline, chaos: latency(live) },
       counts: {
         allowed: recs.filter((r) => r.allowed).length,
@@ -564,7 +568,7 @@ export function formatChaos(r: ChaosResult): string {
   lines.push(`  outcome: ${r.ok ? 'OK' : 'PROBLEMS'}: ${r.counts.succeeded}/${r.counts.allowed - r.counts.deletedByRun} allowed Succeeded with their results, ${r.counts.rejectedSeen}/${r.counts.rejected} rejected Rejected, ${r.counts.deletedByRun} deleted and re-created by the run; controller restarts ${r.counts.restarts}`);
   lines.push(`  exactly once (audit log): ${r.problems.filter((p) => /PipelineRun creates/.test(p)).length === 0 ? 'one successful PipelineRun create per allowed request, none for rejected ones' : 'VIOLATED'}`);
   lines.push(`  latency create→final: baseline ${d(r.latencyMs.baseline)}; under faults ${d(r.latencyMs.chaos)}`);
-  lines.push(`  leader takeover after a kill: ${d(r.failover.takeoverMs)}`);
+  lines.push(`  leader takeover after a kill: ${d(r.failover.takeoverMs)}; by the standby after kill-leader: ${d(r.failover.standbyTakeoverMs)}; after kill-both (restart first): ${d(r.failover.afterKillBothMs)}`);
   lines.push(`  watch relists after 410 Gone (controller logs): ${r.counts.relists410}`);
   lines.push('  recovery (fault end → first successful status write), by kind:');
   for (const [k, v] of Object.entries(r.recoveryByKind)) {
