@@ -563,7 +563,7 @@ function countLines(dir: string, replica: number, re: RegExp): number {
 
 export function formatChaos(r: ChaosResult): string {
   const lines: string[] = [];
-  const d = (x: Distribution | null) => (x ? `p50 ${x.p50} ms, p99 ${x.p99} ms, max ${x.max} ms (n=${x.count})` : 'n/a');
+  const d = (x: Distribution | null) => (x && x.count ? `p50 ${x.p50} ms, p99 ${x.p99} ms, max ${x.max} ms (n=${x.count})` : 'n/a');
   lines.push(`chaos run, seed ${r.seed}: ${r.requests} requests, ${r.faults.length} faults, ${r.seconds} s (controller: 2 replicas, real processes; ${r.tekton === 'real' ? 'real Tekton v1.6, pods simulated' : 'PipelineRuns: simulated executor, a stand-in for Tekton'})`);
   lines.push(`  outcome: ${r.ok ? 'OK' : 'PROBLEMS'}: ${r.counts.succeeded}/${r.counts.allowed - r.counts.deletedByRun} allowed Succeeded with their results, ${r.counts.rejectedSeen}/${r.counts.rejected} rejected Rejected, ${r.counts.deletedByRun} deleted and re-created by the run; controller restarts ${r.counts.restarts}`);
   lines.push(`  exactly once (audit log): ${r.problems.filter((p) => /PipelineRun creates/.test(p)).length === 0 ? 'one successful PipelineRun create per allowed request, none for rejected ones' : 'VIOLATED'}`);
