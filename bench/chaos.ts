@@ -17,6 +17,7 @@
  * PipelineRun left of a rejected or deleted request; nothing stuck.
  */
 import { isFinished } from '../src/api/conditions.js';
+import { parseHeapSpaces } from './heapstat.js';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
@@ -679,11 +680,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
       const fds = readdirCount(`/proc/${proc!.pid}/fd`);
       const text = metricsPort ? await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text() : '';
+      const heap = parseHeapSpaces(text);
       const s: SoakSample = {
         t: round((performance.now() - t0) / 1000, 0),
         rssMb: round(rssKb / 1024, 1),
-        heapMb: round(metric(text, 'nodejs_heap_size_used_bytes') / (1024 * 1024), 1),
-        externalMb: round(metric(text, 'nodejs_external_memory_bytes') / (1024 * 1024), 1),
+        heapMb: heap?.heapUsedMB ?? NaN,
+        externalMb: heap?.externalMB ?? NaN,
         fds,
         eventLoopP99Ms: round(metric(text, 'nodejs_eventloop_lag_p99_seconds') * 1000, 1),
         requestsDone: done,

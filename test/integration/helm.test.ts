@@ -31,14 +31,14 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AuthorizationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { controllerCommand, type ControllerFlags } from '../../src/cli/controller.js';
 import { startEnvironment, type ControlPlane, type Environment } from '../../src/envtest/environment.js';
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, waitForCrds } from '../../src/envtest/apply.js';
 import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
 import { repoRoot } from '../../src/util/repo.js';
-import { createRequest, messageOf, runCli, testPipeline, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+import { createRequest, expectAccess as expectAccessOn, messageOf, runCli, testPipeline, waitFor, waitForReason, type AccessCheck, type ControllerProcess } from './helpers.js';
 
 type Obj = {
   apiVersion: string;
@@ -299,32 +299,11 @@ async function serverDryRun(plane: ControlPlane, objects: Obj[]): Promise<void> 
 
 const CONTROLLER_GROUPS = (ns: string) => ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'];
 
-interface Check {
-  verb: string;
-  resource: string;
-  group?: string;
-  subresource?: string;
-  namespace?: string;
-  name?: string;
-}
+type Check = AccessCheck;
 
 async function expectAccess(plane: ControlPlane, sa: { namespace: string; name: string }, expected: boolean, checks: Check[]): Promise<void> {
-  const authz = plane.identities.admin.kubeConfig().makeApiClient(AuthorizationV1Api);
-  const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
-  const wrong: string[] = [];
-  for (const c of checks) {
-    const resourceAttributes: V1ResourceAttributes = { verb: c.verb, resource: c.resource, group: c.group ?? '' };
-    if (c.subresource) resourceAttributes.subresource = c.subresource;
-    if (c.namespace) resourceAttributes.namespace = c.namespace;
-    if (c.name) resourceAttributes.name = c.name;
-    const sar = await authz.createSubjectAccessReview({
-      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user, groups: CONTROLLER_GROUPS(sa.namespace), resourceAttributes } },
-    });
-    if ((sar.status?.allowed === true) !== expected) {
-      wrong.push(`${c.verb} ${c.resource}${c.subresource ? `/${c.subresource}` : ''}${c.group ? `.${c.group}` : ''}${c.name ? ` ${c.name}` : ''} ${c.namespace ? `in ${c.namespace}` : 'cluster-wide'}`);
-    }
-  }
-  assert.deepEqual(wrong, [], `${user} should ${expected ? 'be allowed' : 'be DENIED'}: ${wrong.join('; ')}`);
+  const who = { user: `system:serviceaccount:${sa.namespace}:${sa.name}`, groups: CONTROLLER_GROUPS(sa.namespace) };
+  await expectAccessOn(plane.identities.admin.kubeConfig(), '', who, expected, checks);
 }
 
 const each = (verbs: string[], c: Omit<Check, 'verb'>): Check[] => verbs.map((verb) => ({ ...c, verb }));

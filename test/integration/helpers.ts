@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CustomObjectsApi, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
 import type { Environment } from '../../src/envtest/environment.js';
 import { applyObjects } from '../../src/envtest/apply.js';
@@ -226,3 +226,40 @@ export function sample(text: string, name: string, labels: Record<string, string
 
 /** The test relay is the envtest fault proxy (cut, freeze, cutAfterMs). */
 export { FaultProxy as Relay, kubeconfigVia } from '../../src/envtest/fault-proxy.js';
+
+/** One question for the API server's authorizer (a SubjectAccessReview). */
+export interface AccessCheck {
+  verb: string;
+  resource: string;
+  group?: string;
+  subresource?: string;
+  /** Omitted: cluster-wide. */
+  namespace?: string;
+  /** A resource name (resourceNames rules). */
+  name?: string;
+}
+
+async function accessAllowed(kc: KubeConfig, who: { user: string; groups: string[] }, c: AccessCheck): Promise<boolean> {
+  const resourceAttributes: V1ResourceAttributes = { verb: c.verb, resource: c.resource, group: c.group ?? '' };
+  if (c.subresource) resourceAttributes.subresource = c.subresource;
+  if (c.namespace) resourceAttributes.namespace = c.namespace;
+  if (c.name) resourceAttributes.name = c.name;
+  const sar = await kc.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+    body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: who.user, groups: who.groups, resourceAttributes } },
+  });
+  return sar.status?.allowed === true;
+}
+
+function describeAccessCheck(c: AccessCheck): string {
+  const res = `${c.resource}${c.subresource ? `/${c.subresource}` : ''}${c.group ? `.${c.group}` : ''}`;
+  return `${c.verb} ${res}${c.name ? ` ${c.name}` : ''} ${c.namespace ? `in ${c.namespace}` : 'cluster-wide'}`;
+}
+
+/** Asserts every check has the expected answer for `who` (asked as the admin of `kc`); reports all mismatches at once. */
+export async function expectAccess(kc: KubeConfig, where: string, who: { user: string; groups: string[] }, expected: boolean, checks: AccessCheck[]): Promise<void> {
+  const wrong: string[] = [];
+  for (const c of checks) {
+    if ((await accessAllowed(kc, who, c)) !== expected) wrong.push(describeAccessCheck(c));
+  }
+  assert.deepEqual(wrong, [], `${where}${who.user} should ${expected ? 'be allowed' : 'be DENIED'}: ${wrong.join('; ')}`);
+}

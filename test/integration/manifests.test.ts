@@ -5,11 +5,11 @@
  * and their RBAC grants the controller what it needs and nothing more,
  * checked with SubjectAccessReviews against the live authorizer.
  */
+import { expectAccess as expectAccessOn, type AccessCheck } from './helpers.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { AuthorizationV1Api, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { repoRoot } from '../../src/api/crd-render.js';
 import { CONTROLLER_NAMESPACE, CONTROLLER_USERNAME, startEnvironment, type Environment } from '../../src/envtest/environment.js';
@@ -76,41 +76,10 @@ async function apply(cluster: 'internal' | 'remote', yaml: string, dryRun: boole
   return kubectlOk(args, yaml);
 }
 
-interface Check {
-  verb: string;
-  resource: string;
-  group?: string;
-  subresource?: string;
-  /** Omitted: cluster-wide. */
-  namespace?: string;
-  /** A resource name (resourceNames rules). */
-  name?: string;
-}
+type Check = AccessCheck;
 
-async function allowed(kc: KubeConfig, who: { user: string; groups: string[] }, c: Check): Promise<boolean> {
-  const resourceAttributes: V1ResourceAttributes = { verb: c.verb, resource: c.resource, group: c.group ?? '' };
-  if (c.subresource) resourceAttributes.subresource = c.subresource;
-  if (c.namespace) resourceAttributes.namespace = c.namespace;
-  if (c.name) resourceAttributes.name = c.name;
-  const sar = await kc.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
-    body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: who.user, groups: who.groups, resourceAttributes } },
-  });
-  return sar.status?.allowed === true;
-}
-
-function describeCheck(c: Check): string {
-  const res = `${c.resource}${c.subresource ? `/${c.subresource}` : ''}${c.group ? `.${c.group}` : ''}`;
-  return `${c.verb} ${res}${c.name ? ` ${c.name}` : ''} ${c.namespace ? `in ${c.namespace}` : 'cluster-wide'}`;
-}
-
-/** Asserts every check has the expected answer; reports all mismatches at once. */
 async function expectAccess(cluster: 'internal' | 'remote', who: { user: string; groups: string[] }, expected: boolean, checks: Check[]): Promise<void> {
-  const kc = env[cluster].identities.admin.kubeConfig();
-  const wrong: string[] = [];
-  for (const c of checks) {
-    if ((await allowed(kc, who, c)) !== expected) wrong.push(describeCheck(c));
-  }
-  assert.deepEqual(wrong, [], `${cluster}: ${who.user} should ${expected ? 'be allowed' : 'be DENIED'}: ${wrong.join('; ')}`);
+  await expectAccessOn(env[cluster].identities.admin.kubeConfig(), `${cluster}: `, who, expected, checks);
 }
 
 function each(verbs: string[], c: Omit<Check, 'verb'>): Check[] {
