@@ -110,17 +110,17 @@ export function createMetrics(): Metrics {
   });
   new Gauge({
     name: 'internal_services_requests_waiting',
-    help: 'Unfinished requests that have no PipelineRun yet, by reason (Pending, Resolving, AwaitingApproval, Queued, Following, or none: not looked at yet)',
-    labelNames: ['remote', 'reason'],
+    help: 'Unfinished requests that have no PipelineRun yet, by phase (the reason of their Progressing condition: WaitingForConfig, Resolving, AwaitingApproval, Queued, Following, or none: not looked at yet)',
+    labelNames: ['remote', 'phase'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const [remote, byReason] of Object.entries(sources?.waiting() ?? {})) for (const [reason, n] of Object.entries(byReason)) this.set({ remote, reason }, n);
+      for (const [remote, byPhase] of Object.entries(sources?.waiting() ?? {})) for (const [phase, n] of Object.entries(byPhase)) this.set({ remote, phase }, n);
     },
   });
   new Gauge({
     name: 'internal_services_config_present',
-    help: '1 while the InternalServicesConfig "config" exists; 0: new requests wait (reason Pending)',
+    help: '1 while the InternalServicesConfig "config" exists; 0: new requests wait (phase WaitingForConfig)',
     registers: [registry],
     collect() {
       this.set(sources?.configPresent() ? 1 : 0);

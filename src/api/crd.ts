@@ -64,6 +64,7 @@ function crd(names: Names, description: string, spec: Schema, status: Schema | u
 }
 
 const succeeded = (field: string) => `.status.conditions[?(@.type=="Succeeded")].${field}`;
+const progressing = (field: string) => `.status.conditions[?(@.type=="Progressing")].${field}`;
 
 export const internalRequestCrd = crd(
   INTERNAL_REQUEST,
@@ -78,6 +79,8 @@ export const internalRequestCrd = crd(
     { name: 'Path', type: 'string', jsonPath: '.spec.pipeline.pipelineRef.params[?(@.name=="pathInRepo")].value', priority: 1 },
     { name: 'Succeeded', type: 'string', jsonPath: succeeded('status') },
     { name: 'Reason', type: 'string', jsonPath: succeeded('reason') },
+    // Where an unfinished request stands (WaitingForConfig, Resolving, AwaitingApproval, Queued, Following, Running); the outcome once finished.
+    { name: 'Phase', type: 'string', jsonPath: progressing('reason') },
     { name: 'PipelineRun', type: 'string', jsonPath: '.status.pipelineRun', priority: 1 },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],

@@ -179,7 +179,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     lastContact: () => controller.lastContact(),
     leader: () => (elector ? elector.isLeader : true),
     configPresent: () => controller.configPresent,
-    waiting: () => controller.waitingByReason(),
+    waiting: () => controller.waitingByPhase(),
     pastTimeout: () => controller.pipelineRunsPastTimeout(),
   });
   const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...(secrets?.readiness() ?? [])], log) : undefined;

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { CONFIG_NAME, INTERNAL_REQUEST_APPROVAL, INTERNAL_SERVICES_CONFIG, type InternalRequest, type InternalRequestApproval, type InternalServicesConfig } from '../api/types.js';
 import { approvalTrust, type ApprovalTrust } from './trust.js';
-import { isFinished, Reason, succeededCondition } from '../api/conditions.js';
+import { isFinished, Phase, phaseOf, Reason, succeededCondition } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
 import { Informer, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import { Remote, splitKey, type RemoteMode, type RemoteSpec } from './remote.js';
@@ -420,7 +420,7 @@ export class Controller {
     const waiting: Waiting[] = [];
     for (const remote of this.remotes.values()) {
       for (const r of remote.requests.list()) {
-        if (isFinished(r) || succeededCondition(r)?.reason !== Reason.Queued) continue;
+        if (phaseOf(r) !== Phase.Queued) continue;
         waiting.push({ key: remote.keyOf(r), tenant: tenantOf(remote.name, r.metadata.namespace ?? ''), created: r.metadata.creationTimestamp ?? '' });
       }
     }
@@ -437,15 +437,15 @@ export class Controller {
     for (const key of fairOrder(view, cap).slice(0, free)) this.queue.add(key);
   }
 
-  /** Unfinished requests without a PipelineRun, per remote, by the reason of their condition ("none": not looked at yet), for a gauge. */
-  waitingByReason(): Record<string, Record<string, number>> {
+  /** Unfinished requests without a PipelineRun, per remote, by phase ("none": not looked at yet), for a gauge. */
+  waitingByPhase(): Record<string, Record<string, number>> {
     const all: Record<string, Record<string, number>> = {};
     for (const remote of this.remotes.values()) {
-      const out: Record<string, number> = { none: 0, Pending: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
+      const out: Record<string, number> = { none: 0, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
       for (const r of remote.requests.list()) {
         if (isFinished(r) || r.status?.pipelineRun) continue;
-        const reason = succeededCondition(r)?.reason ?? 'none';
-        out[reason] = (out[reason] ?? 0) + 1;
+        const phase = phaseOf(r) ?? 'none';
+        out[phase] = (out[phase] ?? 0) + 1;
       }
       all[remote.name] = out;
     }
@@ -860,8 +860,9 @@ export class Controller {
     }
     this.writtenOverlay.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written });
     const c = status.conditions?.[0];
-    this.log.info({ request: key, reason: c?.reason, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
-    if (c?.reason === Reason.Running && succeededCondition(request)?.reason !== Reason.Running) {
+    const phase = phaseOf({ status });
+    this.log.info({ request: key, reason: c?.reason, phase, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
+    if (phase === Phase.Running && phaseOf(request) !== Phase.Running) {
       const created = Date.parse(request.metadata.creationTimestamp ?? '');
       this.opts.metrics?.started?.(request, Number.isFinite(created) ? Math.max(0, Date.now() - created) / 1000 : 0, remote.name);
     }

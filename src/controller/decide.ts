@@ -4,7 +4,7 @@
  * is covered by a table of cases in test/unit/decide.test.ts. The numbered
  * steps follow the request flow of the design (seed 000/001).
  */
-import { isFinished, Reason, succeededCondition, withSucceeded, rfc3339 } from '../api/conditions.js';
+import { finished, inProgress, isFinished, Phase, Reason, showsPhase, succeededCondition, rfc3339, type Outcome } from '../api/conditions.js';
 import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
 import { approvalFor } from './approval.js';
 import type { Grant } from '../policy/grant.js';
@@ -135,7 +135,7 @@ export function decide(o: Observation): Action[] {
     // The request was marked Running but its PipelineRun is gone: someone
     // deleted it. It cannot be re-run (that would run the work twice).
     if (req.status?.pipelineRun) {
-      actions.push(finish(req, o, 'False', Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new InternalRequest to try again`, {}, 'PIPELINERUN_MISSING'));
+      actions.push(finish(req, o, Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new InternalRequest to try again`, {}, 'PIPELINERUN_MISSING'));
       actions.push(...new Resolutions(o, uid).cleanup());
       return actions;
     }
@@ -145,10 +145,8 @@ export function decide(o: Observation): Action[] {
     //    every waiting request back here.
     if (!o.config.present) {
       const msg = `waiting for the internal cluster's configuration: there is no InternalServicesConfig "config" in namespace ${JSON.stringify(o.namespace)}; the request is decided once its administrators create it`;
-      const c = succeededCondition(req);
-      if (c?.reason === Reason.Pending && c.message === msg) return actions;
-      const status: InternalRequestStatus = { ...req.status, conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Pending, message: msg, ...gen(req) }, o.now), ...gen(req) };
-      return [...actions, { type: 'writeStatus', status, event: { type: 'Warning', reason: Reason.Pending, message: msg } }];
+      if (showsPhase(req, Phase.WaitingForConfig, msg)) return actions;
+      return [...actions, waiting(req, o, Phase.WaitingForConfig, msg, {}, { type: 'Warning', reason: Phase.WaitingForConfig, message: msg })];
     }
     // 3. Only allowed namespaces are served.
     const ns = req.metadata.namespace ?? '';
@@ -169,15 +167,13 @@ export function decide(o: Observation): Action[] {
     if (follow.kind === 'copy') {
       const e = follow.earlier;
       const msg = `request ${JSON.stringify(e.name)} with the same idempotency key ${JSON.stringify(idem)} and spec already succeeded${e.pipelineRun ? ` (PipelineRun ${e.pipelineRun})` : ''}: its results are copied, nothing ran again`;
-      return [...actions, finish(req, o, 'True', Reason.Succeeded, msg, e.results ?? {}, undefined, undefined, undefined, { followed: { name: e.name, uid: e.uid } })];
+      return [...actions, finish(req, o, Reason.Succeeded, msg, e.results ?? {}, undefined, undefined, undefined, { followed: { name: e.name, uid: e.uid } })];
     }
     if (follow.kind === 'follow') {
       const e = follow.earlier;
       const msg = `following request ${JSON.stringify(e.name)}, which has the same idempotency key ${JSON.stringify(idem)} and spec${e.pipelineRun ? ` (PipelineRun ${e.pipelineRun})` : ''}: this request ends as it ends, and nothing runs twice`;
-      const c = succeededCondition(req);
-      if (c?.reason === Reason.Following && c.message === msg) return actions;
-      const status: InternalRequestStatus = { ...req.status, followed: { name: e.name, uid: e.uid }, conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Following, message: msg, ...gen(req) }, o.now), ...gen(req) };
-      return [...actions, { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Following, message: msg } }];
+      if (showsPhase(req, Phase.Following, msg) && req.status?.followed?.uid === e.uid) return actions;
+      return [...actions, waiting(req, o, Phase.Following, msg, { followed: { name: e.name, uid: e.uid } }, { type: 'Normal', reason: Phase.Following, message: msg })];
     }
     // 4. What to run, and which rule grants it (the allowList, or the first
     //    per-namespace rule that grants this Pipeline): its settings apply.
@@ -276,10 +272,8 @@ export function decide(o: Observation): Action[] {
     const admission = admit({ key: `${tenant}/${req.metadata.name ?? ''}`, tenant, created: req.metadata.creationTimestamp ?? '' }, o.capacity ?? { running: 0, runningByTenant: new Map(), waiting: [] }, o.config.capacity);
     if (!admission.admitted) {
       const message = `waiting for a free slot on the internal cluster: ${admission.why}; position ${admission.position} of ${admission.waiting} waiting (namespaces take turns)`;
-      const c = succeededCondition(req);
-      if (c?.reason === Reason.Queued && c.message === message) return actions;
-      const status: InternalRequestStatus = { ...req.status, ...(approvalRecord ? { approval: approvalRecord } : {}), conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Queued, message, ...gen(req) }, o.now), ...gen(req) };
-      return [...actions, { type: 'writeStatus', status }];
+      if (showsPhase(req, Phase.Queued, message) && (!approvalRecord || req.status?.approval?.result === approvalRecord.result)) return actions;
+      return [...actions, waiting(req, o, Phase.Queued, message, approvalRecord ? { approval: approvalRecord } : {})];
     }
     actions.push({ type: 'createPipelineRun', pipelineRun: pr });
     // 9. Marked Running; the resolutions (and the approval) are no longer needed.
@@ -295,8 +289,7 @@ export function decide(o: Observation): Action[] {
     // granted it asked for running requests to be stopped then.
     const revoked = !out.cancelled ? revocationOf(o, req, ours) : undefined;
     if (revoked) actions.push({ type: 'cancelPipelineRun', pipelineRun: ours, why: revoked, annotations: { [ANNOTATION_REVOKED]: revoked } });
-    const c = succeededCondition(req);
-    if (c?.reason !== Reason.Running || req.status?.pipelineRun !== ref || req.status?.observedGeneration !== generation) {
+    if (!showsPhase(req, Phase.Running, runningMessage(ref)) || req.status?.pipelineRun !== ref || req.status?.observedGeneration !== generation) {
       actions.push(running(req, o, ref, ours));
     }
     actions.push(...new Resolutions(o, uid).cleanup());
@@ -309,13 +302,13 @@ export function decide(o: Observation): Action[] {
   // always say which PipelineRun ran what.
   const ran: InternalRequestStatus = { pipelineRun: ref, ...(pipelineStatusOf(ours) ? { pipeline: pipelineStatusOf(ours) } : {}) };
   if (out.succeeded) {
-    actions.push(finish(req, o, 'True', Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime, ran));
+    actions.push(finish(req, o, Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime, ran));
   } else {
     const failed = o.failedTasks?.length ? `; failed tasks: ${[...o.failedTasks].sort().join(', ')}` : '';
     const revoked = ours.metadata.annotations?.[ANNOTATION_REVOKED];
     const why = revoked ? `cancelled because the configuration no longer allows it: ${revoked}` : [out.reason, out.message].filter(Boolean).join(': ');
     actions.push(
-      finish(req, o, 'False', Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime, ran),
+      finish(req, o, Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime, ran),
     );
   }
   // 9. Then the PipelineRun is removed, unless debugging.
@@ -390,13 +383,27 @@ function running(req: InternalRequest, o: Observation, ref: string, pr: Pipeline
     ...previous,
     ...(approval ? { approval } : {}),
     ...(pipeline ? { pipeline } : {}),
-    conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Running, message: `PipelineRun ${ref} is running`, ...gen(req) }, o.now),
+    conditions: inProgress(req.status?.conditions, Phase.Running, { message: runningMessage(ref), ...gen(req) }, o.now),
     startTime: req.status?.startTime ?? rfc3339(o.now),
     pipelineRun: ref,
     ...gen(req),
   };
   const approvedBy = approval?.by ? `, approved by ${JSON.stringify(approval.by)} under rule ${JSON.stringify(approval.rule ?? '')}${approval.message ? `: ${approval.message}` : ''}` : '';
   return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster${approvedBy}`, ...(approvedBy ? {} : { success: true as const }) } };
+}
+
+function runningMessage(ref: string): string {
+  return `PipelineRun ${ref} is running`;
+}
+
+/**
+ * An unfinished request waits in `phase`: Succeeded stays Unknown/Running
+ * (the requester's contract), the phase and its message go into Progressing
+ * and into both messages.
+ */
+function waiting(req: InternalRequest, o: Observation, phase: Phase, message: string, extra: InternalRequestStatus, event?: EventSpec): Action & { type: 'writeStatus' } {
+  const status: InternalRequestStatus = { ...req.status, ...extra, conditions: inProgress(req.status?.conditions, phase, { message, ...gen(req) }, o.now), ...gen(req) };
+  return { type: 'writeStatus', status, ...(event ? { event } : {}) };
 }
 
 function reject(req: InternalRequest, o: Observation, message: string, code: ErrorCode): Action {
@@ -409,10 +416,10 @@ function reject(req: InternalRequest, o: Observation, message: string, code: Err
  * (a PipelineRun the internal cluster will not store, results the remote one
  * will not).
  */
-export function endWithoutResults(req: InternalRequest, reason: string, message: string, now: Date, code: ErrorCode): Action & { type: 'writeStatus' } {
+export function endWithoutResults(req: InternalRequest, reason: typeof Reason.Failed | typeof Reason.Rejected, message: string, now: Date, code: ErrorCode): Action & { type: 'writeStatus' } {
   const status: InternalRequestStatus = {
     ...req.status,
-    conditions: withSucceeded(req.status?.conditions, { status: 'False', reason, message, ...gen(req) }, now),
+    conditions: finished(req.status?.conditions, reason, { message, ...gen(req) }, now),
     completionTime: rfc3339(now),
     ...gen(req),
   };
@@ -423,8 +430,7 @@ export function endWithoutResults(req: InternalRequest, reason: string, message:
 function finish(
   req: InternalRequest,
   o: Observation,
-  status: 'True' | 'False',
-  reason: string,
+  reason: Outcome,
   message: string,
   results: Record<string, string>,
   code?: ErrorCode,
@@ -435,13 +441,13 @@ function finish(
   const s: InternalRequestStatus = {
     ...req.status,
     ...extra,
-    conditions: withSucceeded(req.status?.conditions, { status, reason, message, ...gen(req) }, o.now),
+    conditions: finished(req.status?.conditions, reason, { message, ...gen(req) }, o.now),
     startTime: req.status?.startTime ?? startTime ?? rfc3339(o.now),
     completionTime: completionTime ?? rfc3339(o.now),
     ...gen(req),
   };
   if (Object.keys(results).length) s.results = results;
-  return { type: 'writeStatus', status: s, event: status === 'True' ? { type: 'Normal', reason, message, success: true } : { type: 'Warning', reason, message }, ...(code ? { code } : {}) };
+  return { type: 'writeStatus', status: s, event: reason === Reason.Succeeded ? { type: 'Normal', reason, message, success: true } : { type: 'Warning', reason, message }, ...(code ? { code } : {}) };
 }
 
 function gen(req: InternalRequest): { observedGeneration?: number } {
@@ -477,15 +483,8 @@ class Resolutions {
       const r = outcomeOfResolution(rr, this.o.now, timeout);
       if (r.state === 'pending') ms = Math.min(ms, timeout - r.waitedMs);
     }
-    const c = succeededCondition(req);
-    if (c?.reason !== Reason.Resolving || c.message !== `${what}; nothing runs until every reference is checked`) {
-      const status: InternalRequestStatus = {
-        ...req.status,
-        conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.Resolving, message: `${what}; nothing runs until every reference is checked`, ...gen(req) }, this.o.now),
-        ...gen(req),
-      };
-      actions.push({ type: 'writeStatus', status });
-    }
+    const message = `${what}; nothing runs until every reference is checked`;
+    if (!showsPhase(req, Phase.Resolving, message)) actions.push(waiting(req, this.o, Phase.Resolving, message, {}));
     actions.push({ type: 'requeueAfter', ms: Math.max(250, ms) + 250 });
     return actions;
   }
@@ -535,10 +534,8 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
       `waiting for approval under ${where}: someone allowed to approve it (verb "approve" on rules.appstudio.redhat.com ${JSON.stringify(rule)} in namespace ${JSON.stringify(o.namespace)} of the internal cluster) ` +
       `runs "kubectl internalrequest approve ${ref}" (or "deny ${ref} --message …") against the internal cluster; without a decision by ${expiresAt} the request is Rejected` +
       (note ? `. ${note}` : '');
-    const c = succeededCondition(req);
-    if (c?.reason === Reason.AwaitingApproval && c.message === message) return [];
-    const status: InternalRequestStatus = { ...req.status, conditions: withSucceeded(req.status?.conditions, { status: 'Unknown', reason: Reason.AwaitingApproval, message, ...gen(req) }, o.now), ...gen(req) };
-    return [{ type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.AwaitingApproval, message } }];
+    if (showsPhase(req, Phase.AwaitingApproval, message)) return [];
+    return [waiting(req, o, Phase.AwaitingApproval, message, {}, { type: 'Normal', reason: Phase.AwaitingApproval, message })];
   };
   const until = (expiresAt: string): Action => ({ type: 'requeueAfter', ms: Math.max(1000, Date.parse(expiresAt) - o.now.getTime() + 500) });
   if (!existing) {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { admit, fairOrder, type CapacityView } from '../../src/policy/capacity.js';
 import { decide } from '../../src/controller/decide.js';
-import { config, NOW, NS, pipeline, request } from './fixtures.js';
+import { assertPhase, config, NOW, NS, pipeline, request } from './fixtures.js';
 
 const w = (tenant: string, n: number, created: string) => ({ key: `${tenant}/r${n}`, tenant, created });
 
@@ -39,7 +39,7 @@ test('decide: beyond the capacity the request is Queued with its position, writt
   const a = decide({ namespace: NS, request: request(), pipelineRuns: [], config: capped, pipeline: pipeline(), now: NOW, capacity: full });
   assert.deepEqual(a.map((x) => x.type), ['writeStatus']);
   const st = (a[0] as { status: { conditions?: Array<{ reason: string; status: string; message: string }> } }).status;
-  assert.equal(st.conditions?.[0]?.reason, 'Queued');
+  assertPhase(st as never, 'Queued');
   assert.equal(st.conditions?.[0]?.status, 'Unknown');
   assert.equal(st.conditions?.[0]?.message, 'waiting for a free slot on the internal cluster: all 1 slots are taken (capacity.maxRunning; 1 PipelineRuns running); position 1 of 1 waiting (namespaces take turns)');
   const again = decide({ namespace: NS, request: request({}, {}, st as never), pipelineRuns: [], config: capped, pipeline: pipeline(), now: NOW, capacity: { ...full, waiting: [{ key: 'default/team-a/req', tenant: 'default/team-a', created: '2026-11-22T09:59:00Z' }] } });

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { effectiveConfig } from '../../src/controller/config.js';
-import { config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD } from './fixtures.js';
+import { assertPhase, config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD } from './fixtures.js';
+import { inProgress, Phase } from '../../src/api/conditions.js';
 
 function observe(o: Partial<Observation>): Observation {
   return { namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...o };
@@ -91,12 +92,39 @@ test('PipelineRun exists (created before a restart) but request not yet Running:
 
 test('running request whose status is current: nothing to do', () => {
   const req = request({}, {}, {
-    conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running', message: 'x', lastTransitionTime: '2026-11-22T09:00:00Z', observedGeneration: 1 }],
+    conditions: inProgress(undefined, Phase.Running, { message: `PipelineRun ${NS}/ir-u-1 is running`, observedGeneration: 1 }, new Date('2026-11-22T09:00:00Z')),
     pipelineRun: `${NS}/ir-u-1`,
     observedGeneration: 1,
     startTime: '2026-11-22T09:00:00Z',
   });
   assert.deepEqual(decide(observe({ request: req, pipelineRuns: [pipelineRun('u-1', runningStatus())] })), []);
+});
+
+test("upgrade: an earlier version's in-progress reason in conditions[0] is rewritten to the contract's shape on the next reconcile, once", () => {
+  const legacy = (reason: string, message: string) => ({ conditions: [{ type: 'Succeeded', status: 'Unknown' as const, reason, message, lastTransitionTime: '2026-11-22T09:00:00Z', observedGeneration: 1 }], observedGeneration: 1 });
+  // written by the previous version while the configuration was missing; still missing
+  const noConfig = effectiveConfig(undefined, NS);
+  const w = statusOf(decide(observe({ request: request({}, {}, legacy('Pending', 'old words')), config: noConfig })));
+  assertPhase(w.status, 'WaitingForConfig');
+  assert.equal(w.status.conditions?.[0]?.lastTransitionTime, '2026-11-22T09:00:00Z', 'still Unknown: no transition of Succeeded');
+  assert.deepEqual(decide(observe({ request: request({}, {}, w.status), config: noConfig })), [], 'then left alone');
+  // Queued / AwaitingApproval / Following / Resolving under the previous version, now admitted and running
+  for (const old of ['Queued', 'AwaitingApproval', 'Following', 'Resolving']) {
+    const req = request({}, {}, { ...legacy(old, 'old words'), pipelineRun: `${NS}/ir-u-1`, startTime: '2026-11-22T09:00:00Z' });
+    const a = decide(observe({ request: req, pipelineRuns: [pipelineRun('u-1', runningStatus())] }));
+    assertPhase(statusOf(a).status, 'Running');
+  }
+  // Running in the previous version's shape (no Progressing condition): given one
+  const run = request({}, {}, { ...legacy('Running', `PipelineRun ${NS}/ir-u-1 is running`), pipelineRun: `${NS}/ir-u-1`, startTime: '2026-11-22T09:00:00Z' });
+  assertPhase(statusOf(decide(observe({ request: run, pipelineRuns: [pipelineRun('u-1', runningStatus())] }))).status, 'Running');
+});
+
+test('a finished request is never written again, whatever shape its conditions have', () => {
+  for (const [status, reason] of [['True', 'Succeeded'], ['False', 'Failed'], ['False', 'Rejected']] as const) {
+    const req = request({}, {}, { conditions: [{ type: 'Succeeded', status, reason, message: 'old', lastTransitionTime: '2026-11-22T09:00:00Z' }], completionTime: '2026-11-22T09:00:00Z' });
+    const a = decide(observe({ request: req, config: effectiveConfig(undefined, NS) }));
+    assert.ok(!a.some((x) => x.type === 'writeStatus'), `${reason}: not written`);
+  }
 });
 
 test('a succeeded PipelineRun: results copied, Succeeded True, then the PipelineRun deleted', () => {
@@ -160,7 +188,7 @@ test('Running request whose PipelineRun disappeared: Failed, never run twice', (
 test('the Succeeded condition stays entry 0 and other conditions are kept', () => {
   const req = request({}, {}, { conditions: [{ type: 'Approved', status: 'True', reason: 'Approved', message: 'ok', lastTransitionTime: '2026-11-22T09:00:00Z' }] });
   const w = statusOf(decide(observe({ request: req })));
-  assert.deepEqual(w.status.conditions?.map((c) => c.type), ['Succeeded', 'Approved']);
+  assert.deepEqual(w.status.conditions?.map((c) => c.type), ['Succeeded', 'Progressing', 'Approved']);
 });
 
 test('a malformed request (stored under an older schema) is rejected with what is wrong, once the namespace is allowed', () => {
@@ -248,12 +276,12 @@ test('the same thing said twice, differently: Rejected with both places named', 
   assert.deepEqual(types(decide(observe({ request: same, config: config({ allowList: ['team-a'], allowedServiceAccounts: ['a'] }) }))), ['createPipelineRun', 'writeStatus']);
 });
 
-test('no configuration: a new request waits (Pending, saying why) instead of being Rejected; written once', () => {
+test('no configuration: a new request waits (WaitingForConfig, saying why) instead of being Rejected; written once', () => {
   const a = decide(observe({ config: effectiveConfig(undefined, NS) }));
   assert.deepEqual(types(a), ['writeStatus']);
   const w = statusOf(a);
   assert.equal(w.status.conditions?.[0]?.status, 'Unknown');
-  assert.equal(w.status.conditions?.[0]?.reason, 'Pending');
+  assertPhase(w.status, 'WaitingForConfig');
   assert.match(w.status.conditions?.[0]?.message ?? '', /waiting for the internal cluster's configuration: there is no InternalServicesConfig "config" in namespace "internal-services"/);
   assert.equal(w.code, undefined, 'not an error: nothing is decided');
   const again = decide(observe({ request: request({}, {}, w.status), config: effectiveConfig(undefined, NS) }));

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import type { InternalRequest } from '../../src/api/types.js';
 import { effectiveConfig } from '../../src/controller/config.js';
 import type { Pipeline, PipelineRun } from '../../src/tekton/types.js';
@@ -64,3 +65,15 @@ export const TODAYS_PAYLOAD = {
   params: { image: 'quay.io/org/app@sha256:abc', taskGitUrl: 'https://example.com/org/catalog.git', taskGitRevision: 'main' },
   timeouts: { pipeline: '1h0m0s', tasks: '0h55m0s', finally: '0h5m0s' },
 };
+
+/**
+ * Asserts the status shows an unfinished request in `phase`, in the
+ * contract's shape: Succeeded Unknown/Running first (the requester's
+ * contract), Progressing True/<phase> second, one message in both.
+ */
+export function assertPhase(status: InternalRequest['status'], phase: string): void {
+  const [s, p] = status?.conditions ?? [];
+  assert.deepEqual([s?.type, s?.status, s?.reason], ['Succeeded', 'Unknown', 'Running'], 'conditions[0] is Succeeded Unknown/Running');
+  assert.deepEqual([p?.type, p?.status, p?.reason], ['Progressing', 'True', phase], `conditions[1] is Progressing True/${phase}`);
+  assert.equal(s?.message, p?.message, 'the phase message is in both');
+}

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { followOf, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from '../../src/controller/idempotency.js';
 import { decide, type Action } from '../../src/controller/decide.js';
 import { idempotencyLabelValue } from '../../src/cli/request/commands.js';
-import { config, NOW, NS, pipeline, request } from './fixtures.js';
+import { assertPhase, config, NOW, NS, pipeline, request } from './fixtures.js';
 
 const e = (state: Earlier['state'], sameSpec = true, name = 'first'): Earlier => ({ name, uid: `u-${name}`, sameSpec, state });
 
@@ -25,7 +25,7 @@ test('decide: a follower waits (Following), then copies the earlier outcome and 
   const following = decide({ ...base, earlier: [{ ...e('active'), pipelineRun: `${NS}/ir-u-first` }] });
   assert.deepEqual(following.map((a) => a.type), ['writeStatus']);
   const st = (following[0] as Extract<Action, { type: 'writeStatus' }>).status;
-  assert.equal(st.conditions?.[0]?.reason, 'Following');
+  assertPhase(st, 'Following');
   assert.match(st.conditions?.[0]?.message ?? '', /^following request "first", which has the same idempotency key "k" and spec \(PipelineRun internal-services\/ir-u-first\)/);
   assert.deepEqual(st.followed, { name: 'first', uid: 'u-first' });
   const copied = decide({ ...base, earlier: [{ ...e('succeeded'), results: { digest: 'd' }, pipelineRun: `${NS}/ir-u-first` }] });

@@ -7,7 +7,6 @@ import { renderCrdYaml, repoRoot } from '../../src/api/crd-render.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { parseDuration } from '../../src/util/duration.js';
 import { WorkQueue } from '../../src/kube/queue.js';
-import { withSucceeded } from '../../src/api/conditions.js';
 import { parseBindAddress } from '../../src/cli/health.js';
 
 test('config/crd/bases is generated from src/api (run npm run gen:crds after changing the API)', () => {
@@ -37,16 +36,6 @@ test('bind addresses', () => {
   assert.equal(parseBindAddress('--x', '0'), undefined);
   assert.throws(() => parseBindAddress('--x', '8080'), /not an address/);
   assert.throws(() => parseBindAddress('--x', ':99999'), /not an address/);
-});
-
-test('condition transition time moves only when the status changes', () => {
-  const t1 = new Date('2026-01-01T00:00:00Z');
-  const t2 = new Date('2026-01-01T01:00:00Z');
-  const a = withSucceeded(undefined, { status: 'Unknown', reason: 'Running', message: 'm' }, t1);
-  const b = withSucceeded(a, { status: 'Unknown', reason: 'Running', message: 'm2' }, t2);
-  assert.equal(b[0]!.lastTransitionTime, '2026-01-01T00:00:00Z');
-  const c = withSucceeded(b, { status: 'True', reason: 'Succeeded', message: 'ok' }, t2);
-  assert.equal(c[0]!.lastTransitionTime, '2026-01-01T01:00:00Z');
 });
 
 test('work queue: deduplicated, never two workers on one key, re-queued when added during processing', async () => {

@@ -13,6 +13,7 @@ import { describeRequested } from '../../controller/requested.js';
 import { Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { API_VERSION, INTERNAL_REQUEST_APPROVAL, type InternalRequest, type InternalRequestApproval } from '../../api/types.js';
+import { PHASES } from '../../api/conditions.js';
 import { LABEL_REQUEST_NAMESPACE } from '../../tekton/pipelinerun.js';
 import { DEFAULT_REMOTE } from '../../policy/tenant.js';
 import { InternalServicesError } from '../../errors.js';
@@ -420,6 +421,7 @@ interface GetFlags extends SelectFlags {
   output: string;
   allNamespaces?: boolean;
   awaitingApproval?: boolean;
+  phase?: string;
 }
 
 function printRequests(reqs: InternalRequest[], flags: GetFlags, asList: boolean): void {
@@ -484,7 +486,11 @@ function getCommand(): Command {
 }
 
 function listCommand(): Command {
-  const cmd = new Command('list').alias('ls').description('List requests in a table').addOption(new Option('--awaiting-approval', 'only requests waiting for an approver (reason AwaitingApproval)'));
+  const cmd = new Command('list')
+    .alias('ls')
+    .description('List requests in a table')
+    .addOption(new Option('--awaiting-approval', 'only requests waiting for an approver (phase AwaitingApproval; same as --phase AwaitingApproval)'))
+    .addOption(new Option('--phase <phase>', 'only requests in this phase (the reason of their Progressing condition), or with this outcome').choices(['Pending', ...PHASES, 'Succeeded', 'Failed', 'Rejected']));
   addGetOptions(cmd);
   return cmd.action(
     run(async (flags: GetFlags) => {
@@ -492,7 +498,11 @@ function listCommand(): Command {
       return withTarget(flags, async (t) => {
         flags.namespace = t.namespace;
         const all = await listRequests(t, flags);
-        printRequests(flags.awaitingApproval ? all.filter((r) => outcomeOf(r) === 'AwaitingApproval') : all, flags, true);
+        const phase = flags.awaitingApproval ? 'AwaitingApproval' : flags.phase;
+        if (flags.awaitingApproval && flags.phase && flags.phase !== 'AwaitingApproval') {
+          throw new CliError('CLI_USAGE', `--awaiting-approval and --phase ${flags.phase} contradict each other; give one`);
+        }
+        printRequests(phase ? all.filter((r) => outcomeOf(r) === phase) : all, flags, true);
         return ExitCode.Succeeded;
       });
     }),

@@ -7,7 +7,7 @@
 import { stringify as toYaml } from 'yaml';
 import { describeRequested } from '../../controller/requested.js';
 import { DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestSpec } from '../../api/types.js';
-import { succeededCondition } from '../../api/conditions.js';
+import { phaseMessageOf, phaseOf, type Outcome as ConditionOutcome, type Phase } from '../../api/conditions.js';
 import { InternalServicesError, type ErrorCode } from '../../errors.js';
 import { parseDuration } from '../../util/duration.js';
 
@@ -188,17 +188,17 @@ export function validateTimeouts(t: TimeoutFlags): InternalRequestSpec['timeouts
 
 // --- outcomes and exit codes -----------------------------------------------
 
-export type Outcome = 'Pending' | 'Resolving' | 'AwaitingApproval' | 'Running' | 'Succeeded' | 'Failed' | 'Rejected';
+/** Where a request stands: Pending (no status yet), a phase while unfinished, or its outcome. */
+export type Outcome = 'Pending' | Phase | ConditionOutcome;
 export type FinalOutcome = 'Succeeded' | 'Failed' | 'Rejected' | 'Timeout' | 'Gone';
 
-/** Where a request stands, from its Succeeded condition. */
+/**
+ * Where a request stands: finished or not from its Succeeded condition (the
+ * requester's contract), the phase of an unfinished one from its Progressing
+ * condition (or an earlier version's Succeeded reason).
+ */
 export function outcomeOf(req: Pick<InternalRequest, 'status'>): Outcome {
-  const c = succeededCondition(req);
-  if (!c) return 'Pending';
-  if (c.status === 'True') return 'Succeeded';
-  if (c.status === 'False') return c.reason === 'Rejected' ? 'Rejected' : 'Failed';
-  if (c.reason === 'Pending' || c.reason === 'Resolving' || c.reason === 'AwaitingApproval') return c.reason;
-  return 'Running';
+  return phaseOf(req) ?? 'Pending';
 }
 
 export function exitCodeFor(o: FinalOutcome): number {
@@ -294,15 +294,15 @@ export function progressKey(req: InternalRequest): string {
 /** One line for a CI log: where the request stands, with the PipelineRun and the condition message. */
 export function progressLine(req: InternalRequest): string {
   const o = outcomeOf(req);
-  const c = succeededCondition(req);
+  const msg = phaseMessageOf(req);
   const ref = requestRef(req);
   switch (o) {
     case 'Pending':
-      return c?.message ? `${ref}: Pending: ${c.message}` : `${ref}: waiting for the controller to pick it up`;
+      return `${ref}: waiting for the controller to pick it up`;
     case 'Running':
-      return `${ref}: Running${req.status?.pipelineRun ? `, PipelineRun ${req.status.pipelineRun}` : ''}${c?.message ? ` (${c.message})` : ''}`;
+      return `${ref}: Running${req.status?.pipelineRun ? `, PipelineRun ${req.status.pipelineRun}` : ''}${msg ? ` (${msg})` : ''}`;
     default:
-      return `${ref}: ${o}${c?.message ? `: ${c.message}` : ''}`;
+      return `${ref}: ${o}${msg ? `: ${msg}` : ''}`;
   }
 }
 
@@ -343,7 +343,7 @@ export function requestTable(reqs: readonly InternalRequest[], now: number, opts
   const headers = [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'PIPELINE', 'STATUS', 'AGE', ...(opts.wide ? ['PIPELINERUN'] : []), 'MESSAGE'];
   const rows = reqs.map((r) => {
     const created = r.metadata.creationTimestamp ? Date.parse(r.metadata.creationTimestamp) : NaN;
-    const msg = succeededCondition(r)?.message ?? '';
+    const msg = phaseMessageOf(r);
     return [
       ...(opts.allNamespaces ? [r.metadata.namespace ?? ''] : []),
       r.metadata.name ?? '',
