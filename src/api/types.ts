@@ -341,7 +341,7 @@ export const internalServicesConfigSpecSchema = schema({
     capacity: {
       type: 'object',
       description:
-        'How much may run at once on the internal cluster. Requests beyond it wait (reason Queued, with their position) and start in fair order: namespaces take turns, those with fewer runs first, each namespace oldest first. Absent: no limit.',
+        'How much may run at once on the internal cluster. Requests beyond it wait (phase Queued, with their position) and start in fair order: namespaces take turns, those with fewer runs first, each namespace oldest first. Absent: no limit.',
       properties: {
         maxRunning: { type: 'integer', minimum: 1, maximum: 100000, description: 'PipelineRuns of this controller running at once, in all.' },
         maxRunningPerNamespace: { type: 'integer', minimum: 1, maximum: 100000, description: 'PipelineRuns running at once for one remote namespace.' },

@@ -175,7 +175,7 @@ export class Controller {
           // debug switched off: the PipelineRuns it kept go now, not at the next resync.
           if (old.spec?.debug === true && c.spec?.debug !== true) this.sweep();
         },
-        onDelete: () => this.log.warn('configuration deleted; new requests wait (reason Pending) until it is back'),
+        onDelete: () => this.log.warn('configuration deleted; new requests wait (phase WaitingForConfig) until it is back'),
       },
       this.log,
       { ...inf, namespace: opts.namespace, fieldSelector: `metadata.name=${CONFIG_NAME}` },
@@ -348,7 +348,7 @@ export class Controller {
       name: 'config',
       ok: present,
       required: false,
-      ...(present ? {} : { detail: `no InternalServicesConfig "${CONFIG_NAME}" in namespace ${this.opts.namespace}; new requests wait (reason Pending)` }),
+      ...(present ? {} : { detail: `no InternalServicesConfig "${CONFIG_NAME}" in namespace ${this.opts.namespace}; new requests wait (phase WaitingForConfig)` }),
     });
     return checks;
   }

@@ -1,7 +1,7 @@
 /**
  * Fair capacity on the private cluster: at most `maxRunning` PipelineRuns at
  * once (and `maxRunningPerNamespace` per remote namespace); requests beyond
- * that wait (reason Queued) and start in fair order — tenants take turns,
+ * that wait (phase Queued) and start in fair order — tenants take turns,
  * those with fewer runs first, each tenant's requests oldest first — not in
  * arrival order. Pure: no I/O.
  */
@@ -24,7 +24,7 @@ export interface CapacityView {
   /** PipelineRuns of ours not finished yet. */
   running: number;
   runningByTenant: ReadonlyMap<string, number>;
-  /** Requests waiting for a slot (reason Queued), in no particular order. */
+  /** Requests waiting for a slot (phase Queued), in no particular order. */
   waiting: readonly Waiting[];
   /** When each namespace last had a run started (ms): the one served longest ago has the next turn. */
   lastStartByTenant?: ReadonlyMap<string, number>;

@@ -6,6 +6,7 @@
  * (group release-managers), which is granted the verb "approve" on the rule
  * "signing"; "bystander" may write approval status but not approve.
  */
+import { phaseOf } from '../../src/api/conditions.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -17,7 +18,7 @@ import { applyObjects, grantRequester, installProject } from '../../src/envtest/
 import type { InternalRequestApproval } from '../../src/api/types.js';
 import { repoRoot } from '../../src/util/repo.js';
 import {
-  api, createRequest, getRequest, messageOf, NS, pipelineRunsFor, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
+  api, createRequest, getRequest, messageOf, NS, pipelineRunsFor, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess,
 } from './helpers.js';
 
 const execFileP = promisify(execFile);
@@ -92,7 +93,7 @@ after(async () => {
 describe('the approval gate (real RBAC and admission policy; real Tekton, pods simulated)', () => {
   test('a request under a rule that requires approval waits, saying who may approve and how; nothing runs', async () => {
     const r = await createRequest(requester, 'managed-x', 'waits', { request: 'echo', params: { text: 'w' } });
-    const w = await waitForReason(requester, 'managed-x', 'waits', ['AwaitingApproval'], 30_000);
+    const w = await waitForPhase(requester, 'managed-x', 'waits', ['AwaitingApproval'], 30_000);
     assert.equal(w.status?.conditions?.[0]?.status, 'Unknown');
     assert.match(messageOf(w), /verb "approve" on rules\.appstudio\.redhat\.com "signing" in namespace "internal-services" of the internal cluster\) runs "kubectl internalrequest approve managed-x\/waits"/);
     const a = await approvalOf(r.metadata.uid!);
@@ -123,7 +124,7 @@ describe('the approval gate (real RBAC and admission policy; real Tekton, pods s
     // an "approved" label written on the request by other means (here: the remote cluster's admin) means nothing
     await api(env.remote.identities.admin.kubeConfig()).patchNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests', namespace: 'managed-x', name: 'waits', body: [{ op: 'add', path: '/metadata/labels', value: { approved: 'true' } }] });
     await new Promise((res) => setTimeout(res, 1500));
-    assert.equal((await getRequest(requester, 'managed-x', 'waits')).status?.conditions?.[0]?.reason, 'AwaitingApproval');
+    assert.equal(phaseOf(await getRequest(requester, 'managed-x', 'waits')), 'AwaitingApproval');
     assert.deepEqual(await pipelineRunsFor(internalAdmin, r.metadata.uid!), []);
   });
 
@@ -131,7 +132,7 @@ describe('the approval gate (real RBAC and admission policy; real Tekton, pods s
     const ok = await asApprover(['approve', 'managed-x/waits', '-m', 'release 1.2, ticket REL-7']);
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /internalrequest managed-x\/waits approved by release-manager \(rule signing\)/);
-    const done = await waitForReason(requester, 'managed-x', 'waits', FINAL, 60_000);
+    const done = await waitForPhase(requester, 'managed-x', 'waits', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { out: 'w' });
     assert.equal(done.status?.approval?.result, 'Approved');
@@ -148,11 +149,11 @@ describe('the approval gate (real RBAC and admission policy; real Tekton, pods s
     await approvalOf(r.metadata.uid!);
     const no = await asApprover(['deny', 'to-deny', '-n', 'managed-x', '-m', 'not during the freeze']);
     assert.equal(no.code, 0, no.stderr);
-    const denied = await waitForReason(requester, 'managed-x', 'to-deny', FINAL, 30_000);
+    const denied = await waitForPhase(requester, 'managed-x', 'to-deny', FINAL, 30_000);
     assert.equal(denied.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(denied), /^denied by "release-manager" under rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config: not during the freeze$/);
     assert.equal(denied.status?.approval?.result, 'Denied');
-    const expired = await waitForReason(requester, 'managed-y', 'to-expire', FINAL, 30_000);
+    const expired = await waitForPhase(requester, 'managed-y', 'to-expire', FINAL, 30_000);
     assert.equal(expired.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(expired), /^not approved within 4s \(by .*\), as rules\[1\] \("quick"\)/);
     assert.equal(expired.status?.approval?.result, 'Expired');
@@ -173,7 +174,7 @@ describe('the approval gate (real RBAC and admission policy; real Tekton, pods s
         const x = await getRequest(requester, 'managed-x', 'forged');
         return /not accepted: the admission policy that checks approvers/.test(messageOf(x)) ? x : undefined;
       }, 30_000);
-      assert.equal(w.status?.conditions?.[0]?.reason, 'AwaitingApproval');
+      assert.equal(phaseOf(w), 'AwaitingApproval');
       assert.deepEqual(await pipelineRunsFor(internalAdmin, r.metadata.uid!), []);
     } finally {
       const { metadata, ...rest } = binding as { metadata: { name: string } };
@@ -183,12 +184,12 @@ describe('the approval gate (real RBAC and admission policy; real Tekton, pods s
 
   test('an approval made while the controller is down is acted on after its restart', async () => {
     const r = await createRequest(requester, 'managed-x', 'across-restart', { request: 'echo', params: { text: 'later' } });
-    await waitForReason(requester, 'managed-x', 'across-restart', ['AwaitingApproval'], 30_000);
+    await waitForPhase(requester, 'managed-x', 'across-restart', ['AwaitingApproval'], 30_000);
     await controller.kill('SIGKILL');
     const ok = await asApprover(['approve', 'managed-x/across-restart']);
     assert.equal(ok.code, 0, ok.stderr);
     controller = await startController(env);
-    const done = await waitForReason(requester, 'managed-x', 'across-restart', FINAL, 60_000);
+    const done = await waitForPhase(requester, 'managed-x', 'across-restart', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.equal(done.status?.approval?.by, 'release-manager');
     assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0, 'the PipelineRun is removed once done');

@@ -16,7 +16,7 @@ import { startEnvironment, type Environment } from '../../src/envtest/environmen
 import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
 import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
 import { repoRoot } from '../../src/util/repo.js';
-import { createRequest, messageOf, NS, runCli, setRunConfig, testPipeline, waitForReason, type ControllerProcess } from './helpers.js';
+import { createRequest, messageOf, NS, runCli, setRunConfig, testPipeline, waitForPhase, type ControllerProcess } from './helpers.js';
 
 let env: Environment;
 let requester: KubeConfig;
@@ -61,7 +61,7 @@ for (const [build, script] of [
       await new Promise((r) => setTimeout(r, 1000));
       console.log(`# ${build}: ready in ${readyMs} ms, RSS ${rssMb(c.proc.pid!).toFixed(1)} MB`);
       await createRequest(requester, 'team-a', `via-${build}`, { request: 'echo', params: { text: build } });
-      const done = await waitForReason(requester, 'team-a', `via-${build}`, ['Succeeded', 'Failed', 'Rejected'], 30_000);
+      const done = await waitForPhase(requester, 'team-a', `via-${build}`, ['Succeeded', 'Failed', 'Rejected'], 30_000);
       assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
       assert.deepEqual(done.status?.results, { out: build });
     } finally {

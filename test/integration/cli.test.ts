@@ -21,7 +21,7 @@ import { repoRoot } from '../../src/api/crd-render.js';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, ensureNamespace, grantRequester, installProject } from '../../src/envtest/apply.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { CLI, getRequest, IR, NS, simulatedStep, startController, testPipeline, waitForReason, type ControllerProcess } from './helpers.js';
+import { CLI, getRequest, IR, NS, simulatedStep, startController, testPipeline, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const KUBECTL_ENTRY = join(repoRoot(), 'dist', 'src', 'cli', 'kubectl-internalrequest.js');
 const ALLOWED = ['cli-a', 'cli-b', 'cli-poll'];
@@ -285,9 +285,9 @@ describe('wait, get, list, cancel (real Tekton, pods simulated)', () => {
     mixed.forEach((m) => expectCode(m, 0, 'create b2'));
     const [ok, bad, held] = mixed.map((m) => m.stdout.trim()) as [string, string, string];
     await Promise.all([
-      waitForReason(remoteAdmin, 'cli-b', ok, ['Succeeded'], 30_000),
-      waitForReason(remoteAdmin, 'cli-b', bad, ['Failed'], 30_000),
-      waitForReason(remoteAdmin, 'cli-b', held, ['Running'], 30_000),
+      waitForPhase(remoteAdmin, 'cli-b', ok, ['Succeeded'], 30_000),
+      waitForPhase(remoteAdmin, 'cli-b', bad, ['Failed'], 30_000),
+      waitForPhase(remoteAdmin, 'cli-b', held, ['Running'], 30_000),
     ]);
     const some = await request(['wait', '-l', 'batch=b2', '-n', 'cli-b', '--timeout', '2s']);
     expectCode(some, 21, 'wait -l batch=b2');
@@ -311,7 +311,7 @@ describe('wait, get, list, cancel (real Tekton, pods simulated)', () => {
     const c = await request(['create', 'hold', '--name', 'held-1', '-n', 'cli-a', '--no-wait']);
     expectCode(c, 0, 'create --name held-1 --no-wait');
     assert.equal(c.stdout, 'held-1\n');
-    await waitForReason(remoteAdmin, 'cli-a', 'held-1', ['Running'], 30_000);
+    await waitForPhase(remoteAdmin, 'cli-a', 'held-1', ['Running'], 30_000);
     const waiting = start([KUBECTL_ENTRY, 'wait', 'held-1', '-n', 'cli-a'], { bin: process.execPath });
     await waiting.waitForStderr(/internalrequest cli-a\/held-1: Running, PipelineRun /);
     const cancel = await request(['cancel', 'held-1', '-n', 'cli-a']);

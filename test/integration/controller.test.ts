@@ -18,7 +18,7 @@ import { pino } from 'pino';
 import { Controller } from '../../src/controller/controller.js';
 import { connect } from '../../src/kube/client.js';
 import {
-  api, createRequest, getRequest, IR, NS, pipelineRunsFor, reasonOf, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
+  api, createRequest, getRequest, IR, NS, pipelineRunsFor, reasonOf, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess,
   onlyPipelineRunOf, setRunConfig,
 } from './helpers.js';
 
@@ -197,13 +197,13 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     assert.equal(pr.metadata.annotations?.['internal-services.appstudio.redhat.com/request-name'], 'sign-1');
     assert.equal(pr.metadata.labels?.['internal-services.appstudio.redhat.com/request-namespace'], 'team-a');
 
-    const running = await waitForReason(requester, 'team-a', 'sign-1', ['Running']);
+    const running = await waitForPhase(requester, 'team-a', 'sign-1', ['Running']);
     assert.equal(running.status?.conditions?.[0]?.status, 'Unknown');
     assert.equal(running.status?.pipelineRun, `${NS}/${pr.metadata.name}`);
     assert.ok(running.status?.startTime);
 
     await releaseRun(env, pr.metadata.name!);
-    const done = await waitForReason(requester, 'team-a', 'sign-1', ['Succeeded'], 30_000);
+    const done = await waitForPhase(requester, 'team-a', 'sign-1', ['Succeeded'], 30_000);
     assert.equal(done.status?.conditions?.[0]?.status, 'True');
     assert.deepEqual(done.status?.results, { signature: 'sig-ü', list: '["a","b"]', obj: '{"k":"v"}' });
     assert.ok(done.status?.completionTime);
@@ -221,7 +221,7 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     ];
     for (const c of cases) {
       const r = await createRequest(requester, c.ns, c.name, c.spec);
-      const got = await waitForReason(requester, c.ns, c.name, ['Rejected', 'Running']);
+      const got = await waitForPhase(requester, c.ns, c.name, ['Rejected', 'Running']);
       assert.equal(reasonOf(got), 'Rejected', c.name);
       assert.equal(got.status?.conditions?.[0]?.status, 'False', c.name);
       assert.match(got.status?.conditions?.[0]?.message ?? '', c.msg, c.name);
@@ -232,7 +232,7 @@ describe('the request flow (real Tekton, pods simulated)', () => {
 
   test("today's payload (spec.pipeline with the git resolver) and no source policy: Rejected, saying how to proceed; no PipelineRun", async () => {
     const r = await createRequest(requester, 'team-a', 'todays', TODAYS_PAYLOAD as never, { 'internal-services.appstudio.openshift.io/pipeline-name': 'sign' });
-    const got = await waitForReason(requester, 'team-a', 'todays', ['Rejected', 'Running']);
+    const got = await waitForPhase(requester, 'team-a', 'todays', ['Rejected', 'Running']);
     assert.equal(reasonOf(got), 'Rejected');
     assert.match(got.status?.conditions?.[0]?.message ?? '', /asks for the "git" resolver, but remote resolution is not enabled on this internal cluster: .* only Pipelines installed in namespace "internal-services" can run\. Name one with spec\.pipeline\.pipelineRef\.name \(or spec\.request\), or ask the administrators/);
     assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0);
@@ -240,7 +240,7 @@ describe('the request flow (real Tekton, pods simulated)', () => {
 
   test('spec.pipeline.taskRunSpecs (in the production schema) is stored, then refused with a message, never silently ignored', async () => {
     await createRequest(requester, 'team-a', 'task-run-specs', { pipeline: { pipelineRef: { name: 'build-and-sign' }, taskRunSpecs: [{ pipelineTaskName: 'sign', serviceAccountName: 'root' }] } } as never);
-    const got = await waitForReason(requester, 'team-a', 'task-run-specs', ['Rejected', 'Running']);
+    const got = await waitForPhase(requester, 'team-a', 'task-run-specs', ['Rejected', 'Running']);
     assert.equal(reasonOf(got), 'Rejected');
     assert.match(got.status?.conditions?.[0]?.message ?? '', /spec\.pipeline\.taskRunSpecs is not supported here/);
   });
@@ -254,7 +254,7 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     assert.deepEqual(pr.spec.params, [{ name: 'hold', value: '200ms' }]);
     assert.deepEqual(pr.spec.taskRunTemplate, { serviceAccountName: 'signer' });
     assert.equal((pr.spec.timeouts as { pipeline?: string } | undefined)?.pipeline, '30m0s');
-    const done = await waitForReason(requester, 'team-b', 'by-ref', ['Succeeded', 'Failed', 'Rejected'], 30_000);
+    const done = await waitForPhase(requester, 'team-b', 'by-ref', ['Succeeded', 'Failed', 'Rejected'], 30_000);
     assert.equal(reasonOf(done), 'Succeeded', done.status?.conditions?.[0]?.message);
   });
 
@@ -262,12 +262,12 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     await applyObjects(internalAdmin, [{ ...pipelines[1]!, metadata: { name: 'late', namespace: NS } } as never]);
     const r = await createRequest(requester, 'team-b', 'late', { request: 'late', params: { hold: 'never' } });
     await theOnlyPipelineRun(r.metadata.uid!);
-    await waitForReason(requester, 'team-b', 'late', ['Running']);
+    await waitForPhase(requester, 'team-b', 'late', ['Running']);
   });
 
   test('failed PipelineRun: Failed with its reason, message and failed task names', async () => {
     const r = await createRequest(requester, 'team-b', 'fails', { request: 'build-and-sign', params: { fail: 'true' } });
-    const got = await waitForReason(requester, 'team-b', 'fails', ['Failed'], 30_000);
+    const got = await waitForPhase(requester, 'team-b', 'fails', ['Failed'], 30_000);
     assert.equal(got.status?.conditions?.[0]?.status, 'False');
     assert.match(got.status?.conditions?.[0]?.message ?? '', /PipelineRun internal-services\/ir-.* failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: sign \("step-s" exited with code 1: Error\)$/);
     await waitFor('the PipelineRun to be deleted', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0);
@@ -283,9 +283,9 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     const pr = await theOnlyPipelineRun(r.metadata.uid!);
     assert.deepEqual(pr.spec.params, [{ name: 'image', value: big }, { name: 'note', value: '日本語' }]);
     assert.equal(pr.metadata.annotations?.['internal-services.appstudio.redhat.com/request-name'], name);
-    await waitForReason(requester, 'team-c', name, ['Running']);
+    await waitForPhase(requester, 'team-c', name, ['Running']);
     await releaseRun(env, pr.metadata.name!);
-    const done = await waitForReason(requester, 'team-c', name, ['Succeeded'], 30_000);
+    const done = await waitForPhase(requester, 'team-c', name, ['Succeeded'], 30_000);
     assert.deepEqual(done.status?.results, { signature: 'sig-ü', list: '["a","b"]', obj: '{"k":"v"}' });
   });
 
@@ -294,9 +294,9 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     try {
       const r = await createRequest(requester, 'team-a', 'debugged', { request: 'build-and-sign', params: { hold: 'gate' } });
       const pr = await theOnlyPipelineRun(r.metadata.uid!);
-      await waitForReason(requester, 'team-a', 'debugged', ['Running']);
+      await waitForPhase(requester, 'team-a', 'debugged', ['Running']);
       await releaseRun(env, pr.metadata.name!);
-      await waitForReason(requester, 'team-a', 'debugged', ['Succeeded'], 30_000);
+      await waitForPhase(requester, 'team-a', 'debugged', ['Succeeded'], 30_000);
       // give the controller every chance to (wrongly) delete it
       await new Promise((r) => setTimeout(r, 1500));
       assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 1);
@@ -308,7 +308,7 @@ describe('the request flow (real Tekton, pods simulated)', () => {
   test('request deleted while its PipelineRun runs: the PipelineRun is cancelled, Tekton stops it, then it is removed', async () => {
     const r = await createRequest(requester, 'team-a', 'deleted-mid-run', { request: 'build-and-sign', params: { hold: 'never' } });
     const pr = await theOnlyPipelineRun(r.metadata.uid!);
-    await waitForReason(requester, 'team-a', 'deleted-mid-run', ['Running']);
+    await waitForPhase(requester, 'team-a', 'deleted-mid-run', ['Running']);
     // Watch the PipelineRun to see the cancellation that precedes its removal.
     const seen: string[] = [];
     const gone = new Promise<void>((resolve, reject) => {
@@ -357,11 +357,11 @@ describe('restarts: nothing lost, nothing duplicated (real Tekton, pods simulate
       const fresh = await rb.readClusterRole({ name: 'internal-services-remote' });
       await rb.replaceClusterRole({ name: 'internal-services-remote', body: { ...fresh, rules: saved } });
       c = await startController(env);
-      await waitForReason(requester, 'team-b', 'crash', ['Running']);
+      await waitForPhase(requester, 'team-b', 'crash', ['Running']);
       const prs = await pipelineRunsFor(internalAdmin, r.metadata.uid!);
       assert.equal(prs.length, 1);
       await releaseRun(env, prs[0]!.metadata.name!);
-      await waitForReason(requester, 'team-b', 'crash', ['Succeeded'], 30_000);
+      await waitForPhase(requester, 'team-b', 'crash', ['Succeeded'], 30_000);
       assert.equal(c.lines.filter((l) => l.msg === 'PipelineRun created' && l.request === 'default/team-b/crash').length, 0, 'the restarted controller created no second PipelineRun');
     } finally {
       const fresh = await rb.readClusterRole({ name: 'internal-services-remote' });
@@ -374,7 +374,7 @@ describe('restarts: nothing lost, nothing duplicated (real Tekton, pods simulate
     let c = await startController(env);
     const r = await createRequest(requester, 'team-c', 'orphaned', { request: 'build-and-sign', params: { hold: 'never' } });
     const pr = await theOnlyPipelineRun(r.metadata.uid!);
-    await waitForReason(requester, 'team-c', 'orphaned', ['Running']);
+    await waitForPhase(requester, 'team-c', 'orphaned', ['Running']);
     await c.kill('SIGKILL');
     await api(requester).deleteNamespacedCustomObject({ ...IR, namespace: 'team-c', name: 'orphaned' });
     assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 1, 'still there while the controller is down');
@@ -399,7 +399,7 @@ describe('restarts: nothing lost, nothing duplicated (real Tekton, pods simulate
       assert.equal(warnings.length, 1, 'one warning for the whole outage');
       const r = await createRequest(requester, 'team-a', 'after-outage', { request: 'build-and-sign' });
       await theOnlyPipelineRun(r.metadata.uid!);
-      await waitForReason(requester, 'team-a', 'after-outage', ['Succeeded'], 30_000);
+      await waitForPhase(requester, 'team-a', 'after-outage', ['Succeeded'], 30_000);
     } finally {
       await c.kill('SIGKILL');
     }
@@ -441,14 +441,14 @@ describe('results that do not fit', () => {
     try {
       const r = await createRequest(requester, 'team-a', 'huge-results', { request: 'build-and-sign', params: { hold: 'never' } });
       const pr = await theOnlyPipelineRun(r.metadata.uid!);
-      await waitForReason(requester, 'team-a', 'huge-results', ['Running']);
+      await waitForPhase(requester, 'team-a', 'huge-results', ['Running']);
       // From here on the simulated executor, not Tekton, writes this run's status.
       await env.tekton!.controller.stop(2000);
       const executor = new SimulatedTektonExecutor(internalAdmin);
       // Fits in the PipelineRun as an array, but as JSON text inside the
       // request every quote is escaped again: past etcd's object size limit.
       await executor.succeed(NS, pr.metadata.name!, { quotes: ['"'.repeat(500_000)] });
-      const got = await waitForReason(requester, 'team-a', 'huge-results', ['Failed', 'Succeeded'], 30_000);
+      const got = await waitForPhase(requester, 'team-a', 'huge-results', ['Failed', 'Succeeded'], 30_000);
       assert.equal(reasonOf(got), 'Failed');
       assert.match(got.status?.conditions?.[0]?.message ?? '', /the results of the PipelineRun could not be stored on the request: .*too large/);
       assert.equal(got.status?.results, undefined);

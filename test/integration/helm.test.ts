@@ -38,7 +38,7 @@ import { startEnvironment, type ControlPlane, type Environment } from '../../src
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, waitForCrds } from '../../src/envtest/apply.js';
 import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
 import { repoRoot } from '../../src/util/repo.js';
-import { createRequest, expectAccess as expectAccessOn, messageOf, runCli, testPipeline, waitFor, waitForReason, type AccessCheck, type ControllerProcess } from './helpers.js';
+import { createRequest, expectAccess as expectAccessOn, messageOf, runCli, testPipeline, waitFor, waitForPhase, type AccessCheck, type ControllerProcess } from './helpers.js';
 
 type Obj = {
   apiVersion: string;
@@ -873,7 +873,7 @@ describe('installed with helm on the internal apiserver, the controller runs wit
     for (const [remote, ns, name] of [[env.remote, 'team-a', 'via-default'], [staging, 'team-b', 'via-staging']] as const) {
       const requester = remote.identities.requester!.kubeConfig();
       await createRequest(requester, ns, name, { request: 'echo', params: { text: name } });
-      const done = await waitForReason(requester, ns, name, ['Succeeded', 'Failed', 'Rejected'], 30_000);
+      const done = await waitForPhase(requester, ns, name, ['Succeeded', 'Failed', 'Rejected'], 30_000);
       assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
       assert.deepEqual(done.status?.results, { out: name });
     }

@@ -8,6 +8,7 @@ import type { Environment } from '../../src/envtest/environment.js';
 import { applyObjects } from '../../src/envtest/apply.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
+import { phaseOf } from '../../src/api/conditions.js';
 
 export const NS = 'internal-services';
 export const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' };
@@ -129,11 +130,15 @@ export function reasonOf(r: InternalRequest): string | undefined {
   return r.status?.conditions?.[0]?.reason;
 }
 
-/** Waits until the request's Succeeded condition has one of the reasons. */
-export async function waitForReason(kc: KubeConfig, namespace: string, name: string, reasons: string[], timeoutMs = 20_000): Promise<InternalRequest> {
-  return waitFor(`${namespace}/${name} to be ${reasons.join('|')}`, async () => {
+/**
+ * Waits until the request is in one of the phases or has one of the outcomes
+ * (phaseOf: the Progressing condition's phase while unfinished — Running
+ * means its PipelineRun runs — and Succeeded, Failed or Rejected once done).
+ */
+export async function waitForPhase(kc: KubeConfig, namespace: string, name: string, phases: string[], timeoutMs = 20_000): Promise<InternalRequest> {
+  return waitFor(`${namespace}/${name} to be ${phases.join('|')}`, async () => {
     const r = await getRequest(kc, namespace, name);
-    return reasons.includes(reasonOf(r) ?? '') ? r : undefined;
+    return phases.includes(phaseOf(r) ?? '') ? r : undefined;
   }, timeoutMs);
 }
 

@@ -5,6 +5,7 @@
  * controller is down. Each ends with a clear message, and the controller
  * keeps serving a well-formed request right after.
  */
+import { phaseOf } from '../../src/api/conditions.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -14,7 +15,7 @@ import { join } from 'node:path';
 import { repoRoot } from '../../src/util/repo.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import {
-  createRequest, getRequest, httpStatus, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
+  createRequest, getRequest, httpStatus, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase,
   type ControllerProcess,
   messageOf, setRunConfigAndWait,
 } from './helpers.js';
@@ -44,7 +45,7 @@ async function refusedAtCreation(name: string, spec: InternalRequestSpec): Promi
 /** A well-formed request completes: the controller is still serving. */
 async function stillServing(name: string): Promise<void> {
   await createRequest(requester, TENANT, name, { request: 'echo', params: { text: name } });
-  const done = await waitForReason(requester, TENANT, name, FINAL, 60_000);
+  const done = await waitForPhase(requester, TENANT, name, FINAL, 60_000);
   assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
   assert.deepEqual(done.status?.results, { out: name });
 }
@@ -88,10 +89,10 @@ describe('limits (real Tekton, pods simulated)', () => {
 
     await createRequest(requester, TENANT, 'no-timeout', { request: 'echo', timeouts: { pipeline: '0s' } });
     await createRequest(requester, TENANT, 'too-long', { request: 'echo', timeouts: { pipeline: '30h' } });
-    const none = await waitForReason(requester, TENANT, 'no-timeout', FINAL, 30_000);
+    const none = await waitForPhase(requester, TENANT, 'no-timeout', FINAL, 30_000);
     assert.equal(none.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(none), /timeouts\.pipeline "0s" means no timeout, which InternalServicesConfig internal-services\/config does not allow \(timeouts\.allowNoTimeout\)/);
-    const long = await waitForReason(requester, TENANT, 'too-long', FINAL, 30_000);
+    const long = await waitForPhase(requester, TENANT, 'too-long', FINAL, 30_000);
     assert.match(messageOf(long), /timeouts\.pipeline "30h" is longer than the 24h allowed by .*\(timeouts\.maximum\)/);
     await stillServing('after-timeouts');
   });
@@ -106,13 +107,13 @@ describe('limits (real Tekton, pods simulated)', () => {
 
     // Under the CRD's caps, over the configuration's (default 512 KiB together): Rejected, and the rejection fits on the object.
     await createRequest(requester, TENANT, 'near-the-limit', { request: 'echo', params: { a: quarter, b: quarter, c: quarter, d: quarter } });
-    const near = await waitForReason(requester, TENANT, 'near-the-limit', FINAL, 30_000);
+    const near = await waitForPhase(requester, TENANT, 'near-the-limit', FINAL, 30_000);
     assert.equal(near.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(near), /the params add up to 1024004 bytes, more than the 524288 allowed by InternalServicesConfig internal-services\/config \(limits\.maxParamsBytes\)/);
 
     await configure({ ...BASE, limits: { maxParamValueBytes: 1024 } });
     await createRequest(requester, TENANT, 'long-value', { request: 'echo', params: { text: 'z'.repeat(2000) } });
-    const lv = await waitForReason(requester, TENANT, 'long-value', FINAL, 30_000);
+    const lv = await waitForPhase(requester, TENANT, 'long-value', FINAL, 30_000);
     assert.match(messageOf(lv), /param values longer than the 1024 bytes allowed by .*\(limits\.maxParamValueBytes\): "text" \(2000 bytes\)/);
     await configure(BASE);
     await stillServing('after-params');
@@ -120,24 +121,24 @@ describe('limits (real Tekton, pods simulated)', () => {
 });
 
 describe('the configuration\'s lifecycle (real Tekton, pods simulated)', () => {
-  test('config absent for a while: new requests wait (Pending, with the reason, a metric and a /readyz line), then run when it is back', async () => {
+  test('config absent for a while: new requests wait (WaitingForConfig, with the reason, a metric and a /readyz line), then run when it is back', async () => {
     const custom = internalAdmin.makeApiClient(CustomObjectsApi);
     const seen = controller.lines.length;
     await custom.deleteNamespacedCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalservicesconfigs', namespace: NS, name: 'config' });
-    await waitFor('the controller to see the configuration go', async () => controller.lines.slice(seen).some((l) => l.msg === 'configuration deleted; new requests wait (reason Pending) until it is back'));
+    await waitFor('the controller to see the configuration go', async () => controller.lines.slice(seen).some((l) => l.msg === 'configuration deleted; new requests wait (phase WaitingForConfig) until it is back'));
     await createRequest(requester, TENANT, 'while-absent', { request: 'echo', params: { text: 'waited' } });
-    const pending = await waitForReason(requester, TENANT, 'while-absent', ['Pending'], 30_000);
+    const pending = await waitForPhase(requester, TENANT, 'while-absent', ['WaitingForConfig'], 30_000);
     assert.equal(pending.status?.conditions?.[0]?.status, 'Unknown');
     assert.match(messageOf(pending), /there is no InternalServicesConfig "config" in namespace "internal-services"; the request is decided once its administrators create it/);
     const metrics = await scrape(metricsPort);
     assert.equal(sample(metrics, 'internal_services_config_present'), 0);
-    assert.equal(sample(metrics, 'internal_services_requests_waiting', { reason: 'Pending' }), 1, 'the waiting request is counted by its reason');
+    assert.equal(sample(metrics, 'internal_services_requests_waiting', { phase: 'WaitingForConfig' }), 1, 'the waiting request is counted by its phase');
     const readyz = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz`);
     assert.equal(readyz.status, 200, 'still ready: it serves what it can and says what it waits for');
     assert.match(await readyz.text(), /\[-\]config failed: no InternalServicesConfig "config" in namespace internal-services; new requests wait/);
 
     await setRunConfig(internalAdmin, BASE);
-    const done = await waitForReason(requester, TENANT, 'while-absent', FINAL, 60_000);
+    const done = await waitForPhase(requester, TENANT, 'while-absent', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { out: 'waited' });
     assert.equal(sample(await scrape(metricsPort), 'internal_services_config_present'), 1);
@@ -147,7 +148,7 @@ describe('the configuration\'s lifecycle (real Tekton, pods simulated)', () => {
   test('debug switched off: the PipelineRuns it kept are removed at once, not at the next resync', async () => {
     await configure({ ...BASE, debug: true });
     const r = await createRequest(requester, TENANT, 'debugged', { request: 'echo', params: { text: 'kept' } });
-    await waitForReason(requester, TENANT, 'debugged', ['Succeeded'], 60_000);
+    await waitForPhase(requester, TENANT, 'debugged', ['Succeeded'], 60_000);
     const kept = await pipelineRunsFor(internalAdmin, r.metadata.uid!);
     assert.equal(kept.length, 1, 'kept while debug is on');
     await configure(BASE);
@@ -157,7 +158,7 @@ describe('the configuration\'s lifecycle (real Tekton, pods simulated)', () => {
   test('a run that ends while the controller is down: after the restart the final status still names the PipelineRun', async () => {
     const r = await createRequest(requester, TENANT, 'ends-while-down', { request: 'gated' });
     const pr = await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
-    await waitForReason(requester, TENANT, 'ends-while-down', ['Running'], 30_000);
+    await waitForPhase(requester, TENANT, 'ends-while-down', ['Running'], 30_000);
     await controller.kill('SIGKILL');
     await releaseRun(env, pr.metadata.name!);
     await waitFor('Tekton to finish the run', async () => {
@@ -166,7 +167,7 @@ describe('the configuration\'s lifecycle (real Tekton, pods simulated)', () => {
     }, 60_000);
     controller = await startController(env, ['--metrics-bind-address', '127.0.0.1:0']);
     metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
-    const done = await waitForReason(requester, TENANT, 'ends-while-down', FINAL, 60_000);
+    const done = await waitForPhase(requester, TENANT, 'ends-while-down', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded');
     assert.equal(done.status?.pipelineRun, `${NS}/${pr.metadata.name}`);
     assert.deepEqual(done.status?.results, { out: 'released' });
@@ -182,11 +183,11 @@ describe('per-namespace rules (real Tekton, pods simulated)', () => {
     await createRequest(requester, 'ruled', 'good', { request: 'echo', params: { text: 'release-42' } });
     await createRequest(requester, 'ruled', 'bad-param', { request: 'echo', params: { text: 'rm -rf' } });
     await createRequest(requester, 'finisher', 'not-granted', { request: 'echo', params: { text: 'x' } });
-    const good = await waitForReason(requester, 'ruled', 'good', FINAL, 60_000);
+    const good = await waitForPhase(requester, 'ruled', 'good', FINAL, 60_000);
     assert.equal(good.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(good));
-    const bad = await waitForReason(requester, 'ruled', 'bad-param', FINAL, 30_000);
+    const bad = await waitForPhase(requester, 'ruled', 'bad-param', FINAL, 30_000);
     assert.match(messageOf(bad), /^param "text" is "rm -rf", which does not match the pattern "release-\[0-9\]\+" of rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config$/);
-    const ng = await waitForReason(requester, 'finisher', 'not-granted', FINAL, 30_000);
+    const ng = await waitForPhase(requester, 'finisher', 'not-granted', FINAL, 30_000);
     assert.match(messageOf(ng), /^Pipeline "echo" is not granted to namespace "finisher" on remote "default" by InternalServicesConfig internal-services\/config: rules\[1\] \("finishing"\) grants only "gated"$/);
     await stillServing('after-rules');
   });
@@ -196,15 +197,15 @@ describe('per-namespace rules (real Tekton, pods simulated)', () => {
     const cancelled = await createRequest(requester, 'ruled', 'to-cancel', { request: 'gated' });
     const finishing = await createRequest(requester, 'finisher', 'to-finish', { request: 'gated' });
     const [prC, prF] = await Promise.all([onlyPipelineRunOf(internalAdmin, cancelled.metadata.uid!), onlyPipelineRunOf(internalAdmin, finishing.metadata.uid!)]);
-    await Promise.all([waitForReason(requester, 'ruled', 'to-cancel', ['Running'], 30_000), waitForReason(requester, 'finisher', 'to-finish', ['Running'], 30_000)]);
+    await Promise.all([waitForPhase(requester, 'ruled', 'to-cancel', ['Running'], 30_000), waitForPhase(requester, 'finisher', 'to-finish', ['Running'], 30_000)]);
     // Both namespaces lose their rules.
     await configure(BASE);
-    const c = await waitForReason(requester, 'ruled', 'to-cancel', FINAL, 60_000);
+    const c = await waitForPhase(requester, 'ruled', 'to-cancel', FINAL, 60_000);
     assert.equal(c.status?.conditions?.[0]?.reason, 'Failed');
     assert.match(messageOf(c), new RegExp(`^PipelineRun ${NS}/${prC.metadata.name} failed: cancelled because the configuration no longer allows it: namespace "ruled" on remote "default" is not on the allowList`));
     assert.equal((await getRequest(requester, 'finisher', 'to-finish')).status?.conditions?.[0]?.reason, 'Running', 'onRevoke finish: still running');
     await releaseRun(env, prF.metadata.name!);
-    const fd = await waitForReason(requester, 'finisher', 'to-finish', FINAL, 60_000);
+    const fd = await waitForPhase(requester, 'finisher', 'to-finish', FINAL, 60_000);
     assert.equal(fd.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(fd));
   });
 });
@@ -214,24 +215,24 @@ describe('capacity (real Tekton, pods simulated)', () => {
   test('beyond capacity.maxRunning requests wait (Queued, with their position) and start in fair order between namespaces, not arrival order', async () => {
     await configure({ allowList: [TENANT, 'finisher'], capacity: { maxRunning: 1 } });
     const a1 = await createRequest(requester, TENANT, 'cap-a1', { request: 'gated' });
-    await waitForReason(requester, TENANT, 'cap-a1', ['Running'], 30_000);
+    await waitForPhase(requester, TENANT, 'cap-a1', ['Running'], 30_000);
     const a2 = await createRequest(requester, TENANT, 'cap-a2', { request: 'gated' });
     const a3 = await createRequest(requester, TENANT, 'cap-a3', { request: 'gated' });
-    await waitForReason(requester, TENANT, 'cap-a3', ['Queued'], 30_000);
+    await waitForPhase(requester, TENANT, 'cap-a3', ['Queued'], 30_000);
     const b1 = await createRequest(requester, 'finisher', 'cap-b1', { request: 'gated' });
-    const q = await waitForReason(requester, 'finisher', 'cap-b1', ['Queued'], 30_000);
+    const q = await waitForPhase(requester, 'finisher', 'cap-b1', ['Queued'], 30_000);
     assert.match(messageOf(q), /^waiting for a free slot on the internal cluster: all 1 slots are taken \(capacity\.maxRunning; 1 PipelineRuns running\); position \d of 3 waiting \(namespaces take turns\)$/);
     const prOf = async (r: { metadata: { uid?: string } }) => (await onlyPipelineRunOf(internalAdmin, r.metadata.uid!)).metadata.name!;
     // Each time the running one ends, the next in fair order starts: b1 (the other namespace's turn, though it came last), then a2, then a3.
     const order: Array<[string, string, { metadata: { uid?: string } }]> = [[TENANT, 'cap-a1', a1], ['finisher', 'cap-b1', b1], [TENANT, 'cap-a2', a2], [TENANT, 'cap-a3', a3]];
     for (let i = 0; i < order.length; i++) {
       const [ns, name, r] = order[i]!;
-      await waitForReason(requester, ns, name, ['Running'], 30_000);
+      await waitForPhase(requester, ns, name, ['Running'], 30_000);
       for (const [ons, oname] of order.slice(i + 1)) {
-        assert.equal((await getRequest(requester, ons, oname)).status?.conditions?.[0]?.reason, 'Queued', `${oname} still waits while ${name} runs`);
+        assert.equal(phaseOf(await getRequest(requester, ons, oname)), 'Queued', `${oname} still waits while ${name} runs`);
       }
       await releaseRun(env, await prOf(r), 30_000);
-      const done = await waitForReason(requester, ns, name, FINAL, 30_000);
+      const done = await waitForPhase(requester, ns, name, FINAL, 30_000);
       assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     }
     await configure(BASE);
@@ -245,22 +246,22 @@ describe('idempotent retries (real Tekton, pods simulated)', () => {
   test('a retry while the first runs follows it and ends with its results; after it succeeded, a retry copies them; nothing runs twice', async () => {
     const first = await withKey('idem-1', 'release-42-sign', { request: 'gated' });
     const pr = await onlyPipelineRunOf(internalAdmin, first.metadata.uid!);
-    await waitForReason(requester, TENANT, 'idem-1', ['Running'], 30_000);
+    await waitForPhase(requester, TENANT, 'idem-1', ['Running'], 30_000);
     const retry = await withKey('idem-2', 'release-42-sign', { request: 'gated' });
-    const following = await waitForReason(requester, TENANT, 'idem-2', ['Following'], 30_000);
+    const following = await waitForPhase(requester, TENANT, 'idem-2', ['Following'], 30_000);
     assert.match(messageOf(following), /^following request "idem-1", which has the same idempotency key "release-42-sign" and spec/);
     const other = await withKey('idem-other', 'release-42-sign', { request: 'echo', params: { text: 'different' } });
-    const conflict = await waitForReason(requester, TENANT, 'idem-other', FINAL, 30_000);
+    const conflict = await waitForPhase(requester, TENANT, 'idem-other', FINAL, 30_000);
     assert.equal(conflict.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(conflict), /idempotency key "release-42-sign" is already used by request "idem-1" with a different spec/);
     await releaseRun(env, pr.metadata.name!);
-    const [a, b] = await Promise.all([waitForReason(requester, TENANT, 'idem-1', FINAL, 60_000), waitForReason(requester, TENANT, 'idem-2', FINAL, 60_000)]);
+    const [a, b] = await Promise.all([waitForPhase(requester, TENANT, 'idem-1', FINAL, 60_000), waitForPhase(requester, TENANT, 'idem-2', FINAL, 60_000)]);
     assert.equal(a.status?.conditions?.[0]?.reason, 'Succeeded');
     assert.equal(b.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(b));
     assert.deepEqual(b.status?.results, a.status?.results);
     assert.deepEqual(b.status?.followed, { name: 'idem-1', uid: first.metadata.uid });
     const late = await withKey('idem-3', 'release-42-sign', { request: 'gated' });
-    const copied = await waitForReason(requester, TENANT, 'idem-3', FINAL, 30_000);
+    const copied = await waitForPhase(requester, TENANT, 'idem-3', FINAL, 30_000);
     assert.equal(copied.status?.conditions?.[0]?.reason, 'Succeeded');
     assert.match(messageOf(copied), /already succeeded .*its results are copied, nothing ran again/);
     assert.deepEqual(copied.status?.results, { out: 'released' });
@@ -269,7 +270,7 @@ describe('idempotent retries (real Tekton, pods simulated)', () => {
 
   test('two retries at the same moment: exactly one runs; after a failure a retry runs again', async () => {
     const [x, y] = await Promise.all([withKey('idem-x', 'burst', { request: 'echo', params: { text: 'once' } }), withKey('idem-y', 'burst', { request: 'echo', params: { text: 'once' } })]);
-    const [dx, dy] = await Promise.all([waitForReason(requester, TENANT, 'idem-x', FINAL, 60_000), waitForReason(requester, TENANT, 'idem-y', FINAL, 60_000)]);
+    const [dx, dy] = await Promise.all([waitForPhase(requester, TENANT, 'idem-x', FINAL, 60_000), waitForPhase(requester, TENANT, 'idem-y', FINAL, 60_000)]);
     assert.deepEqual([dx.status?.conditions?.[0]?.reason, dy.status?.conditions?.[0]?.reason], ['Succeeded', 'Succeeded']);
     assert.deepEqual(dx.status?.results, { out: 'once' });
     assert.deepEqual(dy.status?.results, { out: 'once' });
@@ -277,10 +278,10 @@ describe('idempotent retries (real Tekton, pods simulated)', () => {
     const ran = [x, y].filter((r, i) => ![dx, dy][i]!.status?.followed);
     assert.equal(ran.length, 1);
     const failed = await withKey('idem-f1', 'flaky', { request: 'fails' });
-    const f1 = await waitForReason(requester, TENANT, 'idem-f1', FINAL, 60_000);
+    const f1 = await waitForPhase(requester, TENANT, 'idem-f1', FINAL, 60_000);
     assert.equal(f1.status?.conditions?.[0]?.reason, 'Failed');
     const again = await withKey('idem-f2', 'flaky', { request: 'fails' });
-    const f2 = await waitForReason(requester, TENANT, 'idem-f2', FINAL, 60_000);
+    const f2 = await waitForPhase(requester, TENANT, 'idem-f2', FINAL, 60_000);
     assert.equal(f2.status?.conditions?.[0]?.reason, 'Failed');
     assert.equal(f2.status?.followed, undefined, 'it ran itself');
     assert.match(f2.status?.pipelineRun ?? '', /ir-/);
@@ -297,7 +298,7 @@ describe('request lifecycle (real Tekton, pods simulated)', () => {
     const r = await createRequest(requester, TENANT, 'short-lived', { request: 'echo', params: { text: 'bye' } }, { release: 'app-9' });
     const pr = await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
     assert.equal(pr.metadata.labels?.['release'], 'app-9', "the request's labels are on its PipelineRun");
-    const done = await waitForReason(requester, TENANT, 'short-lived', FINAL, 60_000);
+    const done = await waitForPhase(requester, TENANT, 'short-lived', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded');
     await waitFor('the finished request to be deleted', async () => {
       try {

@@ -15,7 +15,7 @@ import { startEnvironment, type Environment } from '../../src/envtest/environmen
 import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import {
-  api, createRequest, httpStatus, NS, PR, pipelineRunsFor, releaseRun, runCli, simulatedStep, startController, testPipeline, waitFor, waitForReason,
+  api, createRequest, httpStatus, NS, PR, pipelineRunsFor, releaseRun, runCli, simulatedStep, startController, testPipeline, waitFor, waitForPhase,
   type ControllerProcess, scrape, sample, Relay, kubeconfigVia,
 } from './helpers.js';
 
@@ -58,9 +58,9 @@ after(async () => {
 async function completeRequest(name: string): Promise<void> {
   const r = await createRequest(requester, 'team-a', name, { request: 'sign', params: { image: name } });
   const pr = await waitFor(`PipelineRun of ${name}`, async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
-  await waitForReason(requester, 'team-a', name, ['Running']);
+  await waitForPhase(requester, 'team-a', name, ['Running']);
   await releaseRun(env, pr.metadata.name!);
-  const done = await waitForReason(requester, 'team-a', name, ['Succeeded'], 60_000);
+  const done = await waitForPhase(requester, 'team-a', name, ['Succeeded'], 60_000);
   assert.deepEqual(done.status?.results, { signature: `sig-${name}` });
 }
 
@@ -83,13 +83,13 @@ test('metrics change as requests move; names of the Go controller kept', async (
 
   const r = await createRequest(requester, 'team-a', 'metered', { request: 'sign', params: { image: 'x' } });
   const pr = await waitFor('PipelineRun', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
-  await waitForReason(requester, 'team-a', 'metered', ['Running']);
+  await waitForPhase(requester, 'team-a', 'metered', ['Running']);
   await waitFor('concurrent gauge 1', async () => sample(await scrape(port), 'internal_request_attempt_concurrent_requests') === 1);
   const running = await scrape(port);
   assert.equal(sample(running, 'internal_request_time_to_running_seconds_count', { request: 'sign', namespace: 'team-a', remote: 'default' }), 1, 'time to Running observed once');
   assert.equal(sample(running, 'internal_services_pipelineruns_past_timeout', { remote: 'default' }), 0, 'a run within its timeout');
   await releaseRun(env, pr.metadata.name!);
-  await waitForReason(requester, 'team-a', 'metered', ['Succeeded'], 60_000);
+  await waitForPhase(requester, 'team-a', 'metered', ['Succeeded'], 60_000);
   const text = await waitFor('attempt counter', async () => {
     const t = await scrape(port);
     return sample(t, 'internal_request_attempt_total', { request: 'sign', namespace: 'team-a', reason: 'Succeeded', succeeded: 'true' }) === 1 ? t : undefined;
@@ -115,7 +115,7 @@ test('/readyz: unready while the remote apiserver is down, ready when it is back
   await waitFor('ready', async () => (await httpStatus(readyz)) === 200);
   const r = await createRequest(requester, 'team-a', 'through-outage', { request: 'sign', params: { image: 'during-outage' } });
   const pr = await waitFor('PipelineRun', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!))[0]);
-  await waitForReason(requester, 'team-a', 'through-outage', ['Running']);
+  await waitForPhase(requester, 'team-a', 'through-outage', ['Running']);
   await env.remote.stopApiserver();
   try {
     await waitFor('unready', async () => (await httpStatus(readyz)) === 503, 30_000);
@@ -128,7 +128,7 @@ test('/readyz: unready while the remote apiserver is down, ready when it is back
     await env.remote.startApiserver();
   }
   await waitFor('ready again', async () => (await httpStatus(readyz)) === 200, 60_000);
-  const done = await waitForReason(requester, 'team-a', 'through-outage', ['Succeeded'], 60_000);
+  const done = await waitForPhase(requester, 'team-a', 'through-outage', ['Succeeded'], 60_000);
   assert.deepEqual(done.status?.results, { signature: 'sig-during-outage' });
   // The outage ended the remote watch; ended watches are counted by cluster and verb too.
   assert.ok((sample(await scrape(metricsPort), 'internal_services_api_requests_total', { cluster: 'remote', verb: 'watch' }) ?? 0) >= 1, 'watches counted');
@@ -192,7 +192,7 @@ test('--events: routine successes only with all; rejections by default and with 
     try {
       await completeRequest(`ev-${k.tag}`);
       await createRequest(requester, 'team-a', `ev-${k.tag}-rejected`, { request: 'no-such-pipeline' });
-      await waitForReason(requester, 'team-a', `ev-${k.tag}-rejected`, ['Rejected']);
+      await waitForPhase(requester, 'team-a', `ev-${k.tag}-rejected`, ['Rejected']);
       if (k.rejected) {
         await waitFor(`the Rejected event (${k.tag})`, async () => (await reasons(`ev-${k.tag}-rejected`)).includes('Rejected'));
       } else {

@@ -24,7 +24,7 @@ import { RESOLUTION_REQUEST } from '../../src/tekton/resolve.js';
 import { OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import { repoRoot } from '../../src/util/repo.js';
-import { createRequest, NS, onlyPipelineRunOf, releaseRun, messageOf, setRunConfigAndWait, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+import { createRequest, NS, onlyPipelineRunOf, releaseRun, messageOf, setRunConfigAndWait, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const TENANT = 'release-team';
 let env: Environment;
@@ -121,7 +121,7 @@ const todays = (over: Partial<Record<'revision' | 'pathInRepo' | 'url', string>>
 describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', () => {
   test('no source policy: Rejected, saying only installed Pipelines run and how to allow the source', async () => {
     await createRequest(requester, TENANT, 'no-policy', todays());
-    const r = await waitForReason(requester, TENANT, 'no-policy', FINAL, 30_000);
+    const r = await waitForPhase(requester, TENANT, 'no-policy', FINAL, 30_000);
     assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(r), /remote resolution is not enabled on this internal cluster: InternalServicesConfig internal-services\/config has no source policy \(allowedGitResolverURLs or sources\).*ask the administrators of the internal cluster to allow this source/);
     // From here on: the catalog is allowed at main or any commit, for Pipelines and Tasks only.
@@ -140,7 +140,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     assert.equal(pr.spec.pipelineRef, undefined, 'the checked Pipeline runs embedded');
     const tasks = pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>;
     assert.deepEqual(tasks[0]?.taskRef, gitRef(catalog.url, catalogHead, 'tasks/internal/sign/sign.yaml'), 'the Task reference is pinned to the commit checked');
-    const done = await waitForReason(requester, TENANT, 'todays', FINAL, 90_000);
+    const done = await waitForPhase(requester, TENANT, 'todays', FINAL, 90_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { signature: 'sig:quay.io/org/app@sha256:abc' });
     const src = `git+${catalog.url}`;
@@ -163,7 +163,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     const created = await createRequest(requester, TENANT, 'installed-2024', { request: 'sign-installed', params: { image: 'img', taskGitUrl: catalog.url, taskGitRevision: 'main' } });
     const pr = await onlyPipelineRunOf(internalAdmin, created.metadata.uid!);
     assert.deepEqual((pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(catalog.url, catalogHead, 'tasks/internal/sign/sign.yaml'));
-    const [plain, installed] = await Promise.all([waitForReason(requester, TENANT, 'plain-2024', FINAL, 90_000), waitForReason(requester, TENANT, 'installed-2024', FINAL, 90_000)]);
+    const [plain, installed] = await Promise.all([waitForPhase(requester, TENANT, 'plain-2024', FINAL, 90_000), waitForPhase(requester, TENANT, 'installed-2024', FINAL, 90_000)]);
     assert.equal(plain.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(plain));
     assert.deepEqual(plain.status?.results, { out: 'plain:x' });
     assert.equal(plain.status?.pipeline, undefined, 'an installed Pipeline with nothing to resolve runs by name');
@@ -177,7 +177,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
       pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'plain' }, { name: 'namespace', value: NS }] } },
       params: { image: 'c' },
     });
-    const done = await waitForReason(requester, TENANT, 'by-cluster', FINAL, 60_000);
+    const done = await waitForPhase(requester, TENANT, 'by-cluster', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { out: 'plain:c' });
     assert.equal(done.status?.pipeline?.resolver, 'cluster');
@@ -210,7 +210,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     ];
     await Promise.all(cases.map(([name, spec]) => createRequest(requester, TENANT, `refused-${name}`, spec)));
     for (const [name, , message] of cases) {
-      const r = await waitForReason(requester, TENANT, `refused-${name}`, FINAL, 60_000);
+      const r = await waitForPhase(requester, TENANT, `refused-${name}`, FINAL, 60_000);
       assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected', `${name}: ${messageOf(r)}`);
       assert.match(messageOf(r), message, name);
       assert.equal(r.status?.pipelineRun, undefined, `${name}: nothing ran`);
@@ -225,7 +225,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     const pr = await onlyPipelineRunOf(internalAdmin, created.metadata.uid!);
     const prName = pr.metadata.name!;
     // While the first task runs, main moves on: a new version of the second Task.
-    await waitForReason(requester, TENANT, 'moving', ['Running'], 30_000);
+    await waitForPhase(requester, TENANT, 'moving', ['Running'], 30_000);
     const moved = await catalog.commit({ 'tasks/internal/second/second.yaml': task('second', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_version: 'moved' }, ['version']) }, 'moves main');
     assert.notEqual(moved, catalogHead);
     await releaseRun(env, prName, 60_000);
@@ -241,7 +241,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     assert.equal(tr.status?.provenance?.refSource?.digest?.['sha1'], catalogHead, 'resolved at the checked commit, not at the moved branch');
     assert.equal(tr.spec.taskRef?.params?.find((p) => p.name === 'revision')?.value, catalogHead);
     await releaseRun(env, prName, 60_000);
-    const done = await waitForReason(requester, TENANT, 'moving', FINAL, 60_000);
+    const done = await waitForPhase(requester, TENANT, 'moving', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { version: 'checked' });
   });
@@ -252,7 +252,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
       createRequest(requester, TENANT, 'missing-path', todays({ pathInRepo: 'pipelines/internal/nope/nope.yaml' })),
       createRequest(requester, TENANT, 'unreachable', todays({ url: 'git://127.0.0.1:1/nothing.git' })),
     ]);
-    const [missing, unreachable] = await Promise.all([waitForReason(requester, TENANT, 'missing-path', FINAL, 40_000), waitForReason(requester, TENANT, 'unreachable', FINAL, 40_000)]);
+    const [missing, unreachable] = await Promise.all([waitForPhase(requester, TENANT, 'missing-path', FINAL, 40_000), waitForPhase(requester, TENANT, 'unreachable', FINAL, 40_000)]);
     const elapsed = Date.now() - t0;
     assert.equal(missing.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(missing), /^spec\.pipeline\.pipelineRef: resolving it with the git resolver failed: .*error opening file "pipelines\/internal\/nope\/nope\.yaml"/s);

@@ -17,7 +17,7 @@ import { applyObjects, grantRequester, installProject } from '../../src/envtest/
 import { repoRoot } from '../../src/util/repo.js';
 import { LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
 import {
-  createRequest, getRequest, httpStatus, messageOf, NS, runCli, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForReason,
+  createRequest, getRequest, httpStatus, messageOf, NS, runCli, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase,
   type ControllerProcess,
 } from './helpers.js';
 
@@ -104,7 +104,7 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
     await createStagingSecret();
     await controller.waitForLog((l) => l.msg === 'remote cluster added' && l.remote === 'staging');
     assert.equal(controller.lines.slice(seen).filter((l) => l.msg === 'remote cluster added').length, 1);
-    const done = await waitForReason(stagingRequester, 'team-b', 'early', FINAL, 60_000);
+    const done = await waitForPhase(stagingRequester, 'team-b', 'early', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { out: 'staging-1' });
     assert.equal(done.metadata.uid, early.metadata.uid);
@@ -114,23 +114,23 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
     const pr = await onlyPipelineRunOf(internalAdmin, held.metadata.uid!);
     assert.equal(pr.metadata.labels?.[LABEL_REQUEST_REMOTE], 'staging');
     await releaseRun(env, pr.metadata.name!);
-    assert.equal((await waitForReason(stagingRequester, 'team-b', 'held', FINAL, 60_000)).status?.conditions?.[0]?.reason, 'Succeeded');
+    assert.equal((await waitForPhase(stagingRequester, 'team-b', 'held', FINAL, 60_000)).status?.conditions?.[0]?.reason, 'Succeeded');
 
     // team-a is on the allowList bare: the default remote's, not staging's.
     await createRequest(stagingRequester, 'team-a', 'bare', { request: 'echo' });
-    const bare = await waitForReason(stagingRequester, 'team-a', 'bare', FINAL);
+    const bare = await waitForPhase(stagingRequester, 'team-a', 'bare', FINAL);
     assert.equal(bare.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(bare), /^namespace "team-a" on remote "staging" is not on the allowList of InternalServicesConfig internal-services\/config; the entry "team-a" names a namespace without a remote, which means remote "default" only; write "staging\/team-a" \(or "\*\/team-a"\) to grant it here/);
     // and team-b, staging's, is not served on the default remote
     await createRequest(requester, 'team-b', 'wrong-remote', { request: 'echo' });
-    assert.match(messageOf(await waitForReason(requester, 'team-b', 'wrong-remote', FINAL)), /^namespace "team-b" on remote "default" is not on the allowList/);
+    assert.match(messageOf(await waitForPhase(requester, 'team-b', 'wrong-remote', FINAL)), /^namespace "team-b" on remote "default" is not on the allowList/);
     // The same name and namespace on both remotes are two requests.
     await createRequest(requester, 'team-a', 'twin', { request: 'echo', params: { text: 'default-twin' } });
     await setRunConfig(internalAdmin, { allowList: ['team-a', 'staging/team-b', 'staging/team-a'] });
     await controller.waitForLog((l) => l.msg === 'configuration changed');
     await createRequest(stagingRequester, 'team-a', 'twin', { request: 'echo', params: { text: 'staging-twin' } });
-    assert.deepEqual((await waitForReason(requester, 'team-a', 'twin', FINAL, 60_000)).status?.results, { out: 'default-twin' });
-    assert.deepEqual((await waitForReason(stagingRequester, 'team-a', 'twin', FINAL, 60_000)).status?.results, { out: 'staging-twin' });
+    assert.deepEqual((await waitForPhase(requester, 'team-a', 'twin', FINAL, 60_000)).status?.results, { out: 'default-twin' });
+    assert.deepEqual((await waitForPhase(stagingRequester, 'team-a', 'twin', FINAL, 60_000)).status?.results, { out: 'staging-twin' });
     const m = await scrape(metricsPort);
     assert.equal(sample(m, 'internal_services_remote_up', { remote: 'staging' }), 1);
     assert.equal(sample(m, 'internal_services_remote_up', { remote: 'default' }), 1);
@@ -142,7 +142,7 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
   test('one remote down: the other is served meanwhile, /readyz stays ready and says which; nothing of the down one is lost', async () => {
     const held = await createRequest(stagingRequester, 'team-b', 'across-outage', { request: 'gated', params: { text: 'kept' } });
     const pr = await onlyPipelineRunOf(internalAdmin, held.metadata.uid!);
-    await waitForReason(stagingRequester, 'team-b', 'across-outage', ['Running']);
+    await waitForPhase(stagingRequester, 'team-b', 'across-outage', ['Running']);
     await staging.stopApiserver();
     try {
       await waitFor('staging to be reported down', async () => {
@@ -153,7 +153,7 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
       // The default remote is served as usual.
       const t0 = Date.now();
       await createRequest(requester, 'team-a', 'meanwhile', { request: 'echo', params: { text: 'not-slowed' } });
-      const meanwhile = await waitForReason(requester, 'team-a', 'meanwhile', FINAL, 30_000);
+      const meanwhile = await waitForPhase(requester, 'team-a', 'meanwhile', FINAL, 30_000);
       assert.equal(meanwhile.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(meanwhile));
       const took = Date.now() - t0;
       // The staging run ends while its cluster cannot be told.
@@ -164,7 +164,7 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
     } finally {
       await staging.startApiserver();
     }
-    const done = await waitForReason(stagingRequester, 'team-b', 'across-outage', FINAL, 60_000);
+    const done = await waitForPhase(stagingRequester, 'team-b', 'across-outage', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { out: 'kept' });
     await waitFor('the PipelineRun deleted', async () => (await pipelineRunsFor(internalAdmin, held.metadata.uid!)).length === 0, 30_000);
@@ -174,7 +174,7 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
   test('a remote removed while running: its runs are left alone (no orphan sweep), its requests wait; added back, it goes on where it was', async () => {
     const held = await createRequest(stagingRequester, 'team-b', 'across-removal', { request: 'gated', params: { text: 'resumed' } });
     const pr = await onlyPipelineRunOf(internalAdmin, held.metadata.uid!);
-    await waitForReason(stagingRequester, 'team-b', 'across-removal', ['Running']);
+    await waitForPhase(stagingRequester, 'team-b', 'across-removal', ['Running']);
     await deleteStagingSecret();
     await controller.waitForLog((l) => String(l.msg).startsWith('remote cluster removed') && l.remote === 'staging');
     await waitFor('/readyz without staging', async () => !/remote\/staging/.test((await readyz()).text));
@@ -187,13 +187,13 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
     assert.equal((await getRequest(stagingRequester, 'team-b', 'while-removed')).status, undefined);
     // The default remote is still served.
     await createRequest(requester, 'team-a', 'during-removal', { request: 'echo', params: { text: 'x' } });
-    assert.equal((await waitForReason(requester, 'team-a', 'during-removal', FINAL, 30_000)).status?.conditions?.[0]?.reason, 'Succeeded');
+    assert.equal((await waitForPhase(requester, 'team-a', 'during-removal', FINAL, 30_000)).status?.conditions?.[0]?.reason, 'Succeeded');
 
     await createStagingSecret();
-    const resumed = await waitForReason(stagingRequester, 'team-b', 'across-removal', FINAL, 60_000);
+    const resumed = await waitForPhase(stagingRequester, 'team-b', 'across-removal', FINAL, 60_000);
     assert.equal(resumed.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(resumed));
     assert.deepEqual(resumed.status?.results, { out: 'resumed' });
-    const later = await waitForReason(stagingRequester, 'team-b', 'while-removed', FINAL, 60_000);
+    const later = await waitForPhase(stagingRequester, 'team-b', 'while-removed', FINAL, 60_000);
     assert.deepEqual(later.status?.results, { out: 'later' });
     assert.equal((await pipelineRunsFor(internalAdmin, resumed.metadata.uid!)).length, 0);
   });
@@ -213,7 +213,7 @@ describe('several remote clusters (real Tekton, pods simulated)', () => {
       return r.status === 200 && /\[-\]secret\/internal-services\/internal-services-remote-staging failed: Secret .* is not a kubeconfig/.test(r.text);
     });
     await createRequest(stagingRequester, 'team-b', 'after-bad-secret', { request: 'echo', params: { text: 'still' } });
-    assert.deepEqual((await waitForReason(stagingRequester, 'team-b', 'after-bad-secret', FINAL, 60_000)).status?.results, { out: 'still' });
+    assert.deepEqual((await waitForPhase(stagingRequester, 'team-b', 'after-bad-secret', FINAL, 60_000)).status?.results, { out: 'still' });
     assert.equal(await httpStatus(`http://127.0.0.1:${controller.healthPort}/readyz`), 200);
   });
 });
@@ -252,8 +252,8 @@ describe('remotes found by label, in a namespace of their own', () => {
       assert.deepEqual(added(), ['prod', 'staging'], 'the unlabelled Secret is not a remote');
       await createRequest(requester, 'team-a', 'by-label', { request: 'echo', params: { text: 'prod' } });
       await createRequest(stagingRequester, 'team-b', 'by-label', { request: 'echo', params: { text: 'staging' } });
-      assert.deepEqual((await waitForReason(requester, 'team-a', 'by-label', FINAL, 60_000)).status?.results, { out: 'prod' });
-      assert.deepEqual((await waitForReason(stagingRequester, 'team-b', 'by-label', FINAL, 60_000)).status?.results, { out: 'staging' });
+      assert.deepEqual((await waitForPhase(requester, 'team-a', 'by-label', FINAL, 60_000)).status?.results, { out: 'prod' });
+      assert.deepEqual((await waitForPhase(stagingRequester, 'team-b', 'by-label', FINAL, 60_000)).status?.results, { out: 'staging' });
 
       // Staging's Secret changes: polled every 2 s from now on.
       await admin.replaceNamespacedSecret({
@@ -264,7 +264,7 @@ describe('remotes found by label, in a namespace of their own', () => {
       const replaced = await c.waitForLog((l) => l.msg === 'remote cluster replaced' && l.remote === 'staging');
       assert.equal(replaced.mode, 'poll');
       await createRequest(stagingRequester, 'team-b', 'polled', { request: 'echo', params: { text: 'polled' } });
-      assert.deepEqual((await waitForReason(stagingRequester, 'team-b', 'polled', FINAL, 60_000)).status?.results, { out: 'polled' });
+      assert.deepEqual((await waitForPhase(stagingRequester, 'team-b', 'polled', FINAL, 60_000)).status?.results, { out: 'polled' });
       assert.ok(c.lines.some((l) => l.msg === 'cache started' && l.informer === 'remote/staging/internalrequests' && l.mode === 'poll' && l.pollIntervalMs === 2000), 'the new cache polls');
     } finally {
       await c.kill('SIGKILL');

@@ -15,7 +15,7 @@ import type { PipelineRun } from '../../src/tekton/types.js';
 import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, startResolution, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
 import { fromKubeConfig } from '../../src/kube/client.js';
 import {
-  api, createRequest, IR, NS, pipelineRunsFor, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForReason, type ControllerProcess,
+  api, createRequest, IR, NS, pipelineRunsFor, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess,
   onlyPipelineRunOf, setRunConfig,
 } from './helpers.js';
 
@@ -139,7 +139,7 @@ describe('real Tekton (pods simulated)', () => {
       request: 'results',
       params: { image: 'quay.io/org/app@sha256:abc', tags: '["latest","v1.2"]', meta: '{"team":"blue"}' },
     });
-    const done = await waitForReason(requester, TENANT, 'results', ['Succeeded', 'Failed', 'Rejected'], 60_000);
+    const done = await waitForPhase(requester, TENANT, 'results', ['Succeeded', 'Failed', 'Rejected'], 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', done.status?.conditions?.[0]?.message);
     assert.deepEqual(done.status?.results, {
       signature: 'sig:quay.io/org/app@sha256:abc',
@@ -157,12 +157,12 @@ describe('real Tekton (pods simulated)', () => {
     const stepContainer = pods.spec!.containers.find((c) => c.name === 'step-sign')!;
     // Tekton's entrypoint wraps the command: "-entrypoint sign -- a 'b c'" ends the args.
     assert.deepEqual(stepContainer.args?.slice(-5), ['-entrypoint', 'sign', '--', 'a', 'b c']);
-    await waitForReason(requester, TENANT, 'args', ['Succeeded'], 60_000);
+    await waitForPhase(requester, TENANT, 'args', ['Succeeded'], 60_000);
   });
 
   test('a failing step: Failed with Tekton reason, message and the failed task', async () => {
     await createRequest(requester, TENANT, 'fails', { request: 'fails' });
-    const done = await waitForReason(requester, TENANT, 'fails', ['Succeeded', 'Failed', 'Rejected'], 60_000);
+    const done = await waitForPhase(requester, TENANT, 'fails', ['Succeeded', 'Failed', 'Rejected'], 60_000);
     const c = done.status?.conditions?.[0];
     assert.equal(c?.reason, 'Failed');
     assert.match(c?.message ?? '', /failed: Failed: Tasks Completed: 2 \(Failed: 1, Cancelled 0\), Skipped: 0; failed tasks: sign \("step-sign" exited with code 3: Error\)$/);
@@ -172,7 +172,7 @@ describe('real Tekton (pods simulated)', () => {
     const r = await createRequest(requester, TENANT, 'times-out', { request: 'hangs', timeouts: { pipeline: '3s' } });
     const pr = await theOnlyPipelineRun(r.metadata.uid!);
     assert.equal((pr.spec as { timeouts?: { pipeline?: string } }).timeouts?.pipeline, '3s');
-    const done = await waitForReason(requester, TENANT, 'times-out', ['Succeeded', 'Failed', 'Rejected'], 60_000);
+    const done = await waitForPhase(requester, TENANT, 'times-out', ['Succeeded', 'Failed', 'Rejected'], 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Failed');
     assert.match(done.status?.conditions?.[0]?.message ?? '', /failed: PipelineRunTimeout: PipelineRun "ir-[0-9a-f-]+" failed to finish within "3s"/);
   });
@@ -213,7 +213,7 @@ describe('real Tekton (pods simulated)', () => {
     assert.deepEqual(pvc.spec?.accessModes, ['ReadWriteOnce']);
     const pod = await waitFor('the TaskRun pod', async () => (await podsOf(pr.metadata.name!))[0]);
     assert.ok(pod.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === pvc.metadata?.name), 'the pod mounts the PVC');
-    await waitForReason(requester, TENANT, 'workspace', ['Succeeded'], 60_000);
+    await waitForPhase(requester, TENANT, 'workspace', ['Succeeded'], 60_000);
   });
 
   test('spec.serviceAccount reaches the TaskRun pod', async () => {
@@ -221,13 +221,13 @@ describe('real Tekton (pods simulated)', () => {
     const pr = await theOnlyPipelineRun(r.metadata.uid!);
     const pod = await waitFor('the TaskRun pod', async () => (await podsOf(pr.metadata.name!))[0]);
     assert.equal(pod.spec?.serviceAccountName, 'signer');
-    await waitForReason(requester, TENANT, 'with-sa', ['Succeeded'], 60_000);
+    await waitForPhase(requester, TENANT, 'with-sa', ['Succeeded'], 60_000);
   });
 
   test('a param value holding $(params.x) or $(context.pipelineRun.name): what Tekton does with it', async () => {
     const note = 'img=$(params.image) run=$(context.pipelineRun.name)';
     const r = await createRequest(requester, TENANT, 'injection', { request: 'results', params: { image: 'quay.io/x', note } });
-    const done = await waitForReason(requester, TENANT, 'injection', ['Succeeded', 'Failed', 'Rejected'], 60_000);
+    const done = await waitForPhase(requester, TENANT, 'injection', ['Succeeded', 'Failed', 'Rejected'], 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded');
     // Recorded in docs/errors.md: Tekton substitutes $(params.…) and
     // $(context.…) found inside a param value it has already substituted.
@@ -237,7 +237,7 @@ describe('real Tekton (pods simulated)', () => {
   test('a PipelineRun the Tekton webhook refuses: the request is Rejected with its message', async () => {
     assert.ok(env.tekton?.webhook, 'the webhook runs in this environment');
     await createRequest(requester, TENANT, 'refused', { request: 'results', params: { image: 'i' }, timeouts: { tasks: '2h' } });
-    const done = await waitForReason(requester, TENANT, 'refused', ['Succeeded', 'Failed', 'Rejected'], 30_000);
+    const done = await waitForPhase(requester, TENANT, 'refused', ['Succeeded', 'Failed', 'Rejected'], 30_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(done.status?.conditions?.[0]?.message ?? '', /the internal cluster refused the PipelineRun for this request: .*admission webhook "validation\.webhook\.pipeline\.tekton\.dev" denied the request: validation failed: invalid value: 2h0m0s should be <= pipeline duration: spec\.timeouts\.tasks/);
   });
@@ -247,15 +247,15 @@ describe('real Tekton (pods simulated)', () => {
     const pr = await theOnlyPipelineRun(r.metadata.uid!);
     await waitFor('the pod running', async () => (await podsOf(pr.metadata.name!)).find((p) => p.status?.phase === 'Running'), 30_000);
     await new Promise((res) => setTimeout(res, 1500));
-    assert.equal((await waitForReason(requester, TENANT, 'gated', ['Running'])).status?.conditions?.[0]?.reason, 'Running');
+    assert.equal((await waitForPhase(requester, TENANT, 'gated', ['Running'])).status?.conditions?.[0]?.reason, 'Running');
     await releaseRun(env, pr.metadata.name!);
-    const done = await waitForReason(requester, TENANT, 'gated', ['Succeeded', 'Failed'], 30_000);
+    const done = await waitForPhase(requester, TENANT, 'gated', ['Succeeded', 'Failed'], 30_000);
     assert.deepEqual(done.status?.results, { out: 'released' });
   });
 
   test('retries: Tekton runs a failed task again in a new pod and reports both attempts', async () => {
     const r = await createRequest(requester, TENANT, 'flaky', { request: 'flaky' });
-    const done = await waitForReason(requester, TENANT, 'flaky', ['Succeeded', 'Failed', 'Rejected'], 60_000);
+    const done = await waitForPhase(requester, TENANT, 'flaky', ['Succeeded', 'Failed', 'Rejected'], 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Failed');
     const pr = `ir-${r.metadata.uid}`;
     const trs = await taskRunsOf(pr);
