@@ -16,31 +16,27 @@
  * Exits 0 only when every sample request ended as expected. With --keep
  * everything stays up for a look around until Ctrl-C.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { CONTROLLER_NAMESPACE, startEnvironment, type Environment } from '../envtest/environment.js';
 import { applyObjects, grantRequester, installProject, loadManifests, statusMessage, type Manifest } from '../envtest/apply.js';
 import { repoRoot } from '../envtest/binaries.js';
-import { freePorts, startWatchdog, tailFile, writePidFile } from '../envtest/processes.js';
+import { freePorts, startWatchdog, writePidFile } from '../envtest/processes.js';
 import { CONFIG_NAME, type InternalRequest, type InternalRequestSpec } from '../api/types.js';
+import { followSamples, startControllerProcess, stopControllerProcess, trackSamples, waitForReady, type ControllerChild } from './local-processes.js';
+import { APPROVAL_NAMESPACE, APPROVAL_RULE, approverRbac, catalogFiles, demoConfig, FAIL_PARAM, RequesterView, scenarios as sampleScenarios, UNLISTED_NAMESPACE, type Scenario } from './local-samples.js';
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
 const SAMPLE_PIPELINE = 'tekton_v1_pipeline_sign-image.yaml';
 const SAMPLE_CONFIG = 'appstudio_v1alpha1_internalservicesconfig.yaml';
 const SAMPLE_REQUEST = 'appstudio_v1alpha1_internalrequest.yaml';
-/** A remote namespace the requester may use but that is not on the sample allowList. */
-const UNLISTED_NAMESPACE = 'unlisted-tenant';
-/** The sample Pipeline's param that makes the run fail. */
-const FAIL_PARAM = 'simulate-failure';
 /** How long each simulated step "runs". */
 const STEP_DURATION = '1500ms';
-const CONTROLLER_READY_TIMEOUT_MS = 60_000;
-const REQUESTS_TIMEOUT_MS = 60_000;
+const REQUESTS_TIMEOUT_MS = 90_000;
 
 export interface LocalFlags {
   keep?: boolean;
@@ -57,15 +53,6 @@ export function localCommand(): Command {
     });
 }
 
-interface Scenario {
-  namespace: string;
-  name: string;
-  /** What it shows, for the output. */
-  story: string;
-  spec: InternalRequestSpec;
-  expect: { status: 'True' | 'False'; reason: 'Succeeded' | 'Rejected' | 'Failed'; message: RegExp; results?: boolean };
-}
-
 interface Verdict {
   ok: boolean;
   problems: string[];
@@ -78,10 +65,6 @@ const out = (line = ''): void => {
 const progress = (msg: string): void => {
   out(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
 };
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 /**
  * The sample Pipeline with SIMULATED_* env added to each step of its inline
@@ -151,76 +134,6 @@ function sampleRequestSpec(): InternalRequestSpec {
   return obj.spec;
 }
 
-/** A running controller process (the real CLI). */
-interface ControllerChild {
-  proc: ChildProcess;
-  logPath: string;
-  exited: Promise<string>;
-  healthPort: number;
-  metricsPort: number;
-  args: string[];
-}
-
-function startControllerProcess(env: Environment, healthPort: number, metricsPort: number): ControllerChild {
-  // The script this process runs (the plain build or the bundle), so the child runs the same.
-  const cli = process.argv[1] && /(main\.js|internal-services\.mjs)$/.test(process.argv[1]) ? process.argv[1] : fileURLToPath(new URL('./main.js', import.meta.url));
-  const logPath = join(env.dir, 'controller.log');
-  const args = [
-    cli,
-    'controller',
-    '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath,
-    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
-    '--namespace', CONTROLLER_NAMESPACE,
-    '--metrics-bind-address', `127.0.0.1:${metricsPort}`,
-    '--health-probe-bind-address', `127.0.0.1:${healthPort}`,
-  ];
-  const fd = openSync(logPath, 'a');
-  let proc: ChildProcess;
-  try {
-    proc = spawn(process.execPath, args, { stdio: ['ignore', fd, fd] });
-  } finally {
-    closeSync(fd);
-  }
-  const exited = new Promise<string>((resolve) => {
-    proc.once('exit', (code, signal) => resolve(signal !== null ? `signal ${signal}` : `exit code ${String(code)}`));
-    proc.once('error', (err) => resolve(`spawn error: ${err.message}`));
-  });
-  return { proc, logPath, exited, healthPort, metricsPort, args };
-}
-
-async function stopControllerProcess(c: ControllerChild): Promise<void> {
-  if (c.proc.exitCode !== null || c.proc.signalCode !== null) return;
-  c.proc.kill('SIGTERM');
-  // The controller finishes in-flight writes within 10 s of SIGTERM.
-  const killed = sleep(12_000).then(() => {
-    c.proc.kill('SIGKILL');
-  });
-  await Promise.race([c.exited, killed]);
-  await c.exited;
-}
-
-async function waitForReady(c: ControllerChild): Promise<void> {
-  const deadline = Date.now() + CONTROLLER_READY_TIMEOUT_MS;
-  let exitedHow: string | undefined;
-  void c.exited.then((how) => (exitedHow = how));
-  for (;;) {
-    if (exitedHow !== undefined) {
-      throw new Error(`the controller exited (${exitedHow}) before it was ready; last lines of ${c.logPath}:\n${tailFile(c.logPath, 30)}`);
-    }
-    const status = await fetch(`http://127.0.0.1:${c.healthPort}/readyz`).then(
-      (r) => r.status,
-      () => 0,
-    );
-    if (status === 200) return;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `the controller was not ready after ${CONTROLLER_READY_TIMEOUT_MS / 1000} s (/readyz: ${status || 'no answer'}); last lines of ${c.logPath}:\n${tailFile(c.logPath, 30)}`,
-      );
-    }
-    await sleep(250);
-  }
-}
-
 function conditionOf(r: InternalRequest | undefined): { status?: string; reason?: string; message?: string } {
   return r?.status?.conditions?.[0] ?? {};
 }
@@ -230,8 +143,9 @@ function isFinal(r: InternalRequest | undefined): boolean {
   return c.status === 'True' || c.status === 'False';
 }
 
-function judge(s: Scenario, r: InternalRequest | undefined, declaredResults: string[], image: string): Verdict {
+function judge(s: Scenario, r: InternalRequest | undefined, view: RequesterView, declaredResults: string[], image: string): Verdict {
   const problems: string[] = [];
+  if (r && isFinal(r) && !view.consistentWith(s.expect)) problems.push(`a waiting requester would have read it as: ${view.summary()}`);
   const c = conditionOf(r);
   if (!r) problems.push('the request could not be read');
   else if (!isFinal(r)) problems.push(`did not finish in ${REQUESTS_TIMEOUT_MS / 1000} s (last: ${c.reason ?? 'no condition yet'})`);
@@ -242,7 +156,7 @@ function judge(s: Scenario, r: InternalRequest | undefined, declaredResults: str
     if (!s.expect.message.test(c.message ?? '')) problems.push(`message does not match ${String(s.expect.message)}`);
     if (s.expect.results) {
       const results = r.status?.results ?? {};
-      for (const name of declaredResults) {
+      for (const name of s.spec.request ? declaredResults : ['signature']) {
         const v = results[name];
         if (v === undefined) problems.push(`result "${name}" missing`);
         else if (!v.includes(image)) problems.push(`result "${name}" is not derived from the params`);
@@ -256,6 +170,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
   const keep = flags.keep === true;
   let env: Environment | undefined;
   let taskRunWatch: AbortController | undefined;
+  let requestWatch: AbortController | undefined;
   let controller: ControllerChild | undefined;
   let watchdog: ChildProcess | undefined;
   let cleaning: Promise<void> | undefined;
@@ -264,6 +179,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
     (cleaning ??= (async () => {
       if (controller) await stopControllerProcess(controller).catch(() => {});
       taskRunWatch?.abort();
+      requestWatch?.abort();
       await env?.stop().catch(() => {});
       watchdog?.kill('SIGKILL');
     })());
@@ -313,13 +229,19 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
     // --- project, samples, requesters ---
     await installProject(env);
     const internalAdmin = env.internal.identities.admin.kubeConfig();
-    await applyObjects(internalAdmin, [pipeline, config]);
+    const catalog = await tekton.git.repository('release-catalog');
+    await catalog.commit(catalogFiles(STEP_DURATION), 'the release catalog (sample)');
+    progress(`git catalog ${catalog.url} (git daemon on loopback): Pipeline and Task for the spec.pipeline samples`);
+    await applyObjects(internalAdmin, [pipeline, demoConfig(config, catalog.url, pipelineName), ...approverRbac(CONTROLLER_NAMESPACE)]);
     progress('installed: CRDs (InternalRequest, InternalServicesConfig), RBAC of both clusters,');
-    progress(`  Pipeline ${CONTROLLER_NAMESPACE}/${pipelineName} and InternalServicesConfig ${CONTROLLER_NAMESPACE}/${CONFIG_NAME} (allowList: ${allowList.join(', ')}) from config/samples/`);
-    for (const ns of [allowed, UNLISTED_NAMESPACE]) await grantRequester(env, ns);
+    progress(`  Pipeline ${CONTROLLER_NAMESPACE}/${pipelineName} and InternalServicesConfig ${CONTROLLER_NAMESPACE}/${CONFIG_NAME} (allowList: ${allowList.join(', ')}) from config/samples/;`);
+    progress(`  for the demo the config also allows the local catalog (sources.git) and serves ${APPROVAL_NAMESPACE} under rule "${APPROVAL_RULE}", which requires an approval`);
+    for (const ns of [allowed, APPROVAL_NAMESPACE, UNLISTED_NAMESPACE]) await grantRequester(env, ns);
     const requesterId = env.remote.identities.requester;
-    if (!requesterId) throw new Error('the environment has no requester identity');
-    progress(`remote namespaces ${allowed} and ${UNLISTED_NAMESPACE} created; user "${requesterId.username}" granted the internal-services-requester ClusterRole in both`);
+    const approverId = env.internal.identities.approver;
+    if (!requesterId || !approverId) throw new Error('the environment has no requester or approver identity');
+    progress(`remote namespaces ${allowed}, ${APPROVAL_NAMESPACE} and ${UNLISTED_NAMESPACE} created; user "${requesterId.username}" granted the internal-services-requester ClusterRole in each`);
+    progress(`user "${approverId.username}" (group release-managers) may approve under rule "${APPROVAL_RULE}" on the internal cluster`);
 
     // --- what Tekton does, as it happens ---
     taskRunWatch = await watchTaskRuns(internalAdmin);
@@ -339,38 +261,11 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
 
     // --- sample requests ---
     const image = base.params?.['image'] ?? '';
-    const scenarios: Scenario[] = [
-      {
-        namespace: allowed,
-        name: 'sign-allowed',
-        story: 'allowed namespace, existing Pipeline: succeeds with results',
-        spec: { ...base, request: pipelineName },
-        expect: { status: 'True', reason: 'Succeeded', message: /succeeded/, results: true },
-      },
-      {
-        namespace: UNLISTED_NAMESPACE,
-        name: 'sign-not-allowed',
-        story: 'namespace not on the allowList: rejected',
-        spec: { ...base, request: pipelineName },
-        expect: { status: 'False', reason: 'Rejected', message: /not on the allowList/ },
-      },
-      {
-        namespace: allowed,
-        name: 'missing-pipeline',
-        story: 'names a Pipeline that does not exist: rejected',
-        spec: { ...base, request: 'no-such-pipeline' },
-        expect: { status: 'False', reason: 'Rejected', message: /no Pipeline named "no-such-pipeline"/ },
-      },
-      {
-        namespace: allowed,
-        name: 'sign-fails',
-        story: `the PipelineRun fails (${FAIL_PARAM}=true): failed`,
-        spec: { ...base, request: pipelineName, params: { ...base.params, [FAIL_PARAM]: 'true' } },
-        expect: { status: 'False', reason: 'Failed', message: /failed/ },
-      },
-    ];
+    const scenarios: Scenario[] = sampleScenarios({ pipelineName, base, allowed, catalogUrl: catalog.url });
     const requester: KubeConfig = requesterId.kubeConfig();
     const requesterApi = requester.makeApiClient(CustomObjectsApi);
+    const tracker = await trackSamples(env.remote.identities.admin.kubeConfig(), scenarios, progress);
+    requestWatch = tracker.watch;
     for (const s of scenarios) {
       try {
         await requesterApi.createNamespacedCustomObject({
@@ -385,38 +280,9 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       progress(`submitted ${s.namespace}/${s.name} as "${requesterId.username}" (${s.story})`);
     }
 
-    // --- progress until every request is final ---
-    const remoteAdmin = env.remote.identities.admin.kubeConfig().makeApiClient(CustomObjectsApi);
-    const latest = new Map<string, InternalRequest>();
-    const shown = new Map<string, string>();
-    const deadline = Date.now() + REQUESTS_TIMEOUT_MS;
-    let controllerExit: string | undefined;
-    void controller.exited.then((how) => (controllerExit = how));
-    for (;;) {
-      for (const s of scenarios) {
-        const key = `${s.namespace}/${s.name}`;
-        if (isFinal(latest.get(key))) continue;
-        try {
-          const r = (await remoteAdmin.getNamespacedCustomObject({ ...IR, namespace: s.namespace, name: s.name })) as InternalRequest;
-          latest.set(key, r);
-          const c = conditionOf(r);
-          const line = c.reason ? `${c.reason}: ${c.message ?? ''}` : 'waiting for the controller';
-          if (shown.get(key) !== line) {
-            shown.set(key, line);
-            progress(`${key}: ${line}`);
-          }
-        } catch (err) {
-          progress(`${key}: cannot read it: ${(err as Error).message}`);
-        }
-      }
-      if (scenarios.every((s) => isFinal(latest.get(`${s.namespace}/${s.name}`)))) break;
-      if (controllerExit !== undefined) {
-        progress(`the controller exited (${controllerExit}); last lines of ${controller.logPath}:\n${tailFile(controller.logPath, 30)}`);
-        break;
-      }
-      if (Date.now() > deadline) break;
-      await sleep(500);
-    }
+    // --- every status of every sample, as a requester would read it, until each is final ---
+    const done = await followSamples(env, scenarios, tracker, approverId.kubeconfigPath, controller, progress, REQUESTS_TIMEOUT_MS);
+    const latest = tracker.latest;
 
     // --- outcome ---
     out();
@@ -426,12 +292,14 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       const key = `${s.namespace}/${s.name}`;
       const r = latest.get(key);
       const c = conditionOf(r);
-      const v = judge(s, r, declaredResults, image);
+      const view = tracker.views.get(key)!;
+      const v = judge(s, r, view, declaredResults, image);
       if (v.ok) good++;
       out();
       out(`  ${v.ok ? '[ok]        ' : '[UNEXPECTED]'} InternalRequest ${key} — ${s.story}`);
       out(`      condition: Succeeded=${c.status ?? '?'}, reason ${c.reason ?? '?'}`);
       out(`      message:   ${c.message ?? ''}`);
+      out(`      a waiting requester read: ${view.summary() || '(nothing)'}`);
       const results = Object.entries(r?.status?.results ?? {});
       if (results.length === 0) out('      results:   (none)');
       else {
@@ -441,6 +309,9 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       for (const p of v.problems) out(`      expected otherwise: ${p}`);
     }
     out();
+    out('("a waiting requester" is the release tooling\'s loop: it reads only conditions[0].reason; empty or Running = wait,');
+    out(' Succeeded = success, anything else = failure. Where a request stands is in its Progressing condition; see docs/api.md.)');
+    if (!done) out('Not every request finished in time.');
     const allGood = good === scenarios.length;
     out(allGood ? `All ${scenarios.length} requests ended as expected.` : `${scenarios.length - good} of ${scenarios.length} requests did NOT end as expected (controller log: ${controller.logPath}).`);
 
@@ -471,7 +342,8 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       out();
       out('Create a request by hand, as the requester, and follow it:');
       out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} create -f ${requestSample}`);
-      out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} get internalrequests -w`);
+      out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} get internalrequests -w        # Reason: the requester's contract; Phase: where it stands`);
+      out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} wait --for=condition=Succeeded internalrequest/<name>`);
       out(`  kubectl --kubeconfig $REQUESTER -n ${allowed} get internalrequest <name> -o jsonpath='{.status.results}'`);
       out('Keep PipelineRuns after they finish (to look at them): set spec.debug: true in the config.');
       out('Serve another namespace (add it to spec.allowList):');

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { CLI } from './helpers.js';
 
-const RUN_TIMEOUT_MS = 60_000;
+const RUN_TIMEOUT_MS = 120_000;
 
 function alive(pid: number): boolean {
   try {
@@ -74,10 +74,29 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.match(fails, /Succeeded=False, reason Failed/);
   assert.match(fails, /PipelineRun internal-services\/ir-[0-9a-f-]+ failed/);
 
-  for (const b of [ok, notAllowed, missing, fails]) assert.match(b, /^\s*\[ok\]/, b);
-  assert.match(stdout, /All 4 requests ended as expected\./);
-  // Progress was shown while the requests ran.
-  assert.match(stdout, /managed-team-1-tenant\/sign-allowed: Running: /);
+  // Today's shape: a git-resolved Pipeline whose Task comes from $(params.taskGitUrl), from the local git daemon.
+  const git = block('managed-team-1-tenant/sign-from-git');
+  assert.match(git, /Succeeded=True, reason Succeeded/);
+  assert.match(git, /signature = signature:\{"image":"quay\.io\/example\/app@sha256:[0-9a-f]+"\}/);
+  assert.match(git, /a waiting requester read: (wait \(new\) → )?wait \(Resolving\)( → wait \(Resolving\))* → wait \(Running\) → SUCCESS/);
+  assert.match(stdout, /managed-team-1-tenant\/sign-from-git: conditions\[0\]\.reason Running, phase Resolving: resolving the Pipeline .*=> a waiting requester keeps waiting/);
+  // Waits for an approval, is approved with the kubectl plugin, runs.
+  const approval = block('managed-approval-tenant/sign-with-approval');
+  assert.match(approval, /Succeeded=True, reason Succeeded/);
+  assert.match(approval, /a waiting requester read: (wait \(new\) → )?wait \(AwaitingApproval\) → wait \(Running\) → SUCCESS/);
+  assert.match(stdout, /approving as "release-manager" on the internal cluster: kubectl internalrequest approve managed-approval-tenant\/sign-with-approval/);
+  // Refused by the source policy before anything is fetched.
+  const refused = block('managed-team-1-tenant/git-not-allowed');
+  assert.match(refused, /Succeeded=False, reason Rejected/);
+  assert.match(refused, /git url "https:\/\/github\.com\/someone-else\/catalog\.git" is not allowed by/);
+  assert.match(refused, /a waiting requester read: (wait \(new\) → )?FAILURE/);
+
+  assert.match(ok, /a waiting requester read: (wait \(new\) → )?wait \(Running\) → SUCCESS/);
+  assert.match(fails, /a waiting requester read: (wait \(new\) → )?wait \(Running\) → FAILURE/);
+  for (const b of [ok, git, approval, refused, notAllowed, missing, fails]) assert.match(b, /^\s*\[ok\]/, b);
+  assert.match(stdout, /All 7 requests ended as expected\./);
+  // Progress was shown while the requests ran, as the requester reads it.
+  assert.match(stdout, /managed-team-1-tenant\/sign-allowed: conditions\[0\]\.reason Running: PipelineRun internal-services\/ir-[0-9a-f-]+ is running  => a waiting requester keeps waiting/);
 
   // Nothing is left behind: the controller process and the environment's directory are gone.
   const pid = Number(/controller started \(pid (\d+)\)/.exec(stdout)?.[1]);
