@@ -1,4 +1,5 @@
 /** The pure parts of the requester's CLI (src/cli/request/logic.ts) and the Task that runs it. */
+import { finished, inProgress, Phase, PHASES } from '../../src/api/conditions.js';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -198,6 +199,12 @@ describe('outcomes and exit codes', () => {
     assert.equal(outcomeOf(req(cond('False', 'Rejected', 'm'))), 'Rejected');
     assert.equal(outcomeOf(req(cond('False', 'SomethingElse', 'm'))), 'Failed');
   });
+  test('unfinished: the phase of the Progressing condition, or the phase an earlier version wrote into Succeeded', () => {
+    for (const phase of PHASES) assert.equal(outcomeOf(req({ conditions: inProgress(undefined, phase, { message: 'm' }, new Date(0)) })), phase);
+    assert.equal(outcomeOf(req(cond('Unknown', 'Pending', 'm'))), 'WaitingForConfig');
+    assert.equal(outcomeOf(req(cond('Unknown', 'Queued', 'm'))), 'Queued');
+    assert.equal(outcomeOf(req({ conditions: finished(inProgress(undefined, Phase.Queued, { message: 'm' }, new Date(0)), 'Rejected', { message: 'no' }, new Date(0)) })), 'Rejected');
+  });
   test('exit codes', () => {
     assert.deepEqual(
       (['Succeeded', 'Failed', 'Rejected', 'Timeout', 'Gone'] as const).map(exitCodeFor),
@@ -245,6 +252,9 @@ describe('progress lines', () => {
     assert.equal(progressLine(running), 'internalrequest team-a/sign-x1: Running, PipelineRun internal-services/ir-1 (PipelineRun internal-services/ir-1 is running)');
     assert.equal(progressLine(req(cond('False', 'Rejected', 'no Pipeline named "x"'))), 'internalrequest team-a/sign-x1: Rejected: no Pipeline named "x"');
     assert.equal(progressLine(req(cond('True', 'Succeeded', 'ok'))), 'internalrequest team-a/sign-x1: Succeeded: ok');
+    // The phase comes from the Progressing condition; conditions[0] says Running throughout.
+    const queued = req({ conditions: inProgress(undefined, Phase.Queued, { message: 'waiting for a free slot …; position 2 of 3 waiting' }, new Date(0)) });
+    assert.equal(progressLine(queued), 'internalrequest team-a/sign-x1: Queued: waiting for a free slot …; position 2 of 3 waiting');
   });
   test('a new line only when the outcome or the PipelineRun changes', () => {
     const a = req(cond('Unknown', 'Running', 'one'));
