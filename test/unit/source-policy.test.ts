@@ -7,6 +7,11 @@ const SRC = 'InternalServicesConfig internal-services/config';
 const ctx = { tenant: 'default/team-a', controllerNamespace: 'internal-services' };
 const SHA = 'a'.repeat(40);
 const git = (url: string, revision: string, pathInRepo = 'pipelines/internal/sign/sign.yaml') => ({ resolver: 'git', params: { url, revision, pathInRepo } });
+const gitParams = (url: string, revision: string, pathInRepo = 'pipelines/internal/sign/sign.yaml') => [
+  { name: 'url', value: url },
+  { name: 'revision', value: revision },
+  { name: 'pathInRepo', value: pathInRepo },
+];
 
 const policy: SourcePolicy = {
   source: SRC,
@@ -36,8 +41,9 @@ test('default deny: no rules, no resolver', () => {
 });
 
 test('git: url, revision (names or full SHAs) and path, with the rule that allowed it or the reason', () => {
-  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git/', 'main'), ctx), { allowed: true, rule: 'sources.git[0]' });
-  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml'), ctx), { allowed: true, rule: 'sources.git[0]' });
+  // Allowed: the rule, and the canonical params to resolve and run (the trailing "/" is not part of the URL).
+  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git/', 'main'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', 'main') });
+  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml') });
   const evil = checkSource(policy, git('https://evil.example/catalog.git', 'main'), ctx);
   assert.deepEqual(evil, { allowed: false, message: `git url "https://evil.example/catalog.git" is not allowed by ${SRC}; allowed: "https://github.com/org/catalog.git" (sources.git[0])` });
   const rev = checkSource(policy, git('https://github.com/org/catalog.git', 'feature-x'), ctx);
@@ -50,7 +56,7 @@ test('git: url, revision (names or full SHAs) and path, with the rule that allow
 test('git: a rule for other namespaces does not apply; a rule of commits only refuses branch names', () => {
   const exp = git('https://github.com/org/experimental.git', SHA);
   assert.equal(checkSource(policy, exp, ctx).allowed, false);
-  assert.deepEqual(checkSource(policy, exp, { ...ctx, tenant: 'default/team-b' }), { allowed: true, rule: 'sources.git[1]' });
+  assert.deepEqual(checkSource(policy, exp, { ...ctx, tenant: 'default/team-b' }), { allowed: true, rule: 'sources.git[1]', params: gitParams('https://github.com/org/experimental.git', SHA) });
   const branch = checkSource(policy, git('https://github.com/org/experimental.git', 'main'), { ...ctx, tenant: 'default/team-b' });
   assert.match((branch as { message: string }).message, /sources.git\[1\] allows revisions full commit SHAs, not "main"/);
 });
@@ -64,10 +70,11 @@ test('allowedGitResolverURLs (the production field): exact URLs, any revision an
 
 test('bundles: repository globs, digest only; cluster: the controller namespace only', () => {
   const d = `sha256:${'b'.repeat(64)}`;
-  assert.deepEqual(checkSource(policy, { resolver: 'bundles', params: { bundle: `quay.io/org/catalog/sign:v1@${d}` } }, ctx), { allowed: true, rule: 'sources.bundles[0]' });
+  // A tag next to a digest is ignored by the resolver: the canonical reference drops it.
+  assert.deepEqual(checkSource(policy, { resolver: 'bundles', params: { bundle: `quay.io/org/catalog/sign:v1@${d}` } }, ctx), { allowed: true, rule: 'sources.bundles[0]', params: [{ name: 'bundle', value: `quay.io/org/catalog/sign@${d}` }] });
   assert.match((checkSource(policy, { resolver: 'bundles', params: { bundle: 'quay.io/org/catalog/sign:v1' } }, ctx) as { message: string }).message, /not pinned by digest/);
   assert.match((checkSource(policy, { resolver: 'bundles', params: { bundle: `quay.io/other/x@${d}` } }, ctx) as { message: string }).message, /bundle repository "quay.io\/other\/x" is not allowed/);
   assert.deepEqual(splitImageRef('localhost:5000/a/b:t'), { repository: 'localhost:5000/a/b', digest: undefined });
-  assert.deepEqual(checkSource(policy, { resolver: 'cluster', params: { namespace: 'internal-services', name: 'p' } }, ctx), { allowed: true, rule: 'sources.cluster' });
+  assert.deepEqual(checkSource(policy, { resolver: 'cluster', params: { namespace: 'internal-services', name: 'p' } }, ctx), { allowed: true, rule: 'sources.cluster', params: [{ name: 'name', value: 'p' }, { name: 'namespace', value: 'internal-services' }] });
   assert.match((checkSource(policy, { resolver: 'cluster', params: { namespace: 'kube-system' } }, ctx) as { message: string }).message, /may only read namespace "internal-services", not "kube-system"/);
 });
