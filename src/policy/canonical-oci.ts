@@ -8,7 +8,9 @@
  * - Docker Hub has one canonical name here, `docker.io` (go-containerregistry
  *   says index.docker.io; docker.io, index.docker.io and registry-1.docker.io
  *   are all the same registry), and a one-component repository there is
- *   `library/<name>`;
+ *   `library/<name>` — except under the name registry-1.docker.io, where
+ *   go-containerregistry implies no library/, so that spelling is refused
+ *   (found by the long property-based run);
  * - no tag and no digest means the tag `latest`; a tag together with a digest
  *   means the digest (go-containerregistry ignores the tag then), so the tag
  *   is dropped;
@@ -106,6 +108,10 @@ function canonicalRepository(name: string, pattern: boolean): Canon<{ registry: 
     if (c === '') return no('has an empty repository component ("//", or a leading or trailing "/")');
     if (c !== c.toLowerCase()) return no(`has upper-case letters in the repository component ${q(c)} (repositories are lower case)`);
     if (!COMPONENT.test(c)) return no(`has the repository component ${q(c)}, which is not lower-case letters and digits with ".", "_", "__" or "-" between them`);
+  }
+  if (comps.length === 1 && registry?.toLowerCase() === 'registry-1.docker.io') {
+    // go-containerregistry implies library/ only for docker.io and index.docker.io.
+    return no(`names ${q(comps[0]!)} on registry-1.docker.io, where no library/ is implied (unlike docker.io); write docker.io/${comps[0]!} or registry-1.docker.io/library/${comps[0]!}`);
   }
   if (reg === DOCKER_HUB && comps.length === 1 && !(pattern && comps[0]!.includes('*'))) comps.unshift('library');
   return { ok: true, value: { registry: reg, repository: `${reg}/${comps.join('/')}` } };

@@ -202,6 +202,7 @@ test('bundle: the OCI reference grammar with the bundles resolver\'s defaults (d
     ['quay.io/org/sign?x', /"\?"/],
     ['quay_io.example/org/sign:v1', /not a DNS name/],
     ['quay.io:0/org/sign', /outside 1-65535/],
+    ['registry-1.docker.io/busybox', /no library\/ is implied/],
   ]);
   const b = canonicalBundle(`docker.io/busybox:1@${D}`);
   assert.deepEqual(b, { ok: true, value: { registry: 'docker.io', repository: 'docker.io/library/busybox', digest: D, ref: `docker.io/library/busybox@${D}` } });
