@@ -158,7 +158,8 @@ export function canonicalGitUrl(raw: string, opts: { pattern?: boolean } = {}): 
   if (!host.ok) return host;
   let port = '';
   if (hp[2] !== undefined) {
-    if (!/^[0-9]{1,5}$/.test(hp[2])) return no(`has a malformed port ${q(hp[2])}`);
+    // Leading zeros: some parsers read them as octal; refused rather than guessed.
+    if (!/^[1-9][0-9]{0,4}$/.test(hp[2])) return no(`has a malformed port ${q(hp[2])} (digits, no leading zero)`);
     const n = Number(hp[2]);
     if (n < 1 || n > 65535) return no(`has the port ${n}, outside 1-65535`);
     if (n !== GIT_SCHEMES[scheme]) port = `:${n}`;
