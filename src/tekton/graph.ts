@@ -13,6 +13,10 @@
  *
  * Pure: contents come in through `lookup` (the controller resolves what
  * `pending` asks for and calls again). No I/O, no clock.
+ *
+ * Longer than most files on purpose: substitution, following a reference and
+ * pinning it are one walk over the Pipeline, read best in one place; the
+ * checks themselves live in src/policy/ (source.ts, canonical.ts).
  */
 import { parse as parseYaml } from 'yaml';
 import { checkSource, RESOLVER_PARAMS, type SourcePolicy } from '../policy/source.js';
