@@ -119,7 +119,7 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
   /** A param without a canonical form: refused before `before` (the rules it would have been matched by) is applied. */
   const refuse = (param: string, raw: string, c: Canon<unknown> & { ok: false }, before: string): SourceVerdict => ({
     allowed: false,
-    message: `${ref.resolver} param ${q(param)} ${shown(raw)} ${c.why}: refused by ${policy.source} before ${before} is applied (references are matched only in their canonical form; docs/security.md)`,
+    message: `${ref.resolver} param ${q(param)} ${shown(raw)} ${c.why}: refused by ${policy.source} before ${before} ${before.includes(', ') ? 'are' : 'is'} applied (references are matched only in their canonical form; docs/security.md)`,
   });
   const done = (rule: string, params: Param[]): SourceVerdict => {
     const known = RESOLVER_PARAMS[ref.resolver] ?? [];

@@ -92,6 +92,8 @@ test('hostile paths: ".." under a paths glob, absolute and climbing paths under 
     msg(checkSource(signOnly, git('https://github.com/org/catalog.git', 'main', 'pipelines/internal/sign-image/../other/other.yaml'), ctx)),
     `git param "pathInRepo" "pipelines/internal/sign-image/../other/other.yaml" has a ".." segment, which climbs out of the directory it names (and out of the repository): refused by ${SRC} before sources.git[0] is applied (references are matched only in their canonical form; docs/security.md)`,
   );
+  const two: SourcePolicy = { ...signOnly, git: [...signOnly.git, { urls: ['https://github.com/org/*'], commits: true }] };
+  assert.match(msg(checkSource(two, git('https://github.com/org/catalog.git', 'main', 'a/../b.yaml'), ctx)), /before sources\.git\[0\], sources\.git\[1\] are applied/, 'every rule the URL matched is named');
   const anyPath = policyFromAllowedGitURLs(['https://github.com/org/catalog.git'], SRC);
   for (const [path, why] of [
     ['../../../../etc/passwd', /"pathInRepo" "\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd" has a "\.\." segment.*before allowedGitResolverURLs is applied/],
