@@ -92,7 +92,7 @@ function canonicalHost(host: string, pattern: boolean): Canon {
   return { ok: true, value: h };
 }
 
-/** One path segment of an http(s) URL, percent-encoding normalized; undefined `why` when it is fine. */
+/** One path segment of a URL in canonical form (percent-encoding normalized), or why it has none. */
 function canonicalSegment(seg: string, scheme: string, pattern: boolean): Canon {
   if (seg === '') return no('has an empty path segment ("//")');
   if (seg === '.' || seg === '..') return no(`has a ${q(seg)} path segment`);
