@@ -2,6 +2,7 @@
 import type { InternalServicesConfig } from '../api/types.js';
 import { MAX_PARAM_VALUE_BYTES, MAX_PARAMS_BYTES } from '../api/types.js';
 import { gitRuleFromAllowedURLs, type BundleRule, type GitRule, type SourcePolicy } from '../policy/source.js';
+import { policyProblems } from '../policy/rules.js';
 import type { Limits, TimeoutPolicy } from '../policy/limits.js';
 import type { Grant, Rule } from '../policy/grant.js';
 import type { Capacity } from '../policy/capacity.js';
@@ -37,6 +38,12 @@ export interface EffectiveConfig {
   present: boolean;
   /** Where the values came from, for messages: "internal-services/config" or "defaults". */
   source: string;
+  /**
+   * What in the configuration cannot be used, one sentence each (e.g. a
+   * sources rule whose glob has no canonical form: it grants nothing).
+   * Logged with the configuration; refusals it could have mattered for name it.
+   */
+  problems: string[];
 }
 
 export const DEFAULT_VOLUME_CLAIM = { name: 'workspace', size: '1Gi' } as const;
@@ -52,10 +59,16 @@ const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(obj) : []);
 const positive = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : undefined);
 const int = (v: unknown, dflt: number, max: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, max) : dflt);
 
+/**
+ * A source policy as written. Every rule keeps its place (and its name,
+ * sources.git[i] as written): one that cannot be used (no URLs, a glob with no
+ * canonical form) grants nothing and is reported by policyProblems, never
+ * dropped or widened.
+ */
 function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string, bare: string | undefined): SourcePolicy {
   const git: GitRule[] = list(src['git'])
-    .filter((r) => strings(r['urls']).length > 0)
-    .map((r) => ({
+    .map((r, i) => ({
+      name: `sources.git[${i}]`,
       urls: strings(r['urls']),
       revisions: strings(r['revisions']),
       commits: r['commits'] === true,
@@ -64,8 +77,7 @@ function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string, bare: s
     }));
   if (allowedURLs.length) git.push(gitRuleFromAllowedURLs(allowedURLs));
   const bundles: BundleRule[] = list(src['bundles'])
-    .filter((r) => strings(r['repositories']).length > 0)
-    .map((r) => ({ repositories: strings(r['repositories']), digestOnly: r['digestOnly'] === true, ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}) }));
+    .map((r, i) => ({ name: `sources.bundles[${i}]`, repositories: strings(r['repositories']), digestOnly: r['digestOnly'] === true, ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}) }));
   return { git, bundles, cluster: src['cluster'] === true, source };
 }
 
@@ -141,6 +153,7 @@ export function effectiveConfig(
         },
       };
     });
+  const problems = [...policyProblems(sources), ...rules.flatMap((r) => policyProblems(r.sources))];
   return {
     allowList: qualifyAll(strings(spec['allowList']), bare),
     bareRemote: bare,
@@ -165,5 +178,6 @@ export function effectiveConfig(
     global,
     present: cfg !== undefined,
     source,
+    problems,
   };
 }

@@ -350,6 +350,9 @@ export class Controller {
       required: false,
       ...(present ? {} : { detail: `no InternalServicesConfig "${CONFIG_NAME}" in namespace ${this.opts.namespace}; new requests wait (phase WaitingForConfig)` }),
     });
+    // Rules that cannot be used (a glob with no canonical form): reported, never widened.
+    const problems = present ? this.config().problems : [];
+    if (problems.length) checks.push({ name: 'config-rules', ok: false, required: false, detail: problems.join('; ') });
     return checks;
   }
 
@@ -912,6 +915,7 @@ function effectiveSummary(c: InternalServicesConfig, ns: string, defaultRemote: 
     volumeClaim: e.volumeClaim,
     allowedServiceAccounts: [...e.allowedServiceAccounts],
     sources: { git: e.sources.git.length, bundles: e.sources.bundles.length, cluster: e.sources.cluster, resolutionTimeoutMs: e.resolutionTimeoutMs },
+    ...(e.problems.length ? { problems: e.problems } : {}),
   };
 }
 

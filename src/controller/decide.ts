@@ -221,7 +221,7 @@ export function decide(o: Observation): Action[] {
       const ref = { resolver: what.resolver, params: what.resolverParams };
       const v = followReference(graphContext(o, req, resolutions, grant.sources), 'spec.pipeline.pipelineRef', ref, [], ['Pipeline']);
       if (v.kind === 'refused') return [...actions, reject(req, o, v.message, v.code), ...resolutions.cleanup()];
-      if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, v.kind === 'need' ? [ref] : [], `resolving the Pipeline (${describeRequested(req.spec)})`)];
+      if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, v.kind === 'need' ? [v.ref] : [], `resolving the Pipeline (${describeRequested(req.spec)})`)];
       provenance.push(v.provenance);
       const md = v.obj['metadata'] as { name?: unknown } | undefined;
       const name = typeof md?.name === 'string' ? md.name : describeRequested(req.spec);

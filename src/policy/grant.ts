@@ -10,7 +10,8 @@
  * Anything else is refused, and the refusal names the rules that were
  * looked at.
  */
-import { globMatch, hasSources, type SourcePolicy } from './source.js';
+import { globMatch } from './glob.js';
+import { hasSources, type SourcePolicy } from './source.js';
 import { bareHint, describeTenant, tenantMatches } from './tenant.js';
 import type { Limits, TimeoutPolicy } from './limits.js';
 

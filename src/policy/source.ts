@@ -3,24 +3,39 @@
  * that a request makes Tekton resolve come? Default deny: a resolver no rule
  * allows is refused, and every refusal names the rule and the value.
  *
+ * Canonical before compare: every param is first put in its canonical form
+ * (src/policy/canonical.ts, canonical-oci.ts) or refused with the reason;
+ * rules are matched on that form only, and that form is what an allowed
+ * verdict hands back to be resolved and run.
+ *
+ * Patterns are segment globs (src/policy/glob.ts): `*` within one segment,
+ * `**` whole segments, never a ".." segment. A rule without `paths` allows
+ * any path, which after canonicalization means any path inside the
+ * repository. Rules are compiled in src/policy/rules.ts; one that cannot be
+ * compiled grants nothing and is named in the refusals it could have mattered
+ * for.
+ *
  * Pure: no I/O. Applied to a request's pipelineRef and, through
  * src/tekton/graph.ts, to every reference of the Pipeline it resolves.
- *
- * Patterns are globs: `*` matches within one path segment (no "/"), `**`
- * across segments; everything else is literal.
  */
 import { describeTenant } from './tenant.js';
+import { globMatch, matchGlob } from './glob.js';
+import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, isFullSha, type Canon } from './canonical.js';
+import { canonicalBundle } from './canonical-oci.js';
+import { compileBundleRule, compileGitRule } from './rules.js';
 
 export interface GitRule {
   /** How messages name the rule; default sources.git[i]. */
   name?: string;
   /** Repository URLs (globs), e.g. https://github.com/org/catalog.git. */
   urls: string[];
+  /** The urls are exact URLs, not globs (allowedGitResolverURLs). */
+  exact?: boolean;
   /** Branch or tag names (globs) a revision may be; empty: none by name. */
   revisions?: string[];
   /** Full commit SHAs (40 or 64 hex digits) are allowed as revisions. */
   commits?: boolean;
-  /** pathInRepo globs; absent: any path. */
+  /** pathInRepo globs; absent: any path inside the repository. */
   paths?: string[];
   /** Tenants (remote/namespace globs, bare entries qualified) the rule is for; absent: all. */
   namespaces?: string[];
@@ -49,77 +64,157 @@ export function hasSources(p: Pick<SourcePolicy, 'git' | 'bundles' | 'cluster'>)
   return p.git.length > 0 || p.bundles.length > 0 || p.cluster;
 }
 
-export type SourceVerdict = { allowed: true; rule: string } | { allowed: false; message: string };
+export type Param = { name: string; value: string };
+
+/** allowed: `params` are the canonical params (known ones only, in a fixed order), to resolve and run. */
+export type SourceVerdict = { allowed: true; rule: string; params: Param[] } | { allowed: false; message: string };
 
 export interface SourceRef {
   resolver: string;
-  params: Record<string, string>;
+  /** As a map, or as the list Tekton takes (where a name given twice is refused). */
+  params: Record<string, string> | readonly Param[];
 }
+
+/** The params each resolver is given; others (tokens, secrets, server URLs) are refused. */
+export const RESOLVER_PARAMS: Readonly<Record<string, readonly string[]>> = {
+  git: ['url', 'revision', 'pathInRepo'],
+  bundles: ['bundle', 'name', 'kind'],
+  cluster: ['kind', 'name', 'namespace'],
+};
 
 /** The production controller's field: exact URLs, any revision and path. */
 export function policyFromAllowedGitURLs(urls: readonly string[], source: string): SourcePolicy {
   return { git: urls.length ? [gitRuleFromAllowedURLs(urls)] : [], bundles: [], cluster: false, source };
 }
 
-/** allowedGitResolverURLs as a git rule: exact URLs (no globs), any revision, any path. */
+/** allowedGitResolverURLs as a git rule: exact URLs (compared in canonical form), any revision, any path inside the repository. */
 export function gitRuleFromAllowedURLs(urls: readonly string[]): GitRule {
-  return { name: 'allowedGitResolverURLs', urls: urls.map((u) => escapeGlob(u.replace(/\/+$/, ''))), revisions: ['**'], commits: true };
+  return { name: 'allowedGitResolverURLs', urls: [...urls], exact: true, revisions: ['**'], commits: true };
 }
 
-const SHA = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
+const q = (s: string): string => JSON.stringify(s);
+
+/** A value for a message: JSON-quoted, invisible characters escaped, long ones cut. */
+export function shown(s: string): string {
+  const cut = s.length > 200 ? `${s.slice(0, 200)}…` : s;
+  return JSON.stringify(cut).replace(/[\p{Cf}\p{Zl}\p{Zp}\u007f-\u009f]/gu, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+}
+
+function paramMap(params: SourceRef['params']): { ok: true; map: Map<string, string> } | { ok: false; name: string } {
+  if (!Array.isArray(params)) return { ok: true, map: new Map(Object.entries(params as Record<string, string>)) };
+  const map = new Map<string, string>();
+  for (const p of params as readonly Param[]) {
+    if (map.has(p.name)) return { ok: false, name: p.name };
+    map.set(p.name, p.value);
+  }
+  return { ok: true, map };
+}
 
 export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant: string; controllerNamespace: string }): SourceVerdict {
-  const q = (s: string): string => JSON.stringify(s);
   const forNs = <R extends { namespaces?: string[] }>(rules: R[]): Array<[R, number]> =>
     rules.map((r, i) => [r, i] as [R, number]).filter(([r]) => !r.namespaces || r.namespaces.some((p) => globMatch(p, ctx.tenant)));
+  const pm = paramMap(ref.params);
+  if (!pm.ok) return { allowed: false, message: `the ${ref.resolver} param ${q(pm.name)} is given more than once` };
+  const p = pm.map;
+  /** A param without a canonical form: refused before `before` (the rules it would have been matched by) is applied. */
+  const refuse = (param: string, raw: string, c: Canon<unknown> & { ok: false }, before: string): SourceVerdict => ({
+    allowed: false,
+    message: `${ref.resolver} param ${q(param)} ${shown(raw)} ${c.why}: refused by ${policy.source} before ${before} ${before.includes(', ') ? 'are' : 'is'} applied (references are matched only in their canonical form; docs/security.md)`,
+  });
+  const done = (rule: string, params: Param[]): SourceVerdict => {
+    const known = RESOLVER_PARAMS[ref.resolver] ?? [];
+    const extra = [...p.keys()].filter((n) => !known.includes(n));
+    if (extra.length) return { allowed: false, message: `resolver params ${extra.map(q).join(', ')} are not accepted for the ${ref.resolver} resolver (only ${known.map(q).join(', ')})` };
+    return { allowed: true, rule, params };
+  };
   switch (ref.resolver) {
     case 'git': {
       const rules = forNs(policy.git);
       if (rules.length === 0) return { allowed: false, message: `the git resolver is not allowed for ${describeTenant(ctx.tenant)} by ${policy.source} (no sources.git rule applies)` };
-      const url = (ref.params['url'] ?? '').replace(/\/+$/, '');
-      const revision = ref.params['revision'] ?? '';
-      const path = ref.params['pathInRepo'] ?? '';
-      if (!url) return { allowed: false, message: 'the git reference has no url param (only url-based git references can be checked; the repo/org form is not allowed)' };
-      const byUrl = rules.filter(([r]) => r.urls.some((p) => globMatch(p, url)));
+      const rawUrl = p.get('url') ?? '';
+      if (!rawUrl) return { allowed: false, message: 'the git reference has no url param (only url-based git references can be checked; the repo/org form is not allowed)' };
+      const url = canonicalGitUrl(rawUrl);
+      if (!url.ok) return refuse('url', rawUrl, url, 'any sources.git rule');
+      const key = gitRepositoryKey(url.value);
+      const compiled = rules.map(([r, i]) => ({ r, name: r.name ?? `sources.git[${i}]`, c: compileGitRule(r) }));
+      const unusable = compiled.flatMap((x) => (x.c.ok ? [] : [`${x.name} is unusable and grants nothing (${x.c.why}); ask the administrators of the internal cluster to fix it`]));
+      const note = unusable.length ? `; ${unusable.join('; ')}` : '';
+      const byUrl = compiled.flatMap((x) => (x.c.ok && x.c.rule.urls.some((g) => matchGlob(g, key)) ? [{ ...x, rule: x.c.rule }] : []));
       if (byUrl.length === 0) {
-        const allowed = rules.flatMap(([r, i]) => r.urls.map((u) => `${q(u.replace(/\\\*/g, '*'))} (${r.name ?? `sources.git[${i}]`})`));
-        return { allowed: false, message: `git url ${q(url)} is not allowed by ${policy.source}; allowed: ${allowed.join(', ')}` };
+        const allowed = compiled.filter((x) => x.c.ok).flatMap((x) => x.r.urls.map((u) => `${q(u)} (${x.name})`));
+        return { allowed: false, message: `git url ${shown(url.value.href)} is not allowed by ${policy.source}; allowed: ${allowed.join(', ') || 'none'}${note}` };
       }
+      const names = byUrl.map((x) => x.name).join(', ');
+      const rawRev = p.get('revision') ?? '';
+      const revision = canonicalRevision(rawRev);
+      if (!revision.ok) return refuse('revision', rawRev, revision, names);
+      const rawPath = p.get('pathInRepo') ?? '';
+      const path = canonicalPathInRepo(rawPath);
+      if (!path.ok) return refuse('pathInRepo', rawPath, path, names);
+      const rev = revision.value;
       const problems: string[] = [];
-      for (const [r, i] of byUrl) {
-        const revOk = (r.commits === true && SHA.test(revision)) || (r.revisions ?? []).some((p) => !SHA.test(revision) && globMatch(p, revision));
+      for (const x of byUrl) {
+        const revOk = (x.rule.commits && isFullSha(rev)) || (!isFullSha(rev) && x.rule.revisions.some((g) => matchGlob(g, rev)));
         if (!revOk) {
-          problems.push(`${r.name ?? `sources.git[${i}]`} allows revisions ${describeRevisions(r)}, not ${q(revision)}`);
+          problems.push(`${x.name} allows revisions ${describeRevisions(x.r)}, not ${q(rev)}`);
           continue;
         }
-        if (r.paths && !r.paths.some((p) => globMatch(p, path))) {
-          problems.push(`${r.name ?? `sources.git[${i}]`} allows paths ${r.paths.map(q).join(', ')}, not ${q(path)}`);
+        if (x.rule.paths && !x.rule.paths.some((g) => matchGlob(g, path.value))) {
+          problems.push(`${x.name} allows paths ${(x.r.paths ?? []).map(q).join(', ')}, not ${shown(path.value)}`);
           continue;
         }
-        return { allowed: true, rule: r.name ?? `sources.git[${i}]` };
+        return done(x.name, [
+          { name: 'url', value: url.value.href },
+          { name: 'revision', value: rev },
+          { name: 'pathInRepo', value: path.value },
+        ]);
       }
-      return { allowed: false, message: `git ${q(url)} at ${q(revision)}, ${q(path)} is not allowed by ${policy.source}: ${problems.join('; ')}` };
+      return { allowed: false, message: `git ${shown(url.value.href)} at ${q(rev)}, ${shown(path.value)} is not allowed by ${policy.source}: ${problems.join('; ')}${note}` };
     }
     case 'bundles': {
       const rules = forNs(policy.bundles);
       if (rules.length === 0) return { allowed: false, message: `the bundles resolver is not allowed for ${describeTenant(ctx.tenant)} by ${policy.source} (no sources.bundles rule applies)` };
-      const bundle = ref.params['bundle'] ?? '';
-      const { repository, digest } = splitImageRef(bundle);
-      const byRepo = rules.filter(([r]) => r.repositories.some((p) => globMatch(p, repository)));
+      const raw = p.get('bundle') ?? '';
+      const b = canonicalBundle(raw);
+      if (!b.ok) return refuse('bundle', raw, b, 'any sources.bundles rule');
+      const compiled = rules.map(([r, i]) => ({ r, name: r.name ?? `sources.bundles[${i}]`, c: compileBundleRule(r) }));
+      const unusable = compiled.flatMap((x) => (x.c.ok ? [] : [`${x.name} is unusable and grants nothing (${x.c.why}); ask the administrators of the internal cluster to fix it`]));
+      const note = unusable.length ? `; ${unusable.join('; ')}` : '';
+      const { repository, digest } = b.value;
+      const byRepo = compiled.flatMap((x) => (x.c.ok && x.c.rule.repositories.some((g) => matchGlob(g, repository)) ? [{ ...x, rule: x.c.rule }] : []));
       if (byRepo.length === 0) {
-        return { allowed: false, message: `bundle repository ${q(repository)} is not allowed by ${policy.source}; allowed: ${rules.flatMap(([r]) => r.repositories).map(q).join(', ')}` };
+        return { allowed: false, message: `bundle repository ${q(repository)} is not allowed by ${policy.source}; allowed: ${compiled.filter((x) => x.c.ok).flatMap((x) => x.r.repositories).map(q).join(', ') || 'none'}${note}` };
       }
-      const ok = byRepo.find(([r]) => !r.digestOnly || digest !== undefined);
-      if (!ok) return { allowed: false, message: `bundle ${q(bundle)} is not pinned by digest, and ${policy.source} allows ${q(repository)} only by digest (@sha256:…)` };
-      return { allowed: true, rule: ok[0].name ?? `sources.bundles[${ok[1]}]` };
+      const ok = byRepo.find((x) => !x.rule.digestOnly || digest !== undefined);
+      if (!ok) return { allowed: false, message: `bundle ${q(b.value.ref)} is not pinned by digest, and ${policy.source} allows ${q(repository)} only by digest (@sha256:…)` };
+      const params: Param[] = [{ name: 'bundle', value: b.value.ref }];
+      for (const [param, canon] of [['name', canonicalObjectName], ['kind', (s: string) => canonicalKind(s.toLowerCase())]] as const) {
+        const v = p.get(param);
+        if (v === undefined) continue;
+        const c = canon(v);
+        if (!c.ok) return refuse(param, v, c, ok.name);
+        params.push({ name: param, value: c.value });
+      }
+      return done(ok.name, params);
     }
     case 'cluster': {
       if (!policy.cluster) return { allowed: false, message: `the cluster resolver is not allowed by ${policy.source}` };
-      const ns = ref.params['namespace'] ?? '';
+      const ns = p.get('namespace') ?? '';
       if (ns !== ctx.controllerNamespace) {
-        return { allowed: false, message: `the cluster resolver may only read namespace ${q(ctx.controllerNamespace)}, not ${q(ns)} (${policy.source})` };
+        return { allowed: false, message: `the cluster resolver may only read namespace ${q(ctx.controllerNamespace)}, not ${shown(ns)} (${policy.source})` };
       }
-      return { allowed: true, rule: 'sources.cluster' };
+      const nsc = canonicalNamespace(ns);
+      if (!nsc.ok) return refuse('namespace', ns, nsc, 'sources.cluster');
+      const params: Param[] = [];
+      for (const [param, canon, required] of [['kind', canonicalKind, false], ['name', canonicalObjectName, true]] as const) {
+        const v = p.get(param);
+        if (v === undefined && !required) continue;
+        const c = canon(v ?? '');
+        if (!c.ok) return refuse(param, v ?? '', c, 'sources.cluster');
+        params.push({ name: param, value: c.value });
+      }
+      params.push({ name: 'namespace', value: nsc.value });
+      return done('sources.cluster', params);
     }
     default:
       return { allowed: false, message: `the ${q(ref.resolver)} resolver is not allowed by ${policy.source}; only git, bundles and cluster can be allowed` };
@@ -132,34 +227,11 @@ function describeRevisions(r: GitRule): string {
   return parts.length ? parts.join(', ') : 'none';
 }
 
-/** repository and digest of an image reference (tag dropped). */
+/** repository and digest of a bundle reference in canonical form (tag dropped); the value itself when it has none. */
 export function splitImageRef(ref: string): { repository: string; digest: string | undefined } {
-  const at = ref.indexOf('@');
-  const digest = at >= 0 ? ref.slice(at + 1) : undefined;
-  let repo = at >= 0 ? ref.slice(0, at) : ref;
-  const slash = repo.lastIndexOf('/');
-  const colon = repo.lastIndexOf(':');
-  if (colon > slash) repo = repo.slice(0, colon);
-  return { repository: repo, digest: digest && /^sha256:[0-9a-f]{64}$/.test(digest) ? digest : undefined };
+  const b = canonicalBundle(ref);
+  if (!b.ok) return { repository: ref, digest: undefined };
+  return { repository: b.value.repository, digest: b.value.digest };
 }
 
-function escapeGlob(s: string): string {
-  return s.replace(/\*/g, '\\*');
-}
-
-/** `*` within a segment, `**` across segments, `\*` a literal star; the rest literal. Whole-string match. */
-export function globMatch(pattern: string, value: string): boolean {
-  let re = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i]!;
-    if (ch === '\\' && pattern[i + 1] === '*') {
-      re += '\\*';
-      i++;
-    } else if (ch === '*' && pattern[i + 1] === '*') {
-      re += '.*';
-      i++;
-    } else if (ch === '*') re += '[^/]*';
-    else re += ch.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`).test(value);
-}
+export { globMatch } from './glob.js';

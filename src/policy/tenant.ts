@@ -7,7 +7,7 @@
  * namespace called team-a on one public cluster and one called team-a on
  * another belong to different people. Pure: no I/O.
  */
-import { globMatch } from './source.js';
+import { globMatch } from './glob.js';
 
 /** The name of the remote given by --remote-kubeconfig unless --remote-name says otherwise; objects made before remotes had names belong to it. */
 export const DEFAULT_REMOTE = 'default';

@@ -13,9 +13,14 @@
  *
  * Pure: contents come in through `lookup` (the controller resolves what
  * `pending` asks for and calls again). No I/O, no clock.
+ *
+ * Longer than most files on purpose: substitution, following a reference and
+ * pinning it are one walk over the Pipeline, read best in one place; the
+ * checks themselves live in src/policy/ (source.ts, canonical.ts).
  */
 import { parse as parseYaml } from 'yaml';
-import { checkSource, type SourcePolicy } from '../policy/source.js';
+import { checkSource, RESOLVER_PARAMS, type SourcePolicy } from '../policy/source.js';
+import { canonicalBundle } from '../policy/canonical-oci.js';
 import type { Resolution } from './resolve.js';
 import type { ParamValue } from './types.js';
 
@@ -71,11 +76,7 @@ export interface GraphInput {
 }
 
 /** Resolver params this controller passes on; others (tokens, secrets, server URLs) are refused. */
-const KNOWN_PARAMS: Record<string, readonly string[]> = {
-  git: ['url', 'revision', 'pathInRepo'],
-  bundles: ['bundle', 'name', 'kind'],
-  cluster: ['kind', 'name', 'namespace'],
-};
+const KNOWN_PARAMS = RESOLVER_PARAMS;
 
 /** A value in scope for substitution: known (with where it came from) or not knowable before the run. */
 type Var = { value: ParamValue; from: string } | { dynamic: string };
@@ -181,13 +182,9 @@ export function pin(ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }
       return { params };
     case 'bundles': {
       if (d?.algo !== 'sha256') return { error: 'the bundles resolver reported no digest, so the reference cannot be pinned' };
-      const bundle = params.find((p) => p.name === 'bundle')?.value ?? '';
-      const at = bundle.indexOf('@');
-      let repo = at >= 0 ? bundle.slice(0, at) : bundle;
-      const slash = repo.lastIndexOf('/');
-      const colon = repo.lastIndexOf(':');
-      if (colon > slash) repo = repo.slice(0, colon);
-      set('bundle', `${repo}@sha256:${d.hex}`);
+      const b = canonicalBundle(params.find((p) => p.name === 'bundle')?.value ?? '');
+      if (!b.ok) return { error: `the bundle reference ${b.why}, so it cannot be pinned` };
+      set('bundle', `${b.value.repository}@sha256:${d.hex}`);
       return { params };
     }
     default:
@@ -200,11 +197,13 @@ function provenanceOf(where: string, ref: RemoteRef, r: Extract<Resolution, { st
   const p = new Map(ref.params.map((x) => [x.name, x.value]));
   const d = digestOf(r);
   const revision = ref.resolver === 'git' ? p.get('revision') : ref.resolver === 'bundles' ? p.get('bundle') : undefined;
+  // git: the canonical pathInRepo that was checked (the resolver echoes it as its entryPoint).
+  const path = ref.resolver === 'git' ? p.get('pathInRepo') : r.refSource?.entryPoint;
   return {
     ref: where,
     resolver: ref.resolver,
     source: r.refSource?.uri ?? '',
-    ...(r.refSource?.entryPoint ? { path: r.refSource.entryPoint } : {}),
+    ...(path ? { path } : {}),
     ...(revision ? { revision } : {}),
     ...(d ? { digest: `${d.algo}:${d.hex}` } : {}),
   };
@@ -221,14 +220,17 @@ export function unknownResolverParams(ref: RemoteRef): string | undefined {
 /** A reference followed to its end: resolved, parsed, pinned; or why not yet, or why not at all. */
 export type Followed =
   | { kind: 'resolved'; obj: Record<string, unknown>; pinned: RemoteRef; provenance: Provenance }
-  | { kind: 'need' }
-  | { kind: 'pending' }
+  /** ref: the reference in canonical form, the one to resolve (and nothing else). */
+  | { kind: 'need'; ref: RemoteRef }
+  | { kind: 'pending'; ref: RemoteRef }
   | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' };
 
 /**
- * One reference (already substituted): checked against the policy, looked
- * up, parsed as one of `kinds`, and pinned to what was resolved. `from`
- * names the params its values came from, for messages.
+ * One reference (already substituted): put in canonical form and checked
+ * against the policy, looked up in that form, parsed as one of `kinds`, and
+ * pinned to what was resolved. What was checked is what is resolved and run:
+ * the canonical params, never the ones given. `from` names the params its
+ * values came from, for messages.
  */
 export function followReference(
   input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'>,
@@ -240,11 +242,12 @@ export function followReference(
   const via = from.length ? ` (values from ${from.join(', ')})` : '';
   const extra = unknownResolverParams(ref);
   if (extra) return { kind: 'refused', message: `${where}${via}: ${extra}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
-  const verdict = checkSource(input.policy, { resolver: ref.resolver, params: Object.fromEntries(ref.params.map((p) => [p.name, p.value])) }, { tenant: input.namespace, controllerNamespace: input.controllerNamespace });
+  const verdict = checkSource(input.policy, ref, { tenant: input.namespace, controllerNamespace: input.controllerNamespace });
   if (!verdict.allowed) return { kind: 'refused', message: `${where}${via}: ${verdict.message}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
+  ref = { resolver: ref.resolver, params: verdict.params };
   const r = input.lookup(ref);
-  if (!r) return { kind: 'need' };
-  if (r.state === 'pending') return { kind: 'pending' };
+  if (!r) return { kind: 'need', ref };
+  if (r.state === 'pending') return { kind: 'pending', ref };
   if (r.state === 'failed') return { kind: 'refused', message: `${where}${via}: resolving it with the ${ref.resolver} resolver failed: ${r.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
   const parsed = parseResolved(r.content, kinds);
   if (!parsed.ok) return { kind: 'refused', message: `${where}: ${parsed.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
@@ -359,7 +362,7 @@ export function checkGraph(input: GraphInput): GraphResult {
           }
           const v = followReference(input, `${where}.taskRef`, s.ref, s.from, ['Task']);
           if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
-          if (v.kind === 'need') need.push(s.ref);
+          if (v.kind === 'need') need.push(v.ref);
           if (v.kind !== 'resolved') {
             pending = true;
             continue;
@@ -445,7 +448,7 @@ function checkSteps(
     if (s.dynamic.length) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
     const v = followReference(input, stepWhere, s.ref, s.from, ['StepAction']);
     if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
-    if (v.kind === 'need') need.push(s.ref);
+    if (v.kind === 'need') need.push(v.ref);
     if (v.kind !== 'resolved') {
       pending = true;
       continue;

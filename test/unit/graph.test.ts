@@ -276,3 +276,40 @@ test('decide: ResolutionRequests of a deleted request, or of one already running
   const rr = answered(req, gitRef(CATALOG, 'main', 'x.yaml'), undefined, '');
   assert.deepEqual(types(decide(observe({ request: undefined, resolutions: [rr] }))), ['deleteResolution']);
 });
+
+test('what was checked is what runs: an uncanonical spelling is resolved, pinned and recorded in its canonical form; hostile values from params are refused naming the param', () => {
+  const spelled = 'HTTPS://Example.com:443/org/catalog.git/';
+  const first = checkGraph(input({ params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: spelled }, { name: 'taskGitRevision', value: SHA_T.toUpperCase() }] }));
+  assert.deepEqual(first.state === 'pending' && first.need, [gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, SHA_T, 'tasks/internal/notify/notify.yaml')], 'the canonical reference is the one resolved');
+  const contents = new Map([
+    ['tasks/internal/sign/sign.yaml', resolved(task(), SHA_T, 'tasks/internal/sign/sign.yaml')],
+    ['tasks/internal/notify/notify.yaml', resolved(task(), SHA_T, 'tasks/internal/notify/notify.yaml')],
+  ]);
+  const r = checkGraph(input({ contents, params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: spelled }] }));
+  assert.equal(r.state, 'ready');
+  assert.deepEqual(r.state === 'ready' && (r.spec?.['tasks'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'), 'pinned in canonical form');
+  for (const [params, why] of [
+    [{ taskGitRevision: '--upload-pack=touch /tmp/pwned' }, /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): git param "revision" "--upload-pack=touch \/tmp\/pwned" begins with "-".* before sources\.git\[0\] is applied/],
+    [{ taskGitUrl: 'https://example.com/org/catalog.git/../../evil/x.git' }, /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl".*\): git param "url" .* has a "\.\." path segment/],
+    [{ taskGitUrl: 'ext::sh -c touch% /tmp/pwned' }, /git param "url" .*: refused by InternalServicesConfig internal-services\/config before any sources\.git rule is applied/],
+  ] as const) {
+    const g = checkGraph(input({ params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: CATALOG }, ...Object.entries(params).map(([name, value]) => ({ name, value }))] }));
+    assert.equal(g.state, 'rejected');
+    assert.match(g.state === 'rejected' ? g.message : '', why);
+  }
+  const climbing = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: gitRef('$(params.taskGitUrl)', 'main', 'tasks/../secret/x.yaml') }] }) });
+  assert.match((checkGraph(climbing) as { message: string }).message, /^tasks\[x\]\.taskRef \(values from param "taskGitUrl"\): git param "pathInRepo" "tasks\/\.\.\/secret\/x\.yaml" has a "\.\." segment/);
+});
+
+test('decide: the pipelineRef\'s ResolutionRequest carries the canonical params, never the spelling sent', () => {
+  const req = todays();
+  (req.spec.pipeline!.pipelineRef!.params as Array<{ name: string; value: string }>)[0]!.value = 'https://EXAMPLE.com/org/catalog.git/';
+  const a = decide(observe({ request: req }));
+  const start = a[0] as Extract<Action, { type: 'startResolution' }>;
+  assert.equal(start.type, 'startResolution');
+  assert.deepEqual(start.resolution.spec?.params, gitRef(CATALOG, 'main', 'pipelines/internal/sign/sign.yaml').params);
+  (req.spec.pipeline!.pipelineRef!.params as Array<{ name: string; value: string }>)[2]!.value = 'pipelines/internal/sign/../../../../../etc/passwd';
+  const refused = decide(observe({ request: req }));
+  assert.deepEqual(types(refused), ['writeStatus'], 'refused before any ResolutionRequest');
+  assert.match((refused[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /^spec\.pipeline\.pipelineRef: git param "pathInRepo" .* has a "\.\." segment.*before allowedGitResolverURLs is applied/);
+});

@@ -2,11 +2,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkSource, globMatch, policyFromAllowedGitURLs, splitImageRef, type SourcePolicy } from '../../src/policy/source.js';
+import { effectiveConfig } from '../../src/controller/config.js';
 
 const SRC = 'InternalServicesConfig internal-services/config';
 const ctx = { tenant: 'default/team-a', controllerNamespace: 'internal-services' };
 const SHA = 'a'.repeat(40);
 const git = (url: string, revision: string, pathInRepo = 'pipelines/internal/sign/sign.yaml') => ({ resolver: 'git', params: { url, revision, pathInRepo } });
+const gitParams = (url: string, revision: string, pathInRepo = 'pipelines/internal/sign/sign.yaml') => [
+  { name: 'url', value: url },
+  { name: 'revision', value: revision },
+  { name: 'pathInRepo', value: pathInRepo },
+];
 
 const policy: SourcePolicy = {
   source: SRC,
@@ -36,8 +42,9 @@ test('default deny: no rules, no resolver', () => {
 });
 
 test('git: url, revision (names or full SHAs) and path, with the rule that allowed it or the reason', () => {
-  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git/', 'main'), ctx), { allowed: true, rule: 'sources.git[0]' });
-  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml'), ctx), { allowed: true, rule: 'sources.git[0]' });
+  // Allowed: the rule, and the canonical params to resolve and run (the trailing "/" is not part of the URL).
+  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git/', 'main'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', 'main') });
+  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml') });
   const evil = checkSource(policy, git('https://evil.example/catalog.git', 'main'), ctx);
   assert.deepEqual(evil, { allowed: false, message: `git url "https://evil.example/catalog.git" is not allowed by ${SRC}; allowed: "https://github.com/org/catalog.git" (sources.git[0])` });
   const rev = checkSource(policy, git('https://github.com/org/catalog.git', 'feature-x'), ctx);
@@ -50,7 +57,7 @@ test('git: url, revision (names or full SHAs) and path, with the rule that allow
 test('git: a rule for other namespaces does not apply; a rule of commits only refuses branch names', () => {
   const exp = git('https://github.com/org/experimental.git', SHA);
   assert.equal(checkSource(policy, exp, ctx).allowed, false);
-  assert.deepEqual(checkSource(policy, exp, { ...ctx, tenant: 'default/team-b' }), { allowed: true, rule: 'sources.git[1]' });
+  assert.deepEqual(checkSource(policy, exp, { ...ctx, tenant: 'default/team-b' }), { allowed: true, rule: 'sources.git[1]', params: gitParams('https://github.com/org/experimental.git', SHA) });
   const branch = checkSource(policy, git('https://github.com/org/experimental.git', 'main'), { ...ctx, tenant: 'default/team-b' });
   assert.match((branch as { message: string }).message, /sources.git\[1\] allows revisions full commit SHAs, not "main"/);
 });
@@ -64,10 +71,117 @@ test('allowedGitResolverURLs (the production field): exact URLs, any revision an
 
 test('bundles: repository globs, digest only; cluster: the controller namespace only', () => {
   const d = `sha256:${'b'.repeat(64)}`;
-  assert.deepEqual(checkSource(policy, { resolver: 'bundles', params: { bundle: `quay.io/org/catalog/sign:v1@${d}` } }, ctx), { allowed: true, rule: 'sources.bundles[0]' });
+  // A tag next to a digest is ignored by the resolver: the canonical reference drops it.
+  assert.deepEqual(checkSource(policy, { resolver: 'bundles', params: { bundle: `quay.io/org/catalog/sign:v1@${d}` } }, ctx), { allowed: true, rule: 'sources.bundles[0]', params: [{ name: 'bundle', value: `quay.io/org/catalog/sign@${d}` }] });
   assert.match((checkSource(policy, { resolver: 'bundles', params: { bundle: 'quay.io/org/catalog/sign:v1' } }, ctx) as { message: string }).message, /not pinned by digest/);
   assert.match((checkSource(policy, { resolver: 'bundles', params: { bundle: `quay.io/other/x@${d}` } }, ctx) as { message: string }).message, /bundle repository "quay.io\/other\/x" is not allowed/);
   assert.deepEqual(splitImageRef('localhost:5000/a/b:t'), { repository: 'localhost:5000/a/b', digest: undefined });
-  assert.deepEqual(checkSource(policy, { resolver: 'cluster', params: { namespace: 'internal-services', name: 'p' } }, ctx), { allowed: true, rule: 'sources.cluster' });
+  assert.deepEqual(checkSource(policy, { resolver: 'cluster', params: { namespace: 'internal-services', name: 'p' } }, ctx), { allowed: true, rule: 'sources.cluster', params: [{ name: 'name', value: 'p' }, { name: 'namespace', value: 'internal-services' }] });
   assert.match((checkSource(policy, { resolver: 'cluster', params: { namespace: 'kube-system' } }, ctx) as { message: string }).message, /may only read namespace "internal-services", not "kube-system"/);
+});
+
+// --- canonical before compare (issue 22) ---------------------------------------
+
+const msg = (v: ReturnType<typeof checkSource>): string => (v.allowed ? `allowed by ${v.rule}` : v.message);
+
+test('hostile paths: ".." under a paths glob, absolute and climbing paths under allowedGitResolverURLs: refused before any rule, naming the param and the rule', () => {
+  const signOnly: SourcePolicy = { source: SRC, git: [{ urls: ['https://github.com/org/catalog.git'], revisions: ['main'], paths: ['pipelines/internal/sign-image/**'] }], bundles: [], cluster: false };
+  assert.equal(checkSource(signOnly, git('https://github.com/org/catalog.git', 'main', 'pipelines/internal/sign-image/sign-image.yaml'), ctx).allowed, true);
+  assert.match(msg(checkSource(signOnly, git('https://github.com/org/catalog.git', 'main', 'pipelines/internal/other/other.yaml'), ctx)), /sources\.git\[0\] allows paths "pipelines\/internal\/sign-image\/\*\*", not "pipelines\/internal\/other\/other\.yaml"/);
+  assert.equal(
+    msg(checkSource(signOnly, git('https://github.com/org/catalog.git', 'main', 'pipelines/internal/sign-image/../other/other.yaml'), ctx)),
+    `git param "pathInRepo" "pipelines/internal/sign-image/../other/other.yaml" has a ".." segment, which climbs out of the directory it names (and out of the repository): refused by ${SRC} before sources.git[0] is applied (references are matched only in their canonical form; docs/security.md)`,
+  );
+  const two: SourcePolicy = { ...signOnly, git: [...signOnly.git, { urls: ['https://github.com/org/*'], commits: true }] };
+  assert.match(msg(checkSource(two, git('https://github.com/org/catalog.git', 'main', 'a/../b.yaml'), ctx)), /before sources\.git\[0\], sources\.git\[1\] are applied/, 'every rule the URL matched is named');
+  const anyPath = policyFromAllowedGitURLs(['https://github.com/org/catalog.git'], SRC);
+  for (const [path, why] of [
+    ['../../../../etc/passwd', /"pathInRepo" "\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd" has a "\.\." segment.*before allowedGitResolverURLs is applied/],
+    ['/etc/passwd', /"pathInRepo" "\/etc\/passwd" is absolute.*before allowedGitResolverURLs is applied/],
+    ['.git/config', /"pathInRepo" "\.git\/config" has a "\.git" segment/],
+    ['a\\..\\..\\b', /"pathInRepo" .* has a backslash/],
+    ['a\u0000b', /"pathInRepo" "a\\u0000b" has the control or format character U\+0000/],
+  ] as const) {
+    assert.match(msg(checkSource(anyPath, git('https://github.com/org/catalog.git', 'main', path), ctx)), why, path);
+  }
+});
+
+test('hostile revisions: an option to git is never a revision, whatever the rule allows', () => {
+  const anyRev = policyFromAllowedGitURLs(['https://github.com/org/catalog.git'], SRC);
+  assert.match(msg(checkSource(anyRev, git('https://github.com/org/catalog.git', '--upload-pack=touch /tmp/pwned'), ctx)), /git param "revision" "--upload-pack=touch \/tmp\/pwned" begins with "-", which git reads as an option, not a revision: refused by .* before allowedGitResolverURLs is applied/);
+  assert.match(msg(checkSource(anyRev, git('https://github.com/org/catalog.git', ''), ctx)), /"revision" "" is empty/);
+  const ok = checkSource(anyRev, git('https://github.com/org/catalog.git', SHA.toUpperCase()), ctx);
+  assert.equal(ok.allowed && ok.params[1]?.value, SHA, 'a SHA in upper case is the same commit, passed on in lower case');
+});
+
+test('URL spellings: the same repository is allowed whatever its spelling, and passed on canonical; other repositories and unsafe spellings are refused', () => {
+  const rule: SourcePolicy = { source: SRC, git: [{ urls: ['https://GitHub.com/org/catalog'], revisions: ['main'] }], bundles: [], cluster: false };
+  for (const url of ['https://github.com/org/catalog', 'HTTPS://GITHUB.COM/org/catalog', 'https://github.com:443/org/catalog/', 'https://github.com/org/catalog.git', 'https://github.com/%6Frg/catalog']) {
+    const v = checkSource(rule, git(url, 'main'), ctx);
+    assert.ok(v.allowed, `${url}: ${msg(v)}`);
+    assert.equal(v.params[0]?.value, url.toLowerCase().includes('.git') ? 'https://github.com/org/catalog.git' : 'https://github.com/org/catalog', url);
+  }
+  for (const [url, why] of [
+    ['https://github.com/org/catalog/../evil', /"url" .* has a "\.\." path segment: refused by .* before any sources\.git rule is applied/],
+    ['https://github.com/org/%2e%2e/evil/catalog', /encodes "\." as %2e/],
+    ['https://github.com/org%2Fevil/catalog', /encodes "\/" as %2F/],
+    ['https://x:y@github.com/org/catalog', /has user info/],
+    ['https://github.com/org/catalog?x=1', /has a query/],
+    ['https://github.com/org/catalog#x', /has a fragment/],
+    ['file:///org/catalog', /scheme "file"/],
+    ['ext::sh -c touch% /tmp/pwned', /character " "|remote helper/],
+    ['https://github.com.evil.example/org/catalog', /git url "https:\/\/github\.com\.evil\.example\/org\/catalog" is not allowed/],
+    ['https://github.com/org/catalog-evil', /is not allowed/],
+  ] as const) {
+    assert.match(msg(checkSource(rule, git(url, 'main'), ctx)), why, url);
+  }
+  const glob: SourcePolicy = { source: SRC, git: [{ urls: ['https://github.com/org/*'], revisions: ['main'] }], bundles: [], cluster: false };
+  assert.ok(checkSource(glob, git('https://github.com/org/catalog.git', 'main'), ctx).allowed);
+  assert.match(msg(checkSource(glob, git('https://github.com/org/a/b', 'main'), ctx)), /is not allowed/, '* stays in its segment');
+  assert.match(msg(checkSource(glob, git('https://github.com/org/x/../../other/y', 'main'), ctx)), /"\.\." path segment/);
+});
+
+test('bundle spellings: Docker Hub aliases, implied library/, case; tag and digest', () => {
+  const d = `sha256:${'c'.repeat(64)}`;
+  const hub: SourcePolicy = { source: SRC, git: [], bundles: [{ repositories: ['docker.io/library/tasks'] }, { repositories: ['quay.io/org/*'], digestOnly: true }], cluster: false };
+  for (const b of ['tasks:v1', 'docker.io/tasks:v1', 'index.docker.io/library/tasks:v1', 'registry-1.docker.io/library/tasks:v1']) {
+    const v = checkSource(hub, { resolver: 'bundles', params: { bundle: b, name: 'sign', kind: 'Task' } }, ctx);
+    assert.deepEqual(v, { allowed: true, rule: 'sources.bundles[0]', params: [{ name: 'bundle', value: 'docker.io/library/tasks:v1' }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'task' }] }, b);
+  }
+  assert.equal(checkSource(hub, { resolver: 'bundles', params: { bundle: 'Quay.IO/org/sign:v1@' + d } }, ctx).allowed, true);
+  assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'quay.io/Org/sign@' + d } }, ctx)), /bundles param "bundle" "quay\.io\/Org\/sign@.*" has upper-case letters/);
+  assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'quay.io/org/../evil/sign@' + d } }, ctx)), /repository component "\.\."/);
+  assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'quay.io/org/sign:v1' } }, ctx)), /bundle "quay\.io\/org\/sign:v1" is not pinned by digest/);
+  assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'evil.io/library/tasks:v1' } }, ctx)), /bundle repository "evil\.io\/library\/tasks" is not allowed/);
+});
+
+test('cluster params and duplicates: refused with the param named', () => {
+  assert.match(msg(checkSource(policy, { resolver: 'cluster', params: { namespace: 'internal-services', name: '../x' } }, ctx)), /cluster param "name" "\.\.\/x" is not an object name/);
+  assert.match(msg(checkSource(policy, { resolver: 'cluster', params: { namespace: 'internal-services', name: 'p', kind: 'Secret' } }, ctx)), /cluster param "kind" "Secret" is not one of task, pipeline, stepaction/);
+  const twice = [{ name: 'url', value: 'https://github.com/org/catalog.git' }, { name: 'revision', value: 'main' }, { name: 'pathInRepo', value: 'tasks/a.yaml' }, { name: 'pathInRepo', value: '../../etc/passwd' }];
+  assert.match(msg(checkSource(policy, { resolver: 'git', params: twice }, ctx)), /the git param "pathInRepo" is given more than once/);
+});
+
+test('an unusable rule in the configuration grants nothing, is reported with the configuration, and named in refusals', () => {
+  const cfg = effectiveConfig(
+    {
+      apiVersion: 'appstudio.redhat.com/v1alpha1',
+      kind: 'InternalServicesConfig',
+      metadata: { name: 'config', namespace: 'internal-services' },
+      spec: {
+        allowList: ['team-a'],
+        sources: { git: [{ urls: ['https://github.com/org/catalog.git'], revisions: ['main'], paths: ['pipelines/../**'] }, { urls: ['https://github.com/org/other.git'], revisions: ['main'] }], bundles: [{ repositories: ['quay.io/org/x:v1'] }] },
+      },
+    } as never,
+    'internal-services',
+  );
+  assert.deepEqual(cfg.problems, [
+    `sources.git[0] of ${SRC} is unusable and grants nothing: paths[0] "pipelines/../**" has a ".." segment, which climbs out of the directory it names (and out of the repository)`,
+    `sources.bundles[0] of ${SRC} is unusable and grants nothing: repositories[0] "quay.io/org/x:v1" has a tag; rules name repositories (use digestOnly to require digests)`,
+  ]);
+  const v = checkSource(cfg.sources, git('https://github.com/org/catalog.git', 'main', 'pipelines/x.yaml'), ctx);
+  assert.match(msg(v), /git url "https:\/\/github\.com\/org\/catalog\.git" is not allowed by .*; allowed: "https:\/\/github\.com\/org\/other\.git" \(sources\.git\[1\]\); sources\.git\[0\] is unusable and grants nothing \(paths\[0\] "pipelines\/\.\.\/\*\*" has a "\.\." segment/);
+  assert.ok(checkSource(cfg.sources, git('https://github.com/org/other.git', 'main', 'x.yaml'), ctx).allowed, 'the usable rule still applies');
+  const url = effectiveConfig({ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: 'internal-services' }, spec: { allowedGitResolverURLs: ['git@github.com:org/x.git'] } } as never, 'internal-services');
+  assert.match(url.problems[0] ?? '', /^allowedGitResolverURLs of .* is unusable and grants nothing: urls\[0\] "git@github\.com:org\/x\.git" is not of the form scheme:\/\/host\/path/);
 });

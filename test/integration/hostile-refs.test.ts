@@ -1,0 +1,284 @@
+/**
+ * Hostile references on the REAL stack (issue 22): Tekton Pipelines v1.6's
+ * controller, its git and bundles resolvers and its webhook on the internal
+ * control plane, the catalog served by git daemon on loopback, the controller
+ * as its CLI process. Each hostile class is Rejected with a message naming
+ * the param and the rule, and the internal cluster never shows a
+ * ResolutionRequest or a PipelineRun for it: a watch on both, open for the
+ * whole file, records every one the controller makes (they are removed once
+ * the request is decided, so a list at the end would prove nothing).
+ *
+ * The first test is the control: asked directly, Tekton's git resolver reads
+ * a marker file outside its checkout and runs a revision that begins with "-"
+ * as an option to git. So when a request with such a value is refused and no
+ * ResolutionRequest was ever made for it, the marker was not read and nothing
+ * was run: the resolver's own behaviour is the proof, not our code.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
+import { grantRequester, installProject } from '../../src/envtest/apply.js';
+import type { GitRepository } from '../../src/envtest/git.js';
+import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type ResolutionRequest } from '../../src/tekton/resolve.js';
+import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
+import type { InternalRequestSpec } from '../../src/api/types.js';
+import type { PipelineRun } from '../../src/tekton/types.js';
+import { createRequest, messageOf, NS, PR, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+
+const TENANT = 'release-team';
+const FINAL = ['Succeeded', 'Failed', 'Rejected'];
+const CONFIG = 'InternalServicesConfig internal-services/config';
+let env: Environment;
+let internalAdmin: KubeConfig;
+let requester: KubeConfig;
+let controller: ControllerProcess;
+let catalog: GitRepository;
+let anyPath: GitRepository;
+let head: string;
+/** Outside every repository: a Pipeline a resolver would happily return, and where a command run by git would leave a file. */
+let outside: string;
+let marker: string;
+const TOKEN = `marker-${process.pid}-${Date.now()}`;
+
+/** Every ResolutionRequest and PipelineRun the controller made, by request uid, as first seen. */
+const made = { rr: new Map<string, ResolutionRequest[]>(), pr: new Map<string, PipelineRun[]>() };
+const watches: AbortController[] = [];
+
+const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
+const task = (name: string, vars: Record<string, string>, results: string[] = []) =>
+  stringify({ apiVersion: 'tekton.dev/v1', kind: 'Task', metadata: { name }, spec: { params: [{ name: 'image', default: '' }], results: results.map((r) => ({ name: r })), steps: [simulatedStep(name, vars)] } });
+const pipeline = (name: string, spec: Record<string, unknown>) => stringify({ apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name }, spec });
+/** Climbs out of any checkout directory to the marker (Go's Clean stops at "/"). */
+const climbing = () => `${'../'.repeat(16)}${marker.slice(1)}`;
+
+async function watchCollect(path: string, into: Map<string, unknown[]>): Promise<void> {
+  const ready = { done: false };
+  const ac = await new Watch(internalAdmin).watch(
+    path,
+    { labelSelector: OWNED_SELECTOR },
+    (phase, obj: { metadata?: { labels?: Record<string, string> } }) => {
+      ready.done = true;
+      if (phase !== 'ADDED') return;
+      const uid = obj.metadata?.labels?.[LABEL_REQUEST_UID] ?? '';
+      into.set(uid, [...(into.get(uid) ?? []), obj]);
+    },
+    (err) => {
+      if (err && !String(err).includes('aborted')) console.error(`watch ${path} ended: ${String(err)}`);
+    },
+  );
+  watches.push(ac);
+}
+
+/** A request that must be Rejected before anything is resolved for it. */
+async function expectRefusedBeforeResolution(name: string, message: RegExp, opts: { rrAllowed?: number } = {}): Promise<void> {
+  const r = await waitForReason(requester, TENANT, name, FINAL, 60_000);
+  assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected', `${name}: ${messageOf(r)}`);
+  assert.match(messageOf(r), message, name);
+  assert.equal(r.status?.pipelineRun, undefined, `${name}: nothing ran`);
+  const uid = r.metadata.uid!;
+  assert.equal((made.rr.get(uid) ?? []).length, opts.rrAllowed ?? 0, `${name}: ResolutionRequests made: ${JSON.stringify((made.rr.get(uid) ?? []).map((x) => x.spec?.params))}`);
+  assert.equal((made.pr.get(uid) ?? []).length, 0, `${name}: a PipelineRun was made`);
+}
+
+before(async () => {
+  env = await startEnvironment({ tekton: true });
+  await installProject(env);
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  requester = env.remote.identities.requester!.kubeConfig();
+  await grantRequester(env, TENANT);
+  outside = mkdtempSync(join(tmpdir(), 'hostile-refs-'));
+  marker = join(outside, 'marker.yaml');
+  writeFileSync(marker, pipeline('marker', { description: TOKEN, tasks: [{ name: 't', taskSpec: { steps: [simulatedStep('t')] } }] }));
+  catalog = await env.tekton!.git.repository('catalog');
+  anyPath = await env.tekton!.git.repository('anypath');
+  const signSpec = {
+    params: [{ name: 'image' }, { name: 'taskGitUrl' }, { name: 'taskGitRevision' }],
+    results: [{ name: 'signature', value: '$(tasks.sign.results.signature)' }],
+    tasks: [{ name: 'sign', params: [{ name: 'image', value: '$(params.image)' }], taskRef: gitRef('$(params.taskGitUrl)', '$(params.taskGitRevision)', 'tasks/internal/sign/sign.yaml') }],
+  };
+  head = await catalog.commit(
+    {
+      'pipelines/internal/sign-image/sign-image.yaml': pipeline('sign-image', signSpec),
+      'pipelines/internal/sign-image/climbing.yaml': pipeline('climbing', { params: [{ name: 'taskGitUrl' }], tasks: [{ name: 'x', taskRef: gitRef('$(params.taskGitUrl)', 'main', climbing()) }] }),
+      'pipelines/internal/other/other.yaml': pipeline('other', { tasks: [{ name: 'o', taskSpec: { steps: [simulatedStep('o')] } }] }),
+      'tasks/internal/sign/sign.yaml': task('sign', { SIMULATED_RESULT_signature: 'sig:$(params.image)' }, ['signature']),
+    },
+    'the catalog',
+  );
+  await anyPath.commit({ 'pipelines/p.yaml': pipeline('p', { tasks: [{ name: 'o', taskSpec: { steps: [simulatedStep('o')] } }] }) }, 'any path');
+  await watchCollect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
+  await watchCollect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
+  controller = await startController(env);
+  await setRunConfigAndWait(internalAdmin, controller, {
+    allowList: [TENANT],
+    allowedGitResolverURLs: [anyPath.url],
+    sources: {
+      git: [{ urls: [catalog.url], revisions: ['main'], commits: true, paths: ['pipelines/internal/sign-image/**', 'tasks/**'] }],
+      bundles: [{ repositories: ['docker.io/library/tasks'] }, { repositories: ['quay.io/org/catalog/*'], digestOnly: true }],
+      resolutionTimeout: '20s',
+    },
+  });
+});
+
+after(async () => {
+  for (const w of watches) w.abort();
+  await controller?.kill('SIGKILL');
+  await env?.stop();
+  if (outside) rmSync(outside, { recursive: true, force: true });
+});
+
+const todays = (over: Partial<Record<'url' | 'revision' | 'pathInRepo', string>> = {}, params: Record<string, string> = {}): InternalRequestSpec => ({
+  pipeline: { pipelineRef: gitRef(over.url ?? catalog.url, over.revision ?? 'main', over.pathInRepo ?? 'pipelines/internal/sign-image/sign-image.yaml') },
+  params: { image: 'img', taskGitUrl: catalog.url, taskGitRevision: 'main', ...params },
+});
+
+/** Resolves directly, as anyone who can create a ResolutionRequest could: no controller in between. */
+async function resolveDirectly(name: string, params: Array<{ name: string; value: string }>): Promise<ReturnType<typeof outcomeOfResolution>> {
+  const custom = internalAdmin.makeApiClient(CustomObjectsApi);
+  await custom.createNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, body: resolutionRequest(NS, name, 'git', params) });
+  try {
+    return await waitFor(`ResolutionRequest ${name} to be answered`, async () => {
+      const rr = (await custom.getNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name })) as ResolutionRequest;
+      const o = outcomeOfResolution(rr, new Date(), 60_000);
+      return o.state === 'pending' ? undefined : o;
+    }, 60_000);
+  } finally {
+    await custom.deleteNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name });
+  }
+}
+
+describe('hostile references, refused before resolution (real Tekton, git daemon)', () => {
+  test('control: asked directly, Tekton\'s git resolver reads a file outside its checkout, and runs a revision beginning with "-" as an option', async (t) => {
+    const read = await resolveDirectly('control-climb', gitRef(anyPath.url, 'main', climbing()).params);
+    t.diagnostic(`climbing pathInRepo, asked directly: ${read.state === 'resolved' ? 'the resolver returned the marker file' : `the resolver refused: ${read.state === 'failed' ? read.message : ''}`}`);
+    if (read.state === 'resolved') assert.match(read.content, new RegExp(TOKEN), 'the resolver returned the marker file from outside its checkout');
+    else assert.match(read.state === 'failed' ? read.message : '', /escape the repository/, 'a Tekton that checks containment itself');
+    // A local clone (v1.6 accepts a path as url) with --upload-pack: git runs it through the shell.
+    const bare = join(outside, 'local.git');
+    await promisify(execFile)('git', ['clone', '--quiet', '--bare', catalog.url, bare]);
+    const ran = join(outside, 'ran');
+    const opt = await resolveDirectly('control-option', gitRef(bare, `--upload-pack=touch ${ran}; git upload-pack`, 'tasks/internal/sign/sign.yaml').params);
+    t.diagnostic(`revision "--upload-pack=…", asked directly: ${existsSync(ran) ? 'git ran the command' : `not run (${opt.state === 'failed' ? opt.message : opt.state})`}`);
+    assert.ok(existsSync(ran) || (opt.state === 'failed' && /must not begin with '-'|invalid/.test(opt.message)), `the revision ran as a command (${JSON.stringify(opt)})`);
+    rmSync(ran, { force: true });
+  });
+
+  test('a ".." under a paths glob: the other Pipeline of the repository is refused however it is spelled', async () => {
+    await Promise.all([
+      createRequest(requester, TENANT, 'path-other', todays({ pathInRepo: 'pipelines/internal/other/other.yaml' })),
+      createRequest(requester, TENANT, 'path-dotdot', todays({ pathInRepo: 'pipelines/internal/sign-image/../other/other.yaml' })),
+      createRequest(requester, TENANT, 'path-dot', todays({ pathInRepo: 'pipelines/internal/sign-image/./../other/other.yaml' })),
+      createRequest(requester, TENANT, 'path-slashes', todays({ pathInRepo: 'pipelines/internal/sign-image//other.yaml' })),
+    ]);
+    await expectRefusedBeforeResolution('path-other', /^spec\.pipeline\.pipelineRef: git ".*" at "main", "pipelines\/internal\/other\/other\.yaml" is not allowed by .*: sources\.git\[0\] allows paths "pipelines\/internal\/sign-image\/\*\*", "tasks\/\*\*"/);
+    await expectRefusedBeforeResolution('path-dotdot', /^spec\.pipeline\.pipelineRef: git param "pathInRepo" "pipelines\/internal\/sign-image\/\.\.\/other\/other\.yaml" has a "\.\." segment.*: refused by InternalServicesConfig internal-services\/config before sources\.git\[0\] is applied/);
+    await expectRefusedBeforeResolution('path-dot', /git param "pathInRepo" .* has a "\." segment.*before sources\.git\[0\] is applied/);
+    await expectRefusedBeforeResolution('path-slashes', /git param "pathInRepo" .* has an empty segment.*before sources\.git\[0\] is applied/);
+  });
+
+  test('absolute and climbing paths under allowedGitResolverURLs (any path): refused, no ResolutionRequest, the marker never read', async () => {
+    const cases: Array<[string, string, RegExp]> = [
+      ['climb-marker', climbing(), /has a "\.\." segment/],
+      ['absolute-marker', marker, /is absolute/],
+      ['climb-from-inside', 'pipelines/../../../../../../../../../../../etc/passwd', /has a "\.\." segment/],
+      ['git-metadata', '.git/config', /has a "\.git" segment/],
+      ['backslash', 'pipelines\\..\\..\\x.yaml', /has a backslash/],
+    ];
+    await Promise.all(cases.map(([name, path]) => createRequest(requester, TENANT, name, { pipeline: { pipelineRef: gitRef(anyPath.url, 'main', path) } })));
+    for (const [name, , why] of cases) {
+      await expectRefusedBeforeResolution(name, new RegExp(`^spec\\.pipeline\\.pipelineRef: git param "pathInRepo" .*${why.source}.*: refused by ${CONFIG} before allowedGitResolverURLs is applied`));
+    }
+  });
+
+  test('a revision beginning with "-" is refused before git ever sees it, at the pipelineRef and in a Task reference built from params', async () => {
+    const ran = join(outside, 'ran-by-request');
+    const option = `--upload-pack=touch ${ran}; git upload-pack`;
+    await Promise.all([
+      createRequest(requester, TENANT, 'rev-option', { pipeline: { pipelineRef: gitRef(anyPath.url, option, 'pipelines/p.yaml') } }),
+      createRequest(requester, TENANT, 'rev-dash', { pipeline: { pipelineRef: gitRef(anyPath.url, '-h', 'pipelines/p.yaml') } }),
+      createRequest(requester, TENANT, 'rev-refspec', { pipeline: { pipelineRef: gitRef(anyPath.url, '+main:refs/heads/x', 'pipelines/p.yaml') } }),
+      createRequest(requester, TENANT, 'rev-nested', todays({}, { taskGitRevision: option })),
+    ]);
+    await expectRefusedBeforeResolution('rev-option', /^spec\.pipeline\.pipelineRef: git param "revision" "--upload-pack=touch .*" begins with "-", which git reads as an option, not a revision: refused by .* before allowedGitResolverURLs is applied/);
+    await expectRefusedBeforeResolution('rev-dash', /git param "revision" "-h" begins with "-"/);
+    await expectRefusedBeforeResolution('rev-refspec', /git param "revision" "\+main:refs\/heads\/x" begins with "\+"/);
+    // The Pipeline itself is allowed and resolved (one ResolutionRequest); the Task reference built from the param is not.
+    await expectRefusedBeforeResolution('rev-nested', /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): git param "revision" "--upload-pack=.*" begins with "-".*before sources\.git\[0\] is applied/, { rrAllowed: 1 });
+    assert.ok(!existsSync(ran), 'nothing was run');
+  });
+
+  test('URL spellings: the same repository under another spelling runs, resolved and recorded canonical; unsafe spellings are refused', async () => {
+    const port = new URL(`http://${catalog.url.slice('git://'.length)}`).port;
+    const spelled = `GIT://127.0.0.1:${port}/catalog.git/`;
+    const created = await createRequest(requester, TENANT, 'url-spelled', todays({ url: spelled }, { taskGitUrl: `git://127.0.0.1:${port}/catalog` }));
+    const refused: Array<[string, string, RegExp | undefined]> = [
+      ['url-dotdot', `git://127.0.0.1:${port}/x/../catalog.git`, /has a "\.\." path segment/],
+      ['url-encoded-dot', `git://127.0.0.1:${port}/%2e%2e/catalog.git`, /percent-encoding in a git:\/\/ URL/],
+      ['url-user', `git://someone@127.0.0.1:${port}/catalog.git`, /has user info/],
+      ['url-port-zero', `git://127.0.0.1:0${port}/catalog.git`, /malformed port/],
+      ['url-query', `${catalog.url}?x=1`, /has a query/],
+      ['url-empty-segment', `git://127.0.0.1:${port}//catalog.git`, /has an empty path segment/],
+      ['url-file', `file://${join(outside, 'local.git')}`, /has the scheme "file"/],
+      ['url-local-path', join(outside, 'local.git'), /local paths are refused/],
+      ['url-ext', 'ext::sh -c touch% /tmp/x', /has the character " "/],
+      ['url-other-host', `git://127.0.0.2:${port}/catalog.git`, undefined],
+    ];
+    await Promise.all(refused.map(([name, url]) => createRequest(requester, TENANT, name, todays({ url }))));
+    for (const [name, url, why] of refused) {
+      if (why) await expectRefusedBeforeResolution(name, new RegExp(`^spec\\.pipeline\\.pipelineRef: git param "url" .*${why.source}.*: refused by ${CONFIG} before any sources\\.git rule is applied`));
+      else await expectRefusedBeforeResolution(name, new RegExp(`^spec\\.pipeline\\.pipelineRef: git url "${url.replace(/[.]/g, '\\.')}" is not allowed by ${CONFIG}`));
+    }
+    const done = await waitForReason(requester, TENANT, 'url-spelled', FINAL, 90_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+    const [pr, more] = made.pr.get(created.metadata.uid!) ?? [];
+    assert.ok(pr && !more, 'one PipelineRun');
+    assert.deepEqual(done.status?.results, { signature: 'sig:img' });
+    // What was resolved and run is the canonical form, never the spelling sent.
+    const rrs = made.rr.get(created.metadata.uid!) ?? [];
+    assert.deepEqual(rrs.map((rr) => rr.spec?.params?.[0]?.value).sort(), [catalog.url, `git://127.0.0.1:${port}/catalog`].sort());
+    assert.deepEqual((pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(`git://127.0.0.1:${port}/catalog`, head, 'tasks/internal/sign/sign.yaml'));
+    assert.equal(done.status?.pipeline?.source, `git+${catalog.url}`);
+    assert.equal(done.status?.pipeline?.references?.[0]?.source, `git+git://127.0.0.1:${port}/catalog`);
+  });
+
+  test('a nested Task reference with a climbing path, literal in an allowed Pipeline: refused after the Pipeline resolves, before the Task would', async () => {
+    await createRequest(requester, TENANT, 'nested-climb', { pipeline: { pipelineRef: gitRef(catalog.url, 'main', 'pipelines/internal/sign-image/climbing.yaml') }, params: { taskGitUrl: anyPath.url } });
+    await expectRefusedBeforeResolution('nested-climb', /^tasks\[x\]\.taskRef \(values from param "taskGitUrl"\): git param "pathInRepo" ".*marker\.yaml" has a "\.\." segment.*before allowedGitResolverURLs is applied/, { rrAllowed: 1 });
+  });
+
+  test('bundle spellings: Docker Hub under its other names is resolved as docker.io/library/…; unsafe spellings refused', async () => {
+    const d = `sha256:${'e'.repeat(64)}`;
+    const bundle = (b: string): InternalRequestSpec => ({ pipeline: { pipelineRef: { resolver: 'bundles', params: [{ name: 'bundle', value: b }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'Pipeline' }] } } });
+    const accepted = await createRequest(requester, TENANT, 'bundle-alias', bundle('registry-1.docker.io/library/tasks:v1'));
+    const refused: Array<[string, string, RegExp]> = [
+      ['bundle-upper', `quay.io/org/Catalog/sign@${d}`, /bundles param "bundle" .* has upper-case letters/],
+      ['bundle-dotdot', `quay.io/org/catalog/../../evil/sign@${d}`, /bundles param "bundle" .* repository component "\.\."/],
+      ['bundle-digest-case', `quay.io/org/catalog/sign@${d.toUpperCase().replace('SHA256', 'sha256')}`, /only sha256: with 64 lower-case/],
+      ['bundle-tag-only', 'quay.io/org/catalog/sign:v1', /bundle "quay\.io\/org\/catalog\/sign:v1" is not pinned by digest/],
+      ['bundle-elsewhere', 'evil.example/library/tasks:v1', /bundle repository "evil\.example\/library\/tasks" is not allowed/],
+    ];
+    await Promise.all(refused.map(([name, b]) => createRequest(requester, TENANT, name, bundle(b))));
+    for (const [name, , why] of refused) await expectRefusedBeforeResolution(name, new RegExp(`^spec\\.pipeline\\.pipelineRef: .*${why.source}`));
+    // No registry is reachable here: the point is what the resolver was asked for.
+    const rr = await waitFor('the bundle ResolutionRequest', async () => made.rr.get(accepted.metadata.uid!)?.[0], 30_000);
+    assert.deepEqual(rr.spec?.params, [{ name: 'bundle', value: 'docker.io/library/tasks:v1' }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'pipeline' }]);
+    const r = await waitForReason(requester, TENANT, 'bundle-alias', FINAL, 60_000);
+    assert.match(messageOf(r), /resolving it with the bundles resolver failed|did not answer/);
+  });
+
+  test('nothing the controller resolved or ran ever carried a hostile value', () => {
+    const all = [...made.rr.values()].flat().flatMap((rr) => rr.spec?.params ?? []);
+    for (const p of all) {
+      const v = String(p.value);
+      assert.ok(!v.includes('..') && !v.startsWith('-') && !v.startsWith('/') && !v.includes('\\') && !/[A-Z]/.test(p.name === 'url' ? v : ''), `ResolutionRequest param ${p.name}=${v}`);
+    }
+    assert.ok(all.length > 0);
+  });
+});
