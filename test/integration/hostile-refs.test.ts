@@ -30,7 +30,7 @@ import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type Resolu
 import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
-import { createRequest, messageOf, NS, PR, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForReason, type ControllerProcess } from './helpers.js';
+import { createRequest, messageOf, NS, PR, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const TENANT = 'release-team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -78,7 +78,7 @@ async function watchCollect(path: string, into: Map<string, unknown[]>): Promise
 
 /** A request that must be Rejected before anything is resolved for it. */
 async function expectRefusedBeforeResolution(name: string, message: RegExp, opts: { rrAllowed?: number } = {}): Promise<void> {
-  const r = await waitForReason(requester, TENANT, name, FINAL, 60_000);
+  const r = await waitForPhase(requester, TENANT, name, FINAL, 60_000);
   assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected', `${name}: ${messageOf(r)}`);
   assert.match(messageOf(r), message, name);
   assert.equal(r.status?.pipelineRun, undefined, `${name}: nothing ran`);
@@ -235,7 +235,7 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
       if (why) await expectRefusedBeforeResolution(name, new RegExp(`^spec\\.pipeline\\.pipelineRef: git param "url" .*${why.source}.*: refused by ${CONFIG} before any sources\\.git rule is applied`));
       else await expectRefusedBeforeResolution(name, new RegExp(`^spec\\.pipeline\\.pipelineRef: git url "${url.replace(/[.]/g, '\\.')}" is not allowed by ${CONFIG}`));
     }
-    const done = await waitForReason(requester, TENANT, 'url-spelled', FINAL, 90_000);
+    const done = await waitForPhase(requester, TENANT, 'url-spelled', FINAL, 90_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     const [pr, more] = made.pr.get(created.metadata.uid!) ?? [];
     assert.ok(pr && !more, 'one PipelineRun');
@@ -269,7 +269,7 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
     // No registry is reachable here: the point is what the resolver was asked for.
     const rr = await waitFor('the bundle ResolutionRequest', async () => made.rr.get(accepted.metadata.uid!)?.[0], 30_000);
     assert.deepEqual(rr.spec?.params, [{ name: 'bundle', value: 'docker.io/library/tasks:v1' }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'pipeline' }]);
-    const r = await waitForReason(requester, TENANT, 'bundle-alias', FINAL, 60_000);
+    const r = await waitForPhase(requester, TENANT, 'bundle-alias', FINAL, 60_000);
     assert.match(messageOf(r), /resolving it with the bundles resolver failed|did not answer/);
   });
 
