@@ -14,7 +14,7 @@ export interface Metrics {
   controller: ControllerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -124,6 +124,14 @@ export function createMetrics(): Metrics {
     registers: [registry],
     collect() {
       this.set(sources?.configPresent() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'internal_services_config_problems',
+    help: 'Rules of the InternalServicesConfig "config" that cannot be used as written (e.g. a source glob with a "." or ".." segment, or a "**" inside a segment); each is refused, never widened, and named on /readyz (check config-rules) and in the configuration log',
+    registers: [registry],
+    collect() {
+      this.set(sources?.configProblems?.() ?? 0);
     },
   });
   new Gauge({

@@ -235,10 +235,10 @@ const sourcesSchema = schema({
         type: 'object',
         required: ['urls'],
         properties: {
-          urls: { type: 'array', minItems: 1, maxItems: 256, description: 'Repository URLs (globs: * within a path segment, ** across).', items: { type: 'string', minLength: 1, maxLength: 2048 } },
+          urls: { type: 'array', minItems: 1, maxItems: 256, description: 'Repository URLs (globs: * within a path segment, ** any number of whole segments; never a "." or ".." segment). Matched against the canonical URL (lower-case scheme and host, no default port, no trailing / or .git): see docs/security.md.', items: { type: 'string', minLength: 1, maxLength: 2048 } },
           revisions: { type: 'array', maxItems: 256, description: 'Branch or tag names (globs) a revision may be. Empty: none by name.', items: { type: 'string', minLength: 1, maxLength: 255 } },
           commits: { type: 'boolean', description: 'Full commit SHAs are allowed as revisions.' },
-          paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs. Absent: any path.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
+          paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs (* within a segment, ** any number of whole segments; a path with "." or ".." segments is refused before any rule is matched). Absent: any path inside the repository.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
           namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 127 } },
         },
       },
@@ -251,7 +251,7 @@ const sourcesSchema = schema({
         type: 'object',
         required: ['repositories'],
         properties: {
-          repositories: { type: 'array', minItems: 1, maxItems: 256, description: 'Repositories without tag or digest (globs), e.g. quay.io/org/catalog/*.', items: { type: 'string', minLength: 1, maxLength: 1024 } },
+          repositories: { type: 'array', minItems: 1, maxItems: 256, description: 'Repositories without tag or digest (globs), e.g. quay.io/org/catalog/*, matched against the canonical reference (docker.io for Docker Hub, library/ for official images).', items: { type: 'string', minLength: 1, maxLength: 1024 } },
           digestOnly: { type: 'boolean', description: 'Only references by digest (@sha256:…), never by tag.' },
           namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 127 } },
         },

@@ -179,6 +179,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     lastContact: () => controller.lastContact(),
     leader: () => (elector ? elector.isLeader : true),
     configPresent: () => controller.configPresent,
+    configProblems: () => controller.configProblems(),
     waiting: () => controller.waitingByPhase(),
     pastTimeout: () => controller.pipelineRunsPastTimeout(),
   });

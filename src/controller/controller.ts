@@ -335,6 +335,11 @@ export class Controller {
     return this.configs.get(`${this.opts.namespace}/${CONFIG_NAME}`) !== undefined;
   }
 
+  /** How many rules of the configuration cannot be used as written (for a gauge; /readyz names them). */
+  configProblems(): number {
+    return this.configPresent ? this.config().problems.length : 0;
+  }
+
   /**
    * /readyz: the caches of the internal cluster (required); each remote's
    * (required when it is the only one: with several, one that cannot be

@@ -30,7 +30,7 @@ import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type Resolu
 import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
-import { createRequest, messageOf, NS, PR, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { createRequest, messageOf, NS, PR, sample, scrape, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const TENANT = 'release-team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -39,6 +39,7 @@ let env: Environment;
 let internalAdmin: KubeConfig;
 let requester: KubeConfig;
 let controller: ControllerProcess;
+let metricsPort: number;
 let catalog: GitRepository;
 let anyPath: GitRepository;
 let head: string;
@@ -115,8 +116,14 @@ before(async () => {
   await anyPath.commit({ 'pipelines/p.yaml': pipeline('p', { tasks: [{ name: 'o', taskSpec: { steps: [simulatedStep('o')] } }] }) }, 'any path');
   await watchCollect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
   await watchCollect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
-  controller = await startController(env);
-  await setRunConfigAndWait(internalAdmin, controller, {
+  controller = await startController(env, ['--metrics-bind-address', '127.0.0.1:0']);
+  metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
+  await setRunConfigAndWait(internalAdmin, controller, policy());
+});
+
+/** The configuration of these tests. */
+function policy(): Record<string, unknown> {
+  return {
     allowList: [TENANT],
     allowedGitResolverURLs: [anyPath.url],
     sources: {
@@ -124,8 +131,8 @@ before(async () => {
       bundles: [{ repositories: ['docker.io/library/tasks'] }, { repositories: ['quay.io/org/catalog/*'], digestOnly: true }],
       resolutionTimeout: '20s',
     },
-  });
-});
+  };
+}
 
 after(async () => {
   for (const w of watches) w.abort();
@@ -271,6 +278,24 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
     assert.deepEqual(rr.spec?.params, [{ name: 'bundle', value: 'docker.io/library/tasks:v1' }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'pipeline' }]);
     const r = await waitForPhase(requester, TENANT, 'bundle-alias', FINAL, 60_000);
     assert.match(messageOf(r), /resolving it with the bundles resolver failed|did not answer/);
+  });
+
+  test('a rule that cannot be used as written is reported (/readyz, metric, the request\'s message) and grants nothing', async () => {
+    const before = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`).then((r) => r.text());
+    assert.doesNotMatch(before, /config-rules/);
+    await setRunConfigAndWait(internalAdmin, controller, {
+      allowList: [TENANT],
+      sources: { git: [{ urls: [catalog.url], revisions: ['main'], paths: ['pipelines/internal/../**'] }], resolutionTimeout: '20s' },
+    });
+    const readyz = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`);
+    assert.equal(readyz.status, 200, 'advisory: the controller serves everything else');
+    assert.match(await readyz.text(), /config-rules[^\n]*\.\./);
+    assert.equal(sample(await scrape(metricsPort), 'internal_services_config_problems'), 1);
+    // The pattern, read as text, would have matched this path; as a rule it grants nothing.
+    await createRequest(requester, TENANT, 'unusable-rule', todays({ pathInRepo: 'pipelines/internal/sign-image/sign-image.yaml' }));
+    await expectRefusedBeforeResolution('unusable-rule', /unusable/);
+    await setRunConfigAndWait(internalAdmin, controller, policy());
+    assert.equal(sample(await scrape(metricsPort), 'internal_services_config_problems'), 0);
   });
 
   test('nothing the controller resolved or ran ever carried a hostile value', () => {
