@@ -9,20 +9,14 @@
 import { phaseOf } from '../../src/api/conditions.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
 import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
 import type { InternalRequestApproval } from '../../src/api/types.js';
-import { repoRoot } from '../../src/util/repo.js';
 import {
-  api, createRequest, getRequest, messageOf, NS, pipelineRunsFor, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess,
+  api, createRequest, getRequest, messageOf, NS, pipelineRunsFor, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase, runPlugin, type ControllerProcess,
 } from './helpers.js';
 
-const execFileP = promisify(execFile);
-const PLUGIN = join(repoRoot(), 'dist', 'src', 'cli', 'kubectl-internalrequest.js');
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
 const APPROVALS = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequestapprovals' };
 let env: Environment;
@@ -32,15 +26,7 @@ let controller: ControllerProcess;
 
 
 /** Runs the kubectl plugin; resolves with its exit code and output whatever the code. */
-async function plugin(args: string[], kubeconfig: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileP(process.execPath, [PLUGIN, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const x = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: x.code ?? -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
-  }
-}
+const plugin = runPlugin;
 const asApprover = (args: string[]) => plugin(args, env.internal.identities.approver!.kubeconfigPath);
 const asBystander = (args: string[]) => plugin(args, env.internal.identities.bystander!.kubeconfigPath);
 

@@ -26,11 +26,9 @@ import type { GitRepository } from '../../src/envtest/git.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import { PHASES, phaseOf } from '../../src/api/conditions.js';
 import { readAll, requesterLoop } from '../../src/api/readers.js';
-import { repoRoot } from '../../src/util/repo.js';
-import { createRequest, getRequest, NS, onlyPipelineRunOf, releaseRun, setRunConfig, setRunConfigAndWait, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { createRequest, getRequest, NS, onlyPipelineRunOf, releaseRun, setRunConfig, setRunConfigAndWait, simulatedStep, startController, testPipeline, waitFor, waitForPhase, runPlugin, type ControllerProcess } from './helpers.js';
 
 const execFileP = promisify(execFile);
-const PLUGIN = join(repoRoot(), 'dist', 'src', 'cli', 'kubectl-internalrequest.js');
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
 const CONTRACT_REASONS = ['Running', 'Succeeded', 'Failed', 'Rejected'];
 const KEY = 'internal-services.appstudio.redhat.com/idempotency-key';
@@ -78,15 +76,7 @@ async function recordEveryStatus(kc: KubeConfig): Promise<void> {
   await start();
 }
 
-async function plugin(args: string[], kubeconfig: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileP(process.execPath, [PLUGIN, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const x = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: x.code ?? -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
-  }
-}
+const plugin = runPlugin;
 
 /** kubectl wait as a requester would run it, with the kubectl the harness built. */
 function kubectlWait(ns: string, name: string, condition: string, timeout = '120s'): Promise<{ code: number; out: string }> {

@@ -1,6 +1,7 @@
 /** Shared pieces of the integration tests: a running controller process, requests, polling. */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CustomObjectsApi, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
@@ -15,6 +16,19 @@ export const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 
 export const PR = { group: 'tekton.dev', version: 'v1', plural: 'pipelineruns' };
 
 export const CLI = join(repoRoot(), 'dist', 'src', 'cli', 'main.js');
+/** The kubectl plugin (kubectl internalrequest …) of the plain build. */
+export const PLUGIN = join(repoRoot(), 'dist', 'src', 'cli', 'kubectl-internalrequest.js');
+
+/** Runs the kubectl plugin as the user of `kubeconfig`; resolves with its exit code and output whatever the code. */
+export async function runPlugin(args: string[], kubeconfig: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [PLUGIN, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const x = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: x.code ?? -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
+  }
+}
 
 export interface ControllerProcess {
   proc: ChildProcess;
