@@ -262,7 +262,8 @@ describe("the requester's contract: conditions[0] (real Tekton, pods simulated)"
     }
     t.diagnostic(`the watch saw ${statuses} statuses of ${seen.size} requests; all three readers agreed at each`);
     for (const key of Object.keys(expectPath)) t.diagnostic(`${key}: ${phasesOf(key).join(' -> ')}`);
-    assert.ok(statuses >= 25, `the watch saw ${statuses} statuses`);
+    const phasesRequired = Object.values(expectPath).flat().length;
+    assert.ok(statuses >= phasesRequired, `the watch saw ${statuses} statuses, fewer than the ${phasesRequired} phases the requests passed through`);
     assert.equal(watchEnded, undefined, 'the watch was not interrupted (or resumed without loss)');
     assert.equal(phaseOf(await getRequest(requester, TENANT, 'refused')), 'Rejected');
     assert.equal(phaseOf(await getRequest(requester, TENANT, 'fails')), 'Failed');
