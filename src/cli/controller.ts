@@ -12,6 +12,7 @@ import { startHealthServer, startMetricsServer, parseBindAddress } from './healt
 import { LeaderElector } from '../kube/leader.js';
 import { createMetrics } from '../metrics.js';
 import { RemoteSecrets } from '../controller/remote-secrets.js';
+import type { RemoteProvider } from '../controller/remotes.js';
 import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -158,7 +159,8 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       })
     : undefined;
   const remoteMode = { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval };
-  const secrets =
+  // Remotes from kubeconfig Secrets: a second remote provider beside the --remote-kubeconfig one (which the Controller adds itself).
+  const secrets: RemoteProvider | undefined =
     flags.remoteSecretsSelector || flags.remoteSecret?.length
       ? new RemoteSecrets(controller, {
           internal,

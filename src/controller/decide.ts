@@ -3,6 +3,11 @@
  * show, what to do next. No I/O, no clock (the time is an input), so every rule
  * is covered by a table of cases in test/unit/decide.test.ts. The numbered
  * steps follow the request flow of the design (seed 000/001).
+ *
+ * Longer than 400 lines on purpose: it is the one place where the whole
+ * workflow can be read in order, step by step, and every helper it calls is
+ * already a pure function elsewhere (src/policy, src/tekton). Splitting the
+ * steps across files would hide their order, which is the point of the file.
  */
 import { finished, inProgress, isFinished, Phase, Reason, showsPhase, succeededCondition, rfc3339, type Outcome } from '../api/conditions.js';
 import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';

@@ -25,7 +25,8 @@ import { fromKubeConfig, type Cluster, type KubeObject, type RequestObserver } f
 import { Informer, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import { REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 import { parseDuration } from '../util/duration.js';
-import type { RemoteMode, RemoteSpec } from './remote.js';
+import type { RemoteMode } from './remote.js';
+import type { RemoteProvider, RemoteSink } from './remotes.js';
 
 export const ANNOTATION_REMOTE_NAME = 'internal-services.appstudio.redhat.com/remote-name';
 export const ANNOTATION_REMOTE_MODE = 'internal-services.appstudio.redhat.com/remote-mode';
@@ -37,10 +38,7 @@ interface Secret extends KubeObject {
   type?: string;
 }
 
-export interface RemoteSink {
-  addRemote(spec: RemoteSpec): unknown;
-  removeRemote(name: string): Promise<boolean>;
-}
+export type { RemoteSink } from './remotes.js';
 
 export interface RemoteSecretsOptions {
   internal: Cluster;
@@ -106,7 +104,7 @@ export function readRemoteSecret(secret: Secret, defaultMode: RemoteMode): { ok:
   return { ok: true, remote: { name, kubeconfig: kc, mode, fingerprint } };
 }
 
-export class RemoteSecrets {
+export class RemoteSecrets implements RemoteProvider {
   private readonly informers: Informer<Secret>[] = [];
   /** Secret key (namespace/name) -> what it asks for, or its problem. */
   private readonly secrets = new Map<string, { ok: true; remote: RemoteFromSecret } | { ok: false; error: string }>();

@@ -8,12 +8,9 @@
  * error with a message, never a silent choice. Pure: no I/O.
  */
 import type { InternalRequestSpec } from '../api/types.js';
+import type { Timeouts } from '../policy/limits.js';
 
-export interface Timeouts {
-  pipeline?: string;
-  tasks?: string;
-  finally?: string;
-}
+export type { Timeouts };
 
 interface Common {
   /** spec.params and spec.pipeline.params merged (plus ociStorage). */

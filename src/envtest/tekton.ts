@@ -26,7 +26,7 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import type { EnvtestAssets, LogFn } from './binaries.js';
-import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './apply.js';
+import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './manifests.js';
 import { freePortsBelow, ManagedProcess, waitUntilReady } from './processes.js';
 import { SimulatedKubelet } from './kubelet.js';
 import { startGitServer, type GitServer } from './git.js';

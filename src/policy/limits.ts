@@ -4,7 +4,13 @@
  * tasks + finally <= pipeline). Pure: no I/O.
  */
 import { parseDuration, formatDuration } from '../util/duration.js';
-import type { Timeouts } from '../controller/requested.js';
+
+/** Tekton's three timeouts of a PipelineRun (durations as written, e.g. "1h0m0s"). */
+export interface Timeouts {
+  pipeline?: string;
+  tasks?: string;
+  finally?: string;
+}
 
 export interface Limits {
   maxParamValueBytes: number;

@@ -12,7 +12,34 @@
 import { canonicalGitUrl, canonicalPathInRepo, canonicalRevision, gitRepositoryKey } from './canonical.js';
 import { canonicalRepositoryPattern } from './canonical-oci.js';
 import { compileGlob, compileSegments, escapeGlob, type Glob } from './glob.js';
-import type { BundleRule, GitRule } from './source.js';
+
+/** A source rule as written in the configuration (spec.sources.git[]). */
+export interface GitRule {
+  /** How messages name the rule; default sources.git[i]. */
+  name?: string;
+  /** Repository URLs (globs), e.g. https://github.com/org/catalog.git. */
+  urls: string[];
+  /** The urls are exact URLs, not globs (allowedGitResolverURLs). */
+  exact?: boolean;
+  /** Branch or tag names (globs) a revision may be; empty: none by name. */
+  revisions?: string[];
+  /** Full commit SHAs (40 or 64 hex digits) are allowed as revisions. */
+  commits?: boolean;
+  /** pathInRepo globs; absent: any path inside the repository. */
+  paths?: string[];
+  /** Tenants (remote/namespace globs, bare entries qualified) the rule is for; absent: all. */
+  namespaces?: string[];
+}
+
+/** A bundle rule as written in the configuration (spec.sources.bundles[]). */
+export interface BundleRule {
+  name?: string;
+  /** Repositories (globs) without tag or digest, e.g. quay.io/org/catalog/*. */
+  repositories: string[];
+  /** Only references by digest (@sha256:…), never by tag. */
+  digestOnly?: boolean;
+  namespaces?: string[];
+}
 
 export interface CompiledGitRule {
   urls: Glob[];

@@ -22,33 +22,9 @@ import { describeTenant } from './tenant.js';
 import { globMatch, matchGlob } from './glob.js';
 import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, isFullSha, type Canon } from './canonical.js';
 import { canonicalBundle } from './canonical-oci.js';
-import { compileBundleRule, compileGitRule } from './rules.js';
+import { compileBundleRule, compileGitRule, type BundleRule, type GitRule } from './rules.js';
 
-export interface GitRule {
-  /** How messages name the rule; default sources.git[i]. */
-  name?: string;
-  /** Repository URLs (globs), e.g. https://github.com/org/catalog.git. */
-  urls: string[];
-  /** The urls are exact URLs, not globs (allowedGitResolverURLs). */
-  exact?: boolean;
-  /** Branch or tag names (globs) a revision may be; empty: none by name. */
-  revisions?: string[];
-  /** Full commit SHAs (40 or 64 hex digits) are allowed as revisions. */
-  commits?: boolean;
-  /** pathInRepo globs; absent: any path inside the repository. */
-  paths?: string[];
-  /** Tenants (remote/namespace globs, bare entries qualified) the rule is for; absent: all. */
-  namespaces?: string[];
-}
-
-export interface BundleRule {
-  name?: string;
-  /** Repositories (globs) without tag or digest, e.g. quay.io/org/catalog/*. */
-  repositories: string[];
-  /** Only references by digest (@sha256:…), never by tag. */
-  digestOnly?: boolean;
-  namespaces?: string[];
-}
+export type { BundleRule, GitRule };
 
 export interface SourcePolicy {
   git: GitRule[];

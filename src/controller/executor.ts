@@ -1,0 +1,155 @@
+/**
+ * The action executor: carries out the actions decide() returned, one at a
+ * time, against the internal cluster (PipelineRuns, ResolutionRequests,
+ * approvals) and the request's remote cluster (deleting a finished request;
+ * status writes go to the status writer). An answer of the API server that
+ * means "already done" (409 on create, 404 on delete) counts as done.
+ */
+import type { Logger } from 'pino';
+import { INTERNAL_REQUEST_APPROVAL, type InternalRequest, type InternalRequestApproval } from '../api/types.js';
+import { Reason } from '../api/conditions.js';
+import { describeError, isRefusedObject, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
+import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
+import { PIPELINERUN, type PipelineRun } from '../tekton/types.js';
+import { endWithoutResults, type Action } from './decide.js';
+import type { Remote } from './remote.js';
+import type { StatusWriter } from './status-writer.js';
+
+export interface ExecutorOptions {
+  internal: Cluster;
+  /** The controller's namespace on the internal cluster. */
+  namespace: string;
+  log: Logger;
+  now: () => Date;
+  writer: StatusWriter;
+  /** A PipelineRun we created: as sent, and the API server's copy. */
+  created(sent: PipelineRun, created: PipelineRun): void;
+  /** A PipelineRun we deleted. */
+  deleted(pr: PipelineRun): void;
+  /** Look at a request again after this long. */
+  requeueAfter(key: string, ms: number): void;
+}
+
+export class Executor {
+  readonly prClient: ResourceClient<PipelineRun>;
+  private readonly resolutionClient: ResourceClient<ResolutionRequest>;
+  private readonly approvalClient: ResourceClient<InternalRequestApproval>;
+
+  constructor(private readonly opts: ExecutorOptions) {
+    this.prClient = opts.internal.resource<PipelineRun>(PIPELINERUN);
+    this.resolutionClient = opts.internal.resource<ResolutionRequest>(RESOLUTION_REQUEST);
+    this.approvalClient = opts.internal.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
+  }
+
+  /** Carries out one action. Returns false when the rest of the plan must not run. */
+  async act(remote: Remote, key: string, request: InternalRequest | undefined, action: Action, attempt: number): Promise<boolean> {
+    const ns = this.opts.namespace;
+    const log = this.opts.log;
+    switch (action.type) {
+      case 'createPipelineRun': {
+        const pr = action.pipelineRun;
+        try {
+          const created = await this.prClient.create(ns, pr);
+          this.opts.created(pr, created);
+          log.info({ request: key, pipelineRun: `${ns}/${pr.metadata.name}`, pipeline: pr.spec.pipelineRef?.name }, 'PipelineRun created');
+        } catch (e) {
+          const code = statusCode(e);
+          if (code === 409) {
+            // Already there: made by an earlier attempt. The API server, not a cache, decides.
+            log.info({ request: key, pipelineRun: pr.metadata.name }, 'PipelineRun already exists');
+            return true;
+          }
+          if (isRefusedObject(e) && request) {
+            // The internal cluster refuses the PipelineRun this request produces.
+            const msg = `the internal cluster refused the PipelineRun for this request: ${describeError(e)}`;
+            const end = endWithoutResults(request, Reason.Rejected, msg, this.opts.now(), 'REQUEST_INVALID');
+            await this.opts.writer.write(remote, key, request, end.status, end.event, attempt);
+            return false;
+          }
+          throw e;
+        }
+        return true;
+      }
+      case 'startResolution': {
+        const rr = action.resolution;
+        await startResolution(this.resolutionClient, rr);
+        log.info({ request: key, resolutionRequest: `${ns}/${rr.metadata?.name}`, resolver: rr.metadata?.labels?.['resolution.tekton.dev/type'] }, 'resolution started');
+        return true;
+      }
+      case 'deleteResolution': {
+        try {
+          await this.resolutionClient.delete(ns, action.resolution.metadata?.name ?? '', action.resolution.metadata?.uid);
+        } catch (e) {
+          const code = statusCode(e);
+          if (code !== 404 && code !== 409) throw e;
+        }
+        log.debug({ request: key, resolutionRequest: action.resolution.metadata?.name, why: action.why }, 'ResolutionRequest deleted');
+        return true;
+      }
+      case 'createApproval': {
+        try {
+          await this.approvalClient.create(ns, action.approval);
+          log.info({ request: key, approval: `${ns}/${action.approval.metadata.name}`, rule: action.approval.spec.rule }, 'approval requested');
+        } catch (e) {
+          if (statusCode(e) !== 409) throw e;
+        }
+        return true;
+      }
+      case 'deleteApproval': {
+        try {
+          await this.approvalClient.delete(ns, action.approval.metadata.name ?? '', action.approval.metadata.uid);
+        } catch (e) {
+          const code = statusCode(e);
+          if (code !== 404 && code !== 409) throw e;
+        }
+        log.debug({ request: key, approval: action.approval.metadata.name, why: action.why }, 'InternalRequestApproval deleted');
+        return true;
+      }
+      case 'deleteRequest': {
+        const r = action.request;
+        try {
+          await remote.client.delete(r.metadata.namespace ?? '', r.metadata.name ?? '', r.metadata.uid);
+          log.info({ request: key, why: action.why }, 'InternalRequest deleted');
+        } catch (e) {
+          const code = statusCode(e);
+          if (code === 404 || code === 409) return true;
+          if (code === 403) {
+            // The right is granted only where the administrators chose it (config/rbac/remote-ttl): say so once, do not retry for ever.
+            if (!remote.ttlDenied) log.warn({ request: key, remote: remote.name, err: describeError(e) }, 'ttlSecondsAfterFinished is set, but the controller may not delete InternalRequests on this remote cluster; apply config/rbac/remote-ttl there');
+            remote.ttlDenied = true;
+            return true;
+          }
+          throw e;
+        }
+        return true;
+      }
+      case 'requeueAfter':
+        this.opts.requeueAfter(key, action.ms);
+        return true;
+      case 'writeStatus':
+        if (!request) return false;
+        return this.opts.writer.write(remote, key, request, action.status, action.event, attempt);
+      case 'cancelPipelineRun': {
+        const name = action.pipelineRun.metadata.name!;
+        try {
+          await this.prClient.patchMerge(ns, name, { ...(action.annotations ? { metadata: { annotations: action.annotations } } : {}), spec: { status: 'Cancelled' } });
+          log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun cancelled');
+        } catch (e) {
+          if (statusCode(e) !== 404) throw e;
+        }
+        return true;
+      }
+      case 'deletePipelineRun': {
+        const name = action.pipelineRun.metadata.name!;
+        try {
+          await this.prClient.delete(ns, name, action.pipelineRun.metadata.uid);
+        } catch (e) {
+          if (statusCode(e) !== 409) throw e; // 409: precondition failed, a newer object of that name
+        }
+        this.opts.deleted(action.pipelineRun);
+        log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted');
+        return true;
+      }
+    }
+  }
+}

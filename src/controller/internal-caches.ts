@@ -1,0 +1,59 @@
+/**
+ * The caches of the internal cluster the controller decides on: our
+ * PipelineRuns, ResolutionRequests and approvals (by label), and the
+ * Pipelines and Tasks installed in the controller's namespace (slimmed).
+ * The InternalServicesConfig has its own (config-source.ts).
+ */
+import type { Logger } from 'pino';
+import { INTERNAL_REQUEST_APPROVAL, type InternalRequestApproval } from '../api/types.js';
+import type { Cluster } from '../kube/client.js';
+import { Informer, type InformerOptions } from '../kube/informer.js';
+import { OWNED_SELECTOR, requestKeyOf } from '../tekton/pipelinerun.js';
+import { RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js';
+import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun, type Task } from '../tekton/types.js';
+import { slimMeta } from './slim.js';
+
+export interface InternalCaches {
+  pipelineRuns: Informer<PipelineRun>;
+  pipelines: Informer<Pipeline>;
+  tasks: Informer<Task>;
+  approvals: Informer<InternalRequestApproval>;
+  resolutions: Informer<ResolutionRequest>;
+}
+
+export interface InternalCacheHandlers {
+  /** One of our PipelineRuns was added, changed or deleted. */
+  pipelineRun(pr: PipelineRun, deleted: boolean): void;
+  /** Look at this request key (an approval or ResolutionRequest of it changed). */
+  enqueue(key: string): void;
+  /** A full list of PipelineRuns or ResolutionRequests: sweep. */
+  resynced(): void;
+}
+
+export function internalCaches(internal: Cluster, namespace: string, log: Logger, inf: Pick<InformerOptions, 'resyncPeriodMs' | 'observer' | 'watchTimeoutSeconds' | 'backoffMaxMs'>, on: InternalCacheHandlers): InternalCaches {
+  const owned = { ...inf, namespace, labelSelector: OWNED_SELECTOR, transform: slimMeta };
+  const pipelineRuns = new Informer<PipelineRun>(`internal/pipelineruns`, internal.resource<PipelineRun>(PIPELINERUN), {
+    onAdd: (pr) => on.pipelineRun(pr, false),
+    onUpdate: (_o, pr) => on.pipelineRun(pr, false),
+    onDelete: (pr) => on.pipelineRun(pr, true),
+    onResync: () => on.resynced(),
+  }, log, owned);
+  const pipelines = new Informer<Pipeline>('internal/pipelines', internal.resource<Pipeline>(PIPELINE), {}, log, { ...inf, namespace, transform: slimMeta });
+  const tasks = new Informer<Task>('internal/tasks', internal.resource<Task>(TASK), {}, log, { ...inf, namespace, transform: slimMeta });
+  const onRr = (rr: { metadata?: { annotations?: Record<string, string> } }) => {
+    const key = requestKeyOf({ metadata: rr.metadata ?? {} });
+    if (key) on.enqueue(key);
+  };
+  const approvals = new Informer<InternalRequestApproval>('internal/internalrequestapprovals', internal.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL), {
+    onAdd: onRr,
+    onUpdate: (_o, a) => onRr(a),
+    onDelete: onRr,
+  }, log, owned);
+  const resolutions = new Informer<ResolutionRequest>('internal/resolutionrequests', internal.resource<ResolutionRequest>(RESOLUTION_REQUEST), {
+    onAdd: onRr,
+    onUpdate: (_o, rr) => onRr(rr),
+    onDelete: onRr,
+    onResync: () => on.resynced(),
+  }, log, owned);
+  return { pipelineRuns, pipelines, tasks, approvals, resolutions };
+}

@@ -1,0 +1,54 @@
+/**
+ * What a Controller is made with: its clusters and tuning (ControllerOptions)
+ * and what it reports (ControllerMetrics).
+ */
+import type { Logger } from 'pino';
+import type { InternalRequest } from '../api/types.js';
+import type { Cluster } from '../kube/client.js';
+import type { InformerObserver } from '../kube/informer.js';
+import type { QueueObserver } from '../kube/queue.js';
+import type { Action } from './decide.js';
+import type { RemoteMode } from './remote.js';
+import type { EventsMode } from './status-writer.js';
+
+export interface ControllerMetrics {
+  queue?: QueueObserver;
+  informer?: InformerObserver;
+  /** One reconcile of a key ended; error: it will be retried. */
+  reconciled?(seconds: number, error: boolean): void;
+  /** An action was carried out (or failed). */
+  acted?(action: Action['type'], ok: boolean): void;
+  /** A request's PipelineRun was created and its status says Running (the first time); seconds since its creation. */
+  started?(req: InternalRequest, seconds: number, remote: string): void;
+  /** A request reached a terminal state; seconds since its creation. */
+  finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number, remote: string): void;
+  /** Number of requests whose PipelineRun is running. */
+  running?(n: number): void;
+}
+
+export interface ControllerOptions {
+  /** The remote of --remote-kubeconfig, if any (more come and go with addRemote/removeRemote). */
+  remote?: Cluster;
+  /** Its name (default DEFAULT_REMOTE); bare namespaces in the configuration name it unless spec.defaultRemote says otherwise. */
+  remoteName?: string;
+  internal: Cluster;
+  /** The controller's namespace on the internal cluster. */
+  namespace: string;
+  log: Logger;
+  workers?: number;
+  resyncPeriodMs?: number;
+  /** How the remote requests are followed: watch (default), or poll at an interval. */
+  remoteMode?: RemoteMode;
+  /** Name of this instance in Events (e.g. the pod name). */
+  instance?: string;
+  now?: () => Date;
+  metrics?: ControllerMetrics;
+  /**
+   * Which Events to record on requests: all (Running, Succeeded, Failed,
+   * Rejected), warnings (Failed, Rejected) or none. Events are writes on the
+   * remote cluster; busy installations may want fewer.
+   */
+  events?: EventsMode;
+  /** Informer tuning (tests use short values). */
+  informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
+}

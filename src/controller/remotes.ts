@@ -1,0 +1,213 @@
+/**
+ * The remotes served, as they come and go.
+ *
+ * - A RemoteProvider says which remote clusters to serve and hands them to a
+ *   RemoteSink as they come, change and go. Today there are two: one
+ *   kubeconfig (KubeconfigRemote, --remote-kubeconfig) and kubeconfig Secrets
+ *   (RemoteSecrets in remote-secrets.ts). A kcp virtual workspace (one
+ *   remote per logical cluster behind an APIExport) would be a third, and
+ *   nothing else would change.
+ * - RemoteSet is the sink the controller uses: the remotes by name, each with
+ *   its cache of requests (remote.ts), add/replace/remove, and the index of
+ *   requests by idempotency key. What happens to a request key is the
+ *   controller's business: RemoteSet only says which keys to look at
+ *   (hooks.enqueue) and when a remote has a full list (hooks.resynced).
+ */
+import type { Logger } from 'pino';
+import type { InternalRequest } from '../api/types.js';
+import type { InformerObserver, ReadinessCheck } from '../kube/informer.js';
+import { idempotencyKeyOf } from './idempotency.js';
+import { slimRequest } from './slim.js';
+import { Remote, splitKey, type RemoteSpec } from './remote.js';
+
+/** Where a provider puts the remotes it finds (the controller). */
+export interface RemoteSink {
+  /** Serves one more remote, or replaces the one of that name. */
+  addRemote(spec: RemoteSpec): unknown;
+  /** Stops serving a remote; false when it was not served. */
+  removeRemote(name: string): Promise<boolean>;
+}
+
+/** A source of remotes. It is given its sink when made, and adds and removes remotes through it from start() on. */
+export interface RemoteProvider {
+  /** Starts following the source; resolves once what it found at first is served. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** /readyz checks of the source itself (the remotes' caches are reported by the controller). */
+  readiness(): ReadinessCheck[];
+}
+
+/** One remote from one kubeconfig (--remote-kubeconfig): added at start, never changed. */
+export class KubeconfigRemote implements RemoteProvider {
+  constructor(
+    private readonly sink: RemoteSink,
+    private readonly spec: RemoteSpec,
+  ) {}
+
+  /** Adds the remote at once (before the first await), so that a controller's caches start with it. */
+  start(): Promise<void> {
+    this.sink.addRemote(this.spec);
+    return Promise.resolve();
+  }
+
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  readiness(): ReadinessCheck[] {
+    return [];
+  }
+}
+
+export interface RemoteSetHooks {
+  /** Look at this request key. */
+  enqueue(key: string): void;
+  /** A remote has a full list of its requests (the first one included). */
+  resynced(remote: Remote): void;
+  /** A remote is no longer served (removed, or replaced by a new one of that name). */
+  dropped(remote: Remote): void;
+  /** Whether the caches run (a remote added later starts at once). */
+  started(): boolean;
+}
+
+export interface RemoteSetOptions {
+  log: Logger;
+  /** Name of this instance in Events. */
+  instance: string;
+  informer: { resyncPeriodMs: number; observer: InformerObserver | undefined; watchTimeoutSeconds?: number; backoffMaxMs?: number };
+}
+
+export class RemoteSet implements RemoteSink {
+  /** The remote clusters, by name. */
+  readonly byName = new Map<string, Remote>();
+  /** remote/namespace/idempotency key -> keys of the requests that carry it. */
+  private readonly byIdempotencyKey = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly hooks: RemoteSetHooks,
+    private readonly opts: RemoteSetOptions,
+  ) {}
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  get(name: string): Remote | undefined {
+    return this.byName.get(name);
+  }
+
+  values(): IterableIterator<Remote> {
+    return this.byName.values();
+  }
+
+  names(): IterableIterator<string> {
+    return this.byName.keys();
+  }
+
+  /**
+   * Serves one more remote (or replaces the one of that name, e.g. with a
+   * rotated kubeconfig). Its requests are decided once its first full list is
+   * in; until then nothing of it is decided or swept.
+   */
+  addRemote(spec: RemoteSpec): Remote {
+    const old = this.byName.get(spec.name);
+    if (old) void this.drop(old, 'replaced');
+    const name = spec.name;
+    // Requests with an idempotency key are indexed by it; a request that
+    // changes brings back the others with its key (the ones that follow it).
+    const idem = (r: InternalRequest) => {
+      const k = idempotencyKeyOf(r);
+      return k ? `${name}/${r.metadata.namespace ?? ''}/${k}` : undefined;
+    };
+    const index = (r: InternalRequest, add: boolean) => {
+      const k = idem(r);
+      if (!k) return;
+      const set = this.byIdempotencyKey.get(k) ?? new Set<string>();
+      if (add) set.add(remote.keyOf(r));
+      else set.delete(remote.keyOf(r));
+      if (set.size) this.byIdempotencyKey.set(k, set);
+      else this.byIdempotencyKey.delete(k);
+    };
+    const enqueueWithFollowers = (r: InternalRequest) => {
+      if (this.byName.get(name) !== remote) return; // replaced or removed meanwhile
+      this.hooks.enqueue(remote.keyOf(r));
+      const k = idem(r);
+      if (k) for (const other of this.byIdempotencyKey.get(k) ?? []) this.hooks.enqueue(other);
+    };
+    const remote: Remote = new Remote(
+      spec,
+      {
+        onAdd: (r) => {
+          index(r, true);
+          enqueueWithFollowers(r);
+        },
+        onUpdate: (o, n) => {
+          if (idem(o) !== idem(n)) index(o, false);
+          index(n, true);
+          enqueueWithFollowers(n);
+        },
+        onDelete: (r) => {
+          index(r, false);
+          enqueueWithFollowers(r);
+        },
+        // Every full list (the first included): look at every request again,
+        // and sweep PipelineRuns whose request is gone (only ever after a full
+        // list of this remote).
+        onResync: () => {
+          if (this.byName.get(name) !== remote) return;
+          this.hooks.resynced(remote);
+        },
+      },
+      this.opts.log,
+      { ...this.opts.informer, transform: slimRequest, instance: this.opts.instance },
+    );
+    this.byName.set(name, remote);
+    this.opts.log.info({ remote: name, server: spec.cluster.server, origin: remote.origin, mode: spec.mode?.mode ?? 'watch' }, old ? 'remote cluster replaced' : 'remote cluster added');
+    if (this.hooks.started()) remote.requests.start();
+    return remote;
+  }
+
+  /**
+   * Stops serving a remote. Its PipelineRuns are left as they are (running
+   * ones finish, finished ones stay): nothing of a remote that is not listed
+   * is decided, and if it comes back its requests are picked up where they were.
+   */
+  async removeRemote(name: string): Promise<boolean> {
+    const r = this.byName.get(name);
+    if (!r) return false;
+    await this.drop(r, 'removed');
+    return true;
+  }
+
+  private drop(r: Remote, why: 'removed' | 'replaced'): Promise<void> {
+    if (this.byName.get(r.name) === r) this.byName.delete(r.name);
+    const prefix = `${r.name}/`;
+    for (const k of [...this.byIdempotencyKey.keys()]) if (k.startsWith(prefix)) this.byIdempotencyKey.delete(k);
+    this.hooks.dropped(r);
+    if (why === 'removed') this.opts.log.info({ remote: r.name, origin: r.origin }, 'remote cluster removed; its PipelineRuns are left as they are');
+    return r.stop();
+  }
+
+  /** The remote of a request key, if it is served and fully listed. */
+  listed(key: string): Remote | undefined {
+    const r = this.byName.get(splitKey(key).remote);
+    return r && r.requests.synced ? r : undefined;
+  }
+
+  /** The cached request of a key (`remote/namespace/name`). */
+  cached(key: string): InternalRequest | undefined {
+    const k = splitKey(key);
+    return this.byName.get(k.remote)?.requests.get(k.cacheKey);
+  }
+
+  /** Keys of the requests of a namespace that carry an idempotency key. */
+  sameKey(remote: string, namespace: string, key: string): Iterable<string> {
+    return this.byIdempotencyKey.get(`${remote}/${namespace}/${key}`) ?? [];
+  }
+
+  /** Stops every remote's cache and connection. */
+  stopAll(): Promise<void[]> {
+    return Promise.all([...this.byName.values()].map((r) => r.stop()));
+  }
+}
+

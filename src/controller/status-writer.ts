@@ -1,0 +1,146 @@
+/**
+ * The status writer: puts a request's status on its remote cluster.
+ *
+ * - compare before write: a status equal to the one the request has is not written;
+ * - the write is a PUT on the status subresource, conditional on the
+ *   resourceVersion the decision was made on; on a conflict the request is
+ *   read fresh and handed back (onConflict) to be decided again;
+ * - results that the remote cluster refuses (too large, invalid): the outcome
+ *   is written without them rather than retried for ever;
+ * - after a write: the object written is remembered until the cache catches
+ *   up (current()), metrics for started/finished, and the request's Event.
+ *
+ * It knows a remote only through the small StatusTarget interface, so it can
+ * be exercised with a plain object (test/unit/status-writer.test.ts).
+ */
+import type { Logger } from 'pino';
+import type { InternalRequest } from '../api/types.js';
+import { Phase, phaseOf, Reason } from '../api/conditions.js';
+import { describeError, isRefusedObject, statusCode } from '../kube/client.js';
+import { endWithoutResults, type EventSpec } from './decide.js';
+
+/** How many times a status write is retried on a conflict, each on a fresh read. */
+export const CONFLICT_RETRIES = 5;
+
+/** What the writer needs of a remote: its name, a client for its requests, its Event recorder. */
+export interface StatusTarget {
+  readonly name: string;
+  readonly client: {
+    replaceStatus(namespace: string, name: string, body: InternalRequest): Promise<InternalRequest>;
+    tryGet(namespace: string, name: string): Promise<InternalRequest | undefined>;
+  };
+  readonly events: { record(obj: InternalRequest, type: 'Normal' | 'Warning', reason: string, message: string, now?: Date): Promise<void> };
+}
+
+/** The metrics a write reports (a subset of ControllerMetrics). */
+export interface StatusMetrics {
+  /** A request's PipelineRun was created and its status says Running (the first time); seconds since its creation. */
+  started?(req: InternalRequest, seconds: number, remote: string): void;
+  /** A request reached a terminal state; seconds since its creation. */
+  finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number, remote: string): void;
+}
+
+/**
+ * Which Events are recorded on requests: `important` (the default) records
+ * failures, rejections, approvals and notices, and leaves out routine
+ * successes (Running, Succeeded), which the status already says; `all` adds
+ * them; `warnings` keeps only Warning Events; `none` records nothing.
+ */
+export type EventsMode = 'all' | 'important' | 'warnings' | 'none';
+export const EVENTS_MODES: readonly EventsMode[] = ['all', 'important', 'warnings', 'none'];
+
+export function eventWanted(mode: EventsMode, event: EventSpec): boolean {
+  switch (mode) {
+    case 'all':
+      return true;
+    case 'important':
+      return !event.success;
+    case 'warnings':
+      return event.type === 'Warning';
+    case 'none':
+      return false;
+  }
+}
+
+export interface StatusWriterOptions {
+  log: Logger;
+  now: () => Date;
+  metrics?: StatusMetrics | undefined;
+  events?: EventsMode | undefined;
+  /** A write conflicted (409): decide again on this fresh read, as attempt number `attempt`. */
+  onConflict(key: string, fresh: InternalRequest, attempt: number): Promise<void>;
+}
+
+export class StatusWriter {
+  /** Requests whose status we wrote, until the informer catches up: key -> object we wrote over and result. */
+  private readonly written = new Map<string, { basedOn: string; obj: InternalRequest }>();
+
+  constructor(private readonly opts: StatusWriterOptions) {}
+
+  /** The request as we last know it: our own write if the cache (which shows `cached`) has not caught up. */
+  current(key: string, cached: InternalRequest | undefined): InternalRequest | undefined {
+    const w = this.written.get(key);
+    if (w) {
+      if (cached && cached.metadata.uid === w.obj.metadata.uid && cached.metadata.resourceVersion === w.basedOn) return w.obj;
+      this.written.delete(key);
+    }
+    return cached;
+  }
+
+  /** Forgets the writes to one remote (removed or replaced). */
+  forgetRemote(name: string): void {
+    const prefix = `${name}/`;
+    for (const k of [...this.written.keys()]) if (k.startsWith(prefix)) this.written.delete(k);
+  }
+
+  /**
+   * PUT on the status subresource, conditional on the resourceVersion we
+   * decided on. On a conflict, the request is read fresh and the whole
+   * decision is made again (it may have changed meanwhile). Returns false
+   * when the rest of the plan must not run.
+   */
+  async write(remote: StatusTarget, key: string, request: InternalRequest, status: NonNullable<InternalRequest['status']>, event: EventSpec | undefined, attempt: number): Promise<boolean> {
+    if (JSON.stringify(request.status ?? {}) === JSON.stringify(status)) return true;
+    const ns = request.metadata.namespace!;
+    const name = request.metadata.name!;
+    const body: InternalRequest = { ...request, status };
+    let written: InternalRequest;
+    try {
+      written = await remote.client.replaceStatus(ns, name, body);
+    } catch (e) {
+      const code = statusCode(e);
+      if (code === 404) return false; // deleted meanwhile; its delete event follows
+      if (code === 409 && attempt < CONFLICT_RETRIES) {
+        const fresh = await remote.client.tryGet(ns, name);
+        if (!fresh) return false;
+        this.opts.log.debug({ request: key, attempt }, 'status conflict; deciding again on a fresh read');
+        await this.opts.onConflict(key, fresh, attempt + 1);
+        return false;
+      }
+      if (status.results && Object.keys(status.results).length && isRefusedObject(e)) {
+        // The results do not fit (the remote cluster's size limits or
+        // validation): record the outcome without them rather than retry forever.
+        const msg = `the results of the PipelineRun could not be stored on the request: ${describeError(e)}`;
+        const end = endWithoutResults(request, Reason.Failed, msg, this.opts.now(), 'PIPELINERUN_FAILED');
+        return this.write(remote, key, request, end.status, end.event, attempt);
+      }
+      throw e;
+    }
+    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written });
+    const c = status.conditions?.[0];
+    const phase = phaseOf({ status });
+    this.opts.log.info({ request: key, reason: c?.reason, phase, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
+    if (phase === Phase.Running && phaseOf(request) !== Phase.Running) {
+      const created = Date.parse(request.metadata.creationTimestamp ?? '');
+      this.opts.metrics?.started?.(request, Number.isFinite(created) ? Math.max(0, Date.now() - created) / 1000 : 0, remote.name);
+    }
+    if (c && c.status !== 'Unknown') {
+      const created = Date.parse(request.metadata.creationTimestamp ?? '');
+      this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0, remote.name);
+    }
+    if (event && eventWanted(this.opts.events ?? 'important', event)) {
+      void remote.events.record(written, event.type, event.reason, event.message, this.opts.now());
+    }
+    return true;
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The status writer on its own: a plain object stands for the remote (its
+ * name, a client with replaceStatus/tryGet, an Event recorder), so that
+ * compare-before-write, conflict handling, the results-too-large fallback
+ * and what follows a write are exercised without a cluster.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import type { InternalRequest } from '../../src/api/types.js';
+import { CONFLICT_RETRIES, StatusWriter, type EventsMode, type StatusTarget } from '../../src/controller/status-writer.js';
+import { request } from './fixtures.js';
+
+const log = pino({ level: 'silent' });
+const NOW = new Date('2026-11-22T10:00:00Z');
+const KEY = 'default/team-a/req';
+
+type Status = NonNullable<InternalRequest['status']>;
+const running: Status = { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running', message: 'running', lastTransitionTime: NOW.toISOString() }], pipelineRun: 'internal-services/run-u-1' };
+const succeeded: Status = { conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded', message: 'done', lastTransitionTime: NOW.toISOString() }], pipelineRun: 'internal-services/run-u-1', results: { digest: 'sha256:abc' } };
+
+/** A remote as the writer sees it; `answers` are consumed one per replaceStatus (an Error is thrown). */
+function fakeRemote(answers: Array<'ok' | { code: number; message?: string }> = [], fresh?: InternalRequest) {
+  const calls = { replaceStatus: [] as InternalRequest[], tryGet: 0, events: [] as Array<{ type: string; reason: string }> };
+  let rv = 10;
+  const target: StatusTarget = {
+    name: 'default',
+    client: {
+      async replaceStatus(_ns, _name, body) {
+        calls.replaceStatus.push(structuredClone(body));
+        const a = answers.shift() ?? 'ok';
+        if (a !== 'ok') throw Object.assign(new Error(a.message ?? `HTTP ${a.code}`), { code: a.code });
+        return { ...body, metadata: { ...body.metadata, resourceVersion: String(++rv) } };
+      },
+      async tryGet() {
+        calls.tryGet++;
+        return fresh;
+      },
+    },
+    events: {
+      async record(_obj, type, reason) {
+        calls.events.push({ type, reason });
+      },
+    },
+  };
+  return { target, calls };
+}
+
+function writer(opts: { events?: EventsMode; conflicts?: Array<{ key: string; fresh: InternalRequest; attempt: number }>; metrics?: { started: string[]; finished: string[] } } = {}) {
+  return new StatusWriter({
+    log,
+    now: () => NOW,
+    events: opts.events,
+    metrics: {
+      started: (_r, _s, remote) => opts.metrics?.started.push(remote),
+      finished: (_r, reason, _ok, _s, remote) => opts.metrics?.finished.push(`${remote}:${reason}`),
+    },
+    onConflict: async (key, fresh, attempt) => {
+      opts.conflicts?.push({ key, fresh, attempt });
+    },
+  });
+}
+
+test('compare before write: a status equal to the request\'s is not written', async () => {
+  const { target, calls } = fakeRemote();
+  const req = request({}, {}, structuredClone(running));
+  assert.equal(await writer().write(target, KEY, req, structuredClone(running), undefined, 0), true);
+  assert.equal(calls.replaceStatus.length, 0);
+});
+
+test('a write sends the request with the new status, and the written object is what current() returns until the cache catches up', async () => {
+  const { target, calls } = fakeRemote();
+  const metrics = { started: [] as string[], finished: [] as string[] };
+  const w = writer({ metrics });
+  const req = request();
+  assert.equal(await w.write(target, KEY, req, running, undefined, 0), true);
+  assert.equal(calls.replaceStatus.length, 1);
+  assert.deepEqual(calls.replaceStatus[0]!.status, running);
+  assert.equal(calls.replaceStatus[0]!.metadata.resourceVersion, '10', 'conditional on the resourceVersion decided on');
+  assert.deepEqual(metrics.started, ['default'], 'Running for the first time');
+  assert.deepEqual(metrics.finished, []);
+  // The cache still shows the object the write was based on: our write wins.
+  const seen = w.current(KEY, req);
+  assert.equal(seen?.metadata.resourceVersion, '11');
+  assert.deepEqual(seen?.status, running);
+  // The cache has caught up (another resourceVersion): the cache wins, and the write is forgotten.
+  const caught = request({}, { resourceVersion: '11' }, running);
+  assert.equal(w.current(KEY, caught), caught);
+  assert.equal(w.current(KEY, req), req);
+});
+
+test('current(): a request of another uid under the same key is not shadowed by an earlier write', async () => {
+  const { target } = fakeRemote();
+  const w = writer();
+  await w.write(target, KEY, request(), running, undefined, 0);
+  const other = request({}, { uid: 'u-2' });
+  assert.equal(w.current(KEY, other), other);
+});
+
+test('forgetRemote() drops the writes to that remote only', async () => {
+  const { target } = fakeRemote();
+  const w = writer();
+  const req = request();
+  await w.write(target, KEY, req, running, undefined, 0);
+  await w.write(target, 'other/team-a/req', req, running, undefined, 0);
+  w.forgetRemote('default');
+  assert.equal(w.current(KEY, req), req);
+  assert.notEqual(w.current('other/team-a/req', req), req);
+});
+
+test('a conflict (409) reads the request fresh and hands it back to be decided again; the plan stops', async () => {
+  const fresh = request({}, { resourceVersion: '12', labels: { touched: 'yes' } });
+  const { target, calls } = fakeRemote([{ code: 409 }], fresh);
+  const conflicts: Array<{ key: string; fresh: InternalRequest; attempt: number }> = [];
+  assert.equal(await writer({ conflicts }).write(target, KEY, request(), running, undefined, 2), false);
+  assert.equal(calls.tryGet, 1);
+  assert.deepEqual(conflicts, [{ key: KEY, fresh, attempt: 3 }]);
+});
+
+test('a conflict on a request deleted meanwhile, a 404, and a conflict past the retries', async () => {
+  {
+    const { target } = fakeRemote([{ code: 409 }], undefined);
+    const conflicts: unknown[] = [];
+    assert.equal(await writer({ conflicts: conflicts as never }).write(target, KEY, request(), running, undefined, 0), false);
+    assert.equal(conflicts.length, 0, 'gone: nothing to decide');
+  }
+  {
+    const { target } = fakeRemote([{ code: 404 }]);
+    assert.equal(await writer().write(target, KEY, request(), running, undefined, 0), false);
+  }
+  {
+    const { target, calls } = fakeRemote([{ code: 409 }], request());
+    await assert.rejects(writer().write(target, KEY, request(), running, undefined, CONFLICT_RETRIES), /409/);
+    assert.equal(calls.tryGet, 0);
+  }
+});
+
+test('results the remote refuses (too large): the outcome is written without them, Failed with the reason', async () => {
+  const { target, calls } = fakeRemote([{ code: 413, message: 'request entity too large' }]);
+  const metrics = { started: [] as string[], finished: [] as string[] };
+  const req = request({}, {}, running);
+  assert.equal(await writer({ metrics }).write(target, KEY, req, succeeded, undefined, 0), true);
+  assert.equal(calls.replaceStatus.length, 2);
+  const second = calls.replaceStatus[1]!.status!;
+  assert.equal(second.results, undefined);
+  assert.equal(second.conditions?.[0]?.status, 'False');
+  assert.equal(second.conditions?.[0]?.reason, 'Failed');
+  assert.match(second.conditions?.[0]?.message ?? '', /results of the PipelineRun could not be stored/);
+  assert.deepEqual(metrics.finished, ['default:Failed']);
+});
+
+test('any other refusal is not retried here: it goes to the work queue', async () => {
+  const { target } = fakeRemote([{ code: 422 }]);
+  await assert.rejects(writer().write(target, KEY, request(), running, undefined, 0), /422/);
+});
+
+test('Events after a write follow the events mode', async () => {
+  const success = { type: 'Normal' as const, reason: 'Succeeded', message: 'done', success: true as const };
+  const warning = { type: 'Warning' as const, reason: 'Failed', message: 'failed' };
+  const cases: Array<[EventsMode | undefined, typeof success | typeof warning, number]> = [
+    [undefined, success, 0],
+    [undefined, warning, 1],
+    ['all', success, 1],
+    ['warnings', warning, 1],
+    ['none', warning, 0],
+  ];
+  for (const [mode, event, n] of cases) {
+    const { target, calls } = fakeRemote();
+    await writer({ events: mode }).write(target, KEY, request(), running, event, 0);
+    assert.equal(calls.events.length, n, `${mode ?? '(default)'} ${event.reason}`);
+  }
+});
