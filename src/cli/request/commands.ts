@@ -2,6 +2,11 @@
  * The requester's commands: `internal-services request <cmd>` and, with the
  * same subcommands, `kubectl internalrequest <cmd>` (kubectl-internalrequest.ts).
  *
+ * Over 400 lines: one commander definition per verb (create, wait, get, list,
+ * cancel, approve, deny) with its flags and help. The pure parts are in
+ * logic.ts and the waiting in waiter.ts; splitting the verbs into files of
+ * their own is left to the structure work of issue 23.
+ *
  * stdout carries only data (results, names, tables); progress and errors go
  * to stderr, one line each, so `$(…)` in a pipeline step gets exactly the
  * result. Exit codes: see ExitCode in logic.ts.
