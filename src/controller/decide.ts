@@ -468,7 +468,7 @@ class Resolutions {
   private readonly mine: ResolutionRequest[];
   constructor(
     private readonly o: Observation,
-    private readonly uid: string,
+    uid: string,
   ) {
     this.mine = (o.resolutions ?? []).filter((rr) => requestUidOf(rr) === uid);
   }

@@ -34,7 +34,6 @@ import { startGitServer, type GitServer } from './git.js';
 export const TEKTON_NAMESPACE = 'tekton-pipelines';
 export const RESOLVERS_NAMESPACE = 'tekton-pipelines-resolvers';
 export const WEBHOOK_SERVICE = 'tekton-pipelines-webhook';
-const WEBHOOK_NAMES = ['webhook.pipeline.tekton.dev', 'validation.webhook.pipeline.tekton.dev', 'config.webhook.pipeline.tekton.dev'];
 
 /** The ServiceAccounts of the module's manifests, whose RBAC the processes run under. */
 export const TEKTON_IDENTITIES = {
