@@ -18,7 +18,8 @@ export interface AdmissionSources {
   pipelineRuns(): Iterable<PipelineRun>;
   /** Whether the PipelineRun cache has its first full list. */
   pipelineRunsSynced(): boolean;
-  remotes(): Iterable<{ readonly name: string; keyOf(obj: InternalRequest): string; readonly requests: { list(): Iterable<InternalRequest> } }>;
+  /** The remotes served, each with every cached request (of every kind) and its key. */
+  remotes(): Iterable<{ readonly name: string; entries(): Iterable<[string, InternalRequest]> }>;
   capacity(): EffectiveConfig['capacity'];
   /** Looks at a request again. */
   enqueue(key: string): void;
@@ -63,9 +64,9 @@ export class Admission {
     }
     const waiting: Waiting[] = [];
     for (const remote of this.src.remotes()) {
-      for (const r of remote.requests.list()) {
+      for (const [key, r] of remote.entries()) {
         if (phaseOf(r) !== Phase.Queued) continue;
-        waiting.push({ key: remote.keyOf(r), tenant: tenantOf(remote.name, r.metadata.namespace ?? ''), created: r.metadata.creationTimestamp ?? '' });
+        waiting.push({ key, tenant: tenantOf(remote.name, r.metadata.namespace ?? ''), created: r.metadata.creationTimestamp ?? '' });
       }
     }
     return { running, runningByTenant, waiting, lastStartByTenant: this.lastStart };

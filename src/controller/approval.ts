@@ -19,6 +19,7 @@ export function approvalFor(
   pr: PipelineRun,
   what: { serviceAccount?: string | undefined; params: Record<string, string> },
   expiresAt: Date,
+  kind?: string,
 ): InternalRequestApproval {
   const uid = req.metadata.uid ?? '';
   const ns = req.metadata.namespace ?? '';
@@ -33,7 +34,7 @@ export function approvalFor(
     metadata: {
       name: pipelineRunName(uid),
       namespace,
-      ...ownedBy(req, remote),
+      ...ownedBy(req, remote, kind),
     },
     spec: {
       request: { ...(remote !== DEFAULT_REMOTE ? { remote } : {}), namespace: ns, name: req.metadata.name ?? '', uid },

@@ -20,6 +20,8 @@ import { isFinished } from '../api/conditions.js';
 import { describeError, statusCode, type ResourceClient } from '../kube/client.js';
 import type { Informer, ReadinessCheck } from '../kube/informer.js';
 import { splitKey, type Remote, type RemoteSpec } from './remote.js';
+import { checkKinds, INTERNAL_REQUEST_KIND, type RequestKind } from './request-kind.js';
+import { tenantOfKey } from '../api/request-key.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { WorkQueue } from '../kube/queue.js';
 import { LABEL_REQUEST_UID, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
@@ -82,10 +84,12 @@ export class Controller {
     this.now = opts.now ?? (() => new Date());
     const m = opts.metrics ?? {};
     // Fair turns between remote namespaces: a flood from one does not delay another's request.
-    this.queue = new WorkQueue({ observer: m.queue, baseDelayMs: 50, maxDelayMs: 5 * 60_000, tenantOf: (key) => key.slice(0, key.lastIndexOf('/')) });
+    this.queue = new WorkQueue({ observer: m.queue, baseDelayMs: 50, maxDelayMs: 5 * 60_000, tenantOf: tenantOfKey });
     this.pipelineClient = opts.internal.resource<Pipeline>(PIPELINE);
     this.taskRunClient = opts.internal.resource<TaskRun>(TASKRUN);
     this.trust = approvalTrust(opts.internal, opts.namespace);
+    const kinds = opts.kinds ?? [INTERNAL_REQUEST_KIND];
+    checkKinds(kinds);
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
 
     this.writer = new StatusWriter({ log: this.log, now: this.now, metrics: opts.metrics, events: opts.events, onConflict: (key, fresh, attempt) => this.reconcileOne(key, fresh, attempt) });
@@ -119,7 +123,7 @@ export class Controller {
         dropped: (remote) => this.writer.forgetRemote(remote.name),
         started: () => this.started,
       },
-      { log: this.log, instance: opts.instance ?? 'internal-services', informer: inf },
+      { log: this.log, instance: opts.instance ?? 'internal-services', informer: inf, kinds },
     );
 
     const caches = internalCaches(opts.internal, opts.namespace, this.log, inf, {
@@ -168,7 +172,7 @@ export class Controller {
   }
 
   private get informers() {
-    return [...[...this.remotes.values()].map((r) => r.requests), ...this.internalInformers];
+    return [...[...this.remotes.values()].flatMap((r) => r.informers()), ...this.internalInformers];
   }
 
   /**
@@ -187,7 +191,7 @@ export class Controller {
   startWorkers(): void {
     if (this.stopping || this.workers.length) return;
     const n = this.opts.workers ?? 4;
-    this.log.info({ workers: n, remotes: [...this.remotes.names()], requests: [...this.remotes.values()].reduce((a, r) => a + r.requests.size, 0), pipelineRuns: this.pipelineRuns.size }, 'caches synced; starting workers');
+    this.log.info({ workers: n, remotes: [...this.remotes.names()], requests: [...this.remotes.values()].reduce((a, r) => a + r.size, 0), pipelineRuns: this.pipelineRuns.size }, 'caches synced; starting workers');
     this.sweep();
     for (let i = 0; i < n; i++) this.workers.push(this.work());
   }
@@ -278,8 +282,8 @@ export class Controller {
   private requeueLive(only?: Remote): void {
     const ttl = this.config().ttlSecondsAfterFinished !== undefined;
     for (const remote of only ? [only] : this.remotes.values()) {
-      if (!remote.requests.synced) continue;
-      for (const r of remote.requests.list()) if (ttl || !isFinished(r)) this.queue.add(remote.keyOf(r));
+      if (!remote.synced) continue;
+      for (const [key, r] of remote.entries()) if (ttl || !isFinished(r)) this.queue.add(key);
     }
   }
 
@@ -340,7 +344,8 @@ export class Controller {
     const req = fresh ?? this.currentRequest(key);
     const idem = req && !isFinished(req) ? idempotencyKeyOf(req) : undefined;
     if (!idem) return this.reconcileOne(key, fresh, attempt);
-    return this.keyLocks.run(`${splitKey(key).remote}/${req!.metadata.namespace}/${idem}`, () => this.reconcileOne(key, fresh, attempt));
+    const k = splitKey(key);
+    return this.keyLocks.run(`${k.remote}/${req!.metadata.namespace}/${idem}${k.kind ? `/${k.kind}` : ''}`, () => this.reconcileOne(key, fresh, attempt));
   }
 
   /** Observe, decide(), act: one request key. */
@@ -350,10 +355,14 @@ export class Controller {
     // first full list brings every one of its keys back.
     const remote = this.remotes.listed(key);
     if (!remote) return;
+    // A kind that is not served (any more): its requests and what was made
+    // for them are left as they are, like those of a remote not served.
+    const kind = remote.kindOf(key);
+    if (!kind) return;
     // A remote that is failing (its cache cannot list or watch): its requests
     // are looked at again later rather than tying up workers with calls that
     // time out, so that the other remotes are served meanwhile.
-    if (remote.requests.health.failures >= UNREACHABLE_AFTER) {
+    if (remote.failures >= UNREACHABLE_AFTER) {
       this.queue.addAfter(key, UNREACHABLE_RETRY_MS);
       return;
     }
@@ -372,7 +381,7 @@ export class Controller {
       if (out.done && !out.succeeded) failedTasks = await failedTasksOf(this.taskRunClient, ns, ours, this.log);
     }
     const resolutions = [...this.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
-    const earlier = needPipeline && request && idempotencyKeyOf(request) ? await earlierOf(this.followerSources, remote, request) : undefined;
+    const earlier = needPipeline && request && idempotencyKeyOf(request) ? await earlierOf(this.followerSources, { name: remote.name, client: kind.client, kind: kind.kind }, request) : undefined;
     const approvals = [...this.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
     const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
     const approvalTrustNow = needPipeline && decided ? await this.trust.check(decided) : undefined;
@@ -380,6 +389,7 @@ export class Controller {
     const observe = (): Observation => ({
       namespace: ns,
       remote: remote.name,
+      ...(kind.kind.builtIn ? {} : { kind: kind.kind }),
       request,
       pipelineRuns: prs,
       config,
@@ -417,7 +427,7 @@ export class Controller {
   }
 
   private readonly followerSources = {
-    sameKey: (remote: string, namespace: string, key: string) => this.remotes.sameKey(remote, namespace, key),
+    sameKey: (remote: string, namespace: string, key: string, kind?: RequestKind) => this.remotes.sameKey(remote, namespace, key, kind),
     currentRequest: (key: string) => this.currentRequest(key),
     pipelineRunsFor: (key: string) => this.runs.forRequest(key),
   };

@@ -10,7 +10,7 @@
  * steps across files would hide their order, which is the point of the file.
  */
 import { finished, inProgress, isFinished, Phase, Reason, showsPhase, succeededCondition, rfc3339, type Outcome } from '../api/conditions.js';
-import { DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
+import { type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
 import { approvalFor } from './approval.js';
 import type { Grant } from '../policy/grant.js';
 import { formatDuration } from '../util/duration.js';
@@ -28,12 +28,17 @@ import { followOf, idempotencyKeyOf, type Earlier } from './idempotency.js';
 import { hasSources, type SourcePolicy } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
+import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
+
+export { checkShape } from './request-shape.js';
 
 export interface Observation {
   /** The controller's namespace on the internal cluster. */
   namespace: string;
   /** The remote cluster the request is on (default: DEFAULT_REMOTE). */
   remote?: string;
+  /** The request's kind (default: the built-in InternalRequest); see request-kind.ts. */
+  kind?: Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'>;
   /** The request; undefined when it no longer exists on the remote cluster. */
   request: InternalRequest | undefined;
   /** PipelineRuns labelled as made for this request key (any uid). */
@@ -92,6 +97,7 @@ export function decide(o: Observation): Action[] {
   const actions: Action[] = [];
   const req = o.request && !o.request.metadata.deletionTimestamp ? o.request : undefined;
   const uid = req?.metadata.uid;
+  const gone = `its ${kindOf(o).kind} was deleted`;
 
   // PipelineRuns whose request is gone (deleted, or re-created under the same
   // name with a new uid): stop them, and once Tekton reports them stopped
@@ -101,16 +107,16 @@ export function decide(o: Observation): Action[] {
     if (uid && requestUidOf(pr) === uid) continue;
     const out = outcomeOf(pr);
     if (!out.done) {
-      if (!out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' });
+      if (!out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: gone });
       continue;
     }
-    if (!o.config.debug) actions.push(removeDone(o, pr, 'its InternalRequest was deleted'));
+    if (!o.config.debug) actions.push(removeDone(o, pr, gone));
   }
   for (const rr of o.resolutions ?? []) {
-    if (!uid || requestUidOf(rr) !== uid) actions.push({ type: 'deleteResolution', resolution: rr, why: 'its InternalRequest was deleted' });
+    if (!uid || requestUidOf(rr) !== uid) actions.push({ type: 'deleteResolution', resolution: rr, why: gone });
   }
   for (const a of o.approvals ?? []) {
-    if (!uid || requestUidOf(a) !== uid) actions.push(deleteApproval(a, 'its InternalRequest was deleted'));
+    if (!uid || requestUidOf(a) !== uid) actions.push(deleteApproval(a, gone));
   }
   if (!req || !uid) return actions;
 
@@ -140,7 +146,7 @@ export function decide(o: Observation): Action[] {
     // The request was marked Running but its PipelineRun is gone: someone
     // deleted it. It cannot be re-run (that would run the work twice).
     if (req.status?.pipelineRun) {
-      actions.push(finish(req, o, Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new InternalRequest to try again`, {}, 'PIPELINERUN_MISSING'));
+      actions.push(finish(req, o, Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new ${kindOf(o).kind} to try again`, {}, 'PIPELINERUN_MISSING'));
       actions.push(...new Resolutions(o, uid).cleanup());
       return actions;
     }
@@ -160,7 +166,7 @@ export function decide(o: Observation): Action[] {
     // before it (or under an older schema) are checked again here, so that a
     // malformed one is rejected with a reason instead of failing every retry.
     const served = isServed(o.config, tenant);
-    const malformed = checkShape(req);
+    const malformed = kindOf(o).checkShape(req);
     if (malformed && served) return [...actions, reject(req, o, malformed, 'REQUEST_INVALID')];
     if (!served) {
       return [...actions, reject(req, o, notServedMessage(o.config, tenant), 'REQUEST_NAMESPACE_NOT_ALLOWED')];
@@ -257,6 +263,7 @@ export function decide(o: Observation): Action[] {
     const pr = buildPipelineRun(req, what.kind === 'installed' ? what : { ...what, pipeline: pipeline.name }, pipeline.declared, {
       namespace: o.namespace,
       remote: o.remote ?? DEFAULT_REMOTE,
+      kind: kindLabel(o.kind),
       volumeClaim: o.config.volumeClaim,
       params: params.params,
       ...(graph.spec ? { pipelineSpec: graph.spec } : {}),
@@ -321,64 +328,9 @@ export function decide(o: Observation): Action[] {
   return actions;
 }
 
-const PIPELINE_NAME = new RegExp(DNS_SUBDOMAIN_PATTERN);
-const DURATION = new RegExp(DURATION_PATTERN);
-const SA_NAME = new RegExp(DNS_LABEL_PATTERN);
-
-/** What is wrong with a request's spec, or undefined when it has the shape the schema demands. */
-export function checkShape(req: InternalRequest): string | undefined {
-  const spec = req.spec as unknown;
-  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return 'spec is missing or not an object';
-  const { request, pipeline, params, timeouts, serviceAccount } = spec as Record<string, unknown>;
-  if (request === undefined && pipeline === undefined) {
-    return "give one of spec.request (the name of a Pipeline installed in the controller's namespace) or spec.pipeline (a pipelineRef)";
-  }
-  if (request !== undefined && (typeof request !== 'string' || request.length > 253 || !PIPELINE_NAME.test(request))) {
-    return 'spec.request must be the name of a Pipeline (a DNS subdomain of at most 253 characters)';
-  }
-  if (pipeline !== undefined) {
-    const p = pipeline as Record<string, unknown> | null;
-    if (typeof p !== 'object' || p === null || Array.isArray(p)) return 'spec.pipeline must be an object';
-    const ref = p['pipelineRef'] as Record<string, unknown> | null | undefined;
-    if (typeof ref !== 'object' || ref === null || Array.isArray(ref)) return 'spec.pipeline.pipelineRef must be an object';
-    if (ref['name'] !== undefined && (typeof ref['name'] !== 'string' || !PIPELINE_NAME.test(ref['name']))) return 'spec.pipeline.pipelineRef.name must be the name of a Pipeline';
-    if (ref['resolver'] !== undefined && typeof ref['resolver'] !== 'string') return 'spec.pipeline.pipelineRef.resolver must be a string';
-    for (const [field, list] of [['spec.pipeline.pipelineRef.params', ref['params']], ['spec.pipeline.params', p['params']]] as const) {
-      if (list === undefined) continue;
-      if (!Array.isArray(list) || list.some((x) => typeof x !== 'object' || x === null || typeof (x as { name?: unknown }).name !== 'string' || typeof (x as { value?: unknown }).value !== 'string')) {
-        return `${field} must be a list of {name, value} with string values`;
-      }
-    }
-    const t = p['timeouts'];
-    if (t !== undefined) {
-      const bad = checkTimeouts(t, 'spec.pipeline.timeouts');
-      if (bad) return bad;
-    }
-    const sa = p['serviceAccountName'];
-    if (sa !== undefined && (typeof sa !== 'string' || sa.length > 63 || !SA_NAME.test(sa))) return 'spec.pipeline.serviceAccountName must be a service account name';
-  }
-  if (params !== undefined) {
-    if (typeof params !== 'object' || params === null || Array.isArray(params)) return 'spec.params must be a map of strings';
-    const bad = Object.entries(params).filter(([, v]) => typeof v !== 'string').map(([k]) => k);
-    if (bad.length) return `spec.params must be a map of strings; not strings: ${bad.sort().join(', ')}`;
-  }
-  if (timeouts !== undefined) {
-    const bad = checkTimeouts(timeouts, 'spec.timeouts');
-    if (bad) return bad;
-  }
-  if (serviceAccount !== undefined && (typeof serviceAccount !== 'string' || serviceAccount.length > 63 || !SA_NAME.test(serviceAccount))) {
-    return 'spec.serviceAccount must be a service account name';
-  }
-  return undefined;
-}
-
-function checkTimeouts(timeouts: unknown, field: string): string | undefined {
-  if (typeof timeouts !== 'object' || timeouts === null || Array.isArray(timeouts)) return `${field} must be an object`;
-  for (const [k, v] of Object.entries(timeouts)) {
-    if (!['pipeline', 'tasks', 'finally'].includes(k)) return `${field}.${k} is not a timeout Tekton knows (pipeline, tasks, finally)`;
-    if (typeof v !== 'string' || !DURATION.test(v)) return `${field}.${k} must be a duration like 1h30m`;
-  }
-  return undefined;
+/** The request's kind: the built-in InternalRequest unless the observation names another. */
+function kindOf(o: Observation): Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'> {
+  return o.kind ?? INTERNAL_REQUEST_KIND;
 }
 
 function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, approval?: InternalRequestStatus['approval']): Action {
@@ -474,14 +426,14 @@ class Resolutions {
   }
 
   lookup(ref: RemoteRef, req: InternalRequest): Resolution | undefined {
-    const want = resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE);
+    const want = resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind));
     const rr = this.mine.find((x) => x.metadata?.name === want.metadata?.name);
     return rr ? outcomeOfResolution(rr, this.o.now, this.o.config.resolutionTimeoutMs) : undefined;
   }
 
   /** Start what is missing, show the request as Resolving, and look again by the deadline. */
   wait(req: InternalRequest, need: RemoteRef[], what: string): Action[] {
-    const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE) }));
+    const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind)) }));
     const timeout = this.o.config.resolutionTimeoutMs;
     let ms = timeout;
     for (const rr of this.mine) {
@@ -544,7 +496,7 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
   };
   const until = (expiresAt: string): Action => ({ type: 'requeueAfter', ms: Math.max(1000, Date.parse(expiresAt) - o.now.getTime() + 500) });
   if (!existing) {
-    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs));
+    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs), kindLabel(o.kind));
     const expiresAt = approval.spec.expiresAt!;
     return { state: 'waiting', actions: [{ type: 'createApproval', approval }, ...awaiting(undefined, expiresAt), until(expiresAt)] };
   }

@@ -13,7 +13,7 @@ import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../
 import { PIPELINERUN, type PipelineRun } from '../tekton/types.js';
 import { endWithoutResults, type Action } from './decide.js';
 import type { Remote } from './remote.js';
-import type { StatusWriter } from './status-writer.js';
+import type { StatusTarget, StatusWriter } from './status-writer.js';
 
 export interface ExecutorOptions {
   internal: Cluster;
@@ -43,6 +43,8 @@ export class Executor {
 
   /** Carries out one action. Returns false when the rest of the plan must not run. */
   async act(remote: Remote, key: string, request: InternalRequest | undefined, action: Action, attempt: number): Promise<boolean> {
+    const kind = remote.kindOf(key);
+    if (!kind) throw new Error(`request kind of ${key} is not served on remote ${remote.name}`);
     const ns = this.opts.namespace;
     const log = this.opts.log;
     switch (action.type) {
@@ -108,14 +110,14 @@ export class Executor {
       case 'deleteRequest': {
         const r = action.request;
         try {
-          await remote.client.delete(r.metadata.namespace ?? '', r.metadata.name ?? '', r.metadata.uid);
-          log.info({ request: key, why: action.why }, 'InternalRequest deleted');
+          await kind.client.delete(r.metadata.namespace ?? '', r.metadata.name ?? '', r.metadata.uid);
+          log.info({ request: key, why: action.why }, `${kind.kind.kind} deleted`);
         } catch (e) {
           const code = statusCode(e);
           if (code === 404 || code === 409) return true;
           if (code === 403) {
             // The right is granted only where the administrators chose it (config/rbac/remote-ttl): say so once, do not retry for ever.
-            if (!remote.ttlDenied) log.warn({ request: key, remote: remote.name, err: describeError(e) }, 'ttlSecondsAfterFinished is set, but the controller may not delete InternalRequests on this remote cluster; apply config/rbac/remote-ttl there');
+            if (!remote.ttlDenied) log.warn({ request: key, remote: remote.name, err: describeError(e) }, `ttlSecondsAfterFinished is set, but the controller may not delete ${kind.kind.resource.plural} on this remote cluster; apply config/rbac/remote-ttl there`);
             remote.ttlDenied = true;
             return true;
           }
@@ -128,7 +130,7 @@ export class Executor {
         return true;
       case 'writeStatus':
         if (!request) return false;
-        return this.opts.writer.write(remote, key, request, action.status, action.event, attempt);
+        return this.opts.writer.write(statusTarget(remote, kind), key, request, action.status, action.event, attempt);
       case 'cancelPipelineRun': {
         const name = action.pipelineRun.metadata.name!;
         try {
@@ -152,4 +154,24 @@ export class Executor {
       }
     }
   }
+}
+
+/** Where a request's status goes: its remote, through the client of its kind. */
+function statusTarget(remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>): StatusTarget {
+  if (kind.kind.builtIn) return { name: remote.name, client: kind.client, events: remote.events };
+  // Another kind: what the writer reads back (the object written, a fresh
+  // read after a conflict) is read as a request, as the cache reads it.
+  const read = kind.kind.toRequest;
+  return {
+    name: remote.name,
+    events: remote.events,
+    statusBody: kind.kind.statusBody,
+    client: {
+      replaceStatus: async (ns, name, body) => read(await kind.client.replaceStatus(ns, name, body)),
+      tryGet: async (ns, name) => {
+        const got = await kind.client.tryGet(ns, name);
+        return got && read(got);
+      },
+    },
+  };
 }

@@ -7,11 +7,12 @@ import { Reason, succeededCondition } from '../api/conditions.js';
 import type { InternalRequest } from '../api/types.js';
 import { requestUidOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/types.js';
+import type { RequestKind } from './request-kind.js';
 import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, specHash, type Earlier } from './idempotency.js';
 
 export interface FollowerSources {
   /** Keys of the requests of a remote namespace that carry an idempotency key. */
-  sameKey(remote: string, namespace: string, key: string): Iterable<string>;
+  sameKey(remote: string, namespace: string, key: string, kind?: RequestKind): Iterable<string>;
   /** The request of a key as we last know it. */
   currentRequest(key: string): InternalRequest | undefined;
   /** Our PipelineRuns of a request key. */
@@ -22,14 +23,18 @@ export interface FollowerSources {
  * The other requests with this request's idempotency key, as Earlier
  * values, the ones to follow first: those that run or ran (a PipelineRun),
  * then the unfinished ones created before this one. A succeeded one is
- * read from the cluster (remote.client) for its results.
+ * read from the cluster (the client of its kind) for its results.
  */
-export async function earlierOf(src: FollowerSources, remote: { name: string; client: { tryGet(ns: string, name: string): Promise<InternalRequest | undefined> } }, req: InternalRequest): Promise<Earlier[]> {
+export async function earlierOf(
+  src: FollowerSources,
+  remote: { name: string; client: { tryGet(ns: string, name: string): Promise<InternalRequest | undefined> }; kind?: RequestKind },
+  req: InternalRequest,
+): Promise<Earlier[]> {
   const ns = req.metadata.namespace ?? '';
   const k = idempotencyKeyOf(req)!;
   const mine = specHash(req.spec);
   const out: Array<Earlier & { rank: number; created: string }> = [];
-  for (const key of src.sameKey(remote.name, ns, k)) {
+  for (const key of src.sameKey(remote.name, ns, k, remote.kind)) {
     const other = src.currentRequest(key);
     if (!other || other.metadata.uid === req.metadata.uid) continue;
     const hash = other.metadata.annotations?.[ANNOTATION_SPEC_HASH] ?? specHash(other.spec);
@@ -44,7 +49,8 @@ export async function earlierOf(src: FollowerSources, remote: { name: string; cl
     else continue; // a later one that has not run: it follows this one, not the other way round
     const e: Earlier & { rank: number; created: string } = { name: other.metadata.name ?? '', uid: other.metadata.uid ?? '', sameSpec: hash === mine, state, rank: hasRun || state === 'succeeded' ? 0 : 1, created };
     if (state === 'succeeded' && e.sameSpec) {
-      const full = await remote.client.tryGet(ns, e.name);
+      const got = await remote.client.tryGet(ns, e.name);
+      const full = got && remote.kind && !remote.kind.builtIn ? remote.kind.toRequest(got as never) : got;
       if (full?.metadata.uid === e.uid) {
         e.results = { ...(full.status?.results ?? {}) };
         if (full.status?.pipelineRun) e.pipelineRun = full.status.pipelineRun;

@@ -9,6 +9,7 @@ import type { InformerObserver } from '../kube/informer.js';
 import type { QueueObserver } from '../kube/queue.js';
 import type { Action } from './decide.js';
 import type { RemoteMode } from './remote.js';
+import type { RequestKind } from './request-kind.js';
 import type { EventsMode } from './status-writer.js';
 
 export interface ControllerMetrics {
@@ -49,6 +50,8 @@ export interface ControllerOptions {
    * remote cluster; busy installations may want fewer.
    */
   events?: EventsMode;
+  /** The request kinds served on every remote (default: InternalRequest alone); see request-kind.ts. */
+  kinds?: readonly RequestKind[];
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
 }

@@ -1,16 +1,19 @@
 /**
- * One remote cluster as the controller sees it: its connection, its cache of
- * InternalRequests (watched or polled), its status writer and Event recorder.
+ * One remote cluster as the controller sees it: its connection, a cache of
+ * requests per request kind (watched or polled), its Event recorder.
  * A remote is a value: the controller holds one per remote, keyed by name,
  * made and stopped as kubeconfig Secrets come and go.
  *
- * Work-queue keys name the remote: `remote/namespace/name`.
+ * Work-queue keys name the remote: `remote/namespace/name`, plus the kind
+ * for a kind other than InternalRequest (api/request-key.ts).
  */
 import type { Logger } from 'pino';
-import { INTERNAL_REQUEST, type InternalRequest } from '../api/types.js';
+import type { InternalRequest } from '../api/types.js';
+import { splitRequestKey } from '../api/request-key.js';
 import type { Cluster, ResourceClient } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
-import { Informer, keyOf, type InformerHandlers, type InformerOptions } from '../kube/informer.js';
+import { Informer, keyOf, type InformerHandlers, type InformerOptions, type ReadinessCheck } from '../kube/informer.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from './request-kind.js';
 
 export interface RemoteMode {
   mode: 'watch' | 'poll';
@@ -25,56 +28,137 @@ export interface RemoteSpec {
   origin?: string;
 }
 
+/**
+ * The requests of one kind on one remote: a client for the kind's resource
+ * and a cache of its objects, each read as an InternalRequest by the kind
+ * (the client is typed by what the cache holds; a kind's raw objects only
+ * pass through its toRequest).
+ */
+export interface KindCache {
+  readonly kind: RequestKind;
+  readonly client: ResourceClient<InternalRequest>;
+  readonly requests: Informer<InternalRequest>;
+}
+
 export class Remote {
   readonly name: string;
   readonly cluster: Cluster;
   readonly origin: string;
-  readonly client: ResourceClient<InternalRequest>;
-  readonly requests: Informer<InternalRequest>;
+  /** The request kinds served on this remote, by Kind; the first is the one `client` and `requests` name. */
+  readonly kinds: ReadonlyMap<string, KindCache>;
   readonly events: EventRecorder;
   /** The remote refused a TTL delete (403): logged once. */
   ttlDenied = false;
 
   constructor(
     spec: RemoteSpec,
-    handlers: InformerHandlers<InternalRequest>,
+    handlers: (kind: RequestKind) => InformerHandlers<InternalRequest>,
     log: Logger,
-    opts: InformerOptions<InternalRequest> & { instance: string },
+    opts: InformerOptions<InternalRequest> & { instance: string; kinds?: readonly RequestKind[] },
   ) {
     this.name = spec.name;
     this.cluster = spec.cluster;
     this.origin = spec.origin ?? 'flag --remote-kubeconfig';
-    this.client = spec.cluster.resource<InternalRequest>(INTERNAL_REQUEST);
     this.events = new EventRecorder(spec.cluster, 'internal-services-controller', opts.instance, log);
-    const { instance: _i, ...inf } = opts;
-    this.requests = new Informer<InternalRequest>(`remote/${spec.name}/internalrequests`, this.client, handlers, log.child({ remote: spec.name }), {
-      ...inf,
-      mode: spec.mode?.mode ?? 'watch',
-      ...(spec.mode?.pollIntervalMs ? { pollIntervalMs: spec.mode.pollIntervalMs } : {}),
-    });
+    const { instance: _i, kinds = [INTERNAL_REQUEST_KIND], transform, ...inf } = opts;
+    const rlog = log.child({ remote: spec.name });
+    const caches = new Map<string, KindCache>();
+    for (const kind of kinds) {
+      const client = spec.cluster.resource<InternalRequest>(kind.resource);
+      const read = kind.builtIn ? transform : (obj: InternalRequest) => (transform ?? ((r: InternalRequest) => r))(kind.toRequest(obj as never));
+      const requests = new Informer<InternalRequest>(`remote/${spec.name}/${kind.resource.plural}`, client, handlers(kind), kind.builtIn ? rlog : rlog.child({ kind: kind.kind }), {
+        ...inf,
+        ...(read ? { transform: read } : {}),
+        mode: spec.mode?.mode ?? 'watch',
+        ...(spec.mode?.pollIntervalMs ? { pollIntervalMs: spec.mode.pollIntervalMs } : {}),
+      });
+      caches.set(kind.kind, { kind, client, requests });
+    }
+    this.kinds = caches;
+  }
+
+  /** The cache of the first kind (InternalRequest unless kinds were given). */
+  private get first(): KindCache {
+    return this.kinds.values().next().value!;
+  }
+
+  /** The client of the first kind's resource. */
+  get client(): ResourceClient<InternalRequest> {
+    return this.first.client;
+  }
+
+  /** The cache of the first kind. */
+  get requests(): Informer<InternalRequest> {
+    return this.first.requests;
+  }
+
+  /** The cache of the kind a key names (its fourth segment; none: the built-in kind). */
+  kindOf(key: string): KindCache | undefined {
+    const k = splitRequestKey(key).kind ?? INTERNAL_REQUEST_KIND.kind;
+    return this.kinds.get(k);
+  }
+
+  /** Every kind's cache. */
+  informers(): Informer<InternalRequest>[] {
+    return [...this.kinds.values()].map((k) => k.requests);
   }
 
   /** The work-queue key of one of this remote's requests. */
-  keyOf(obj: { metadata?: { namespace?: string; name?: string } }): string {
-    return `${this.name}/${keyOf(obj)}`;
+  keyOf(obj: { metadata?: { namespace?: string; name?: string } }, kind: RequestKind = this.first.kind): string {
+    // requestKey's form, made without splitting: this runs for every event.
+    const base = `${this.name}/${keyOf(obj)}`;
+    return kind.builtIn ? base : `${base}/${kind.kind}`;
+  }
+
+  /** Every cached request with its key. */
+  *entries(): IterableIterator<[string, InternalRequest]> {
+    for (const k of this.kinds.values()) for (const r of k.requests.list()) yield [this.keyOf(r, k.kind), r];
+  }
+
+  /** The cached request of a key. */
+  cached(key: string): InternalRequest | undefined {
+    return this.kindOf(key)?.requests.get(splitRequestKey(key).cacheKey);
+  }
+
+  /** Every kind's cache has a full list. */
+  get synced(): boolean {
+    for (const k of this.kinds.values()) if (!k.requests.synced) return false;
+    return true;
+  }
+
+  /** Failed list/watch attempts in a row, the most of any kind's cache. */
+  get failures(): number {
+    let n = 0;
+    for (const k of this.kinds.values()) n = Math.max(n, k.requests.health.failures);
+    return n;
   }
 
   get healthy(): boolean {
-    return this.requests.synced && this.requests.health.failures === 0;
+    return this.synced && this.failures === 0;
+  }
+
+  /** How many requests the caches hold. */
+  get size(): number {
+    let n = 0;
+    for (const k of this.kinds.values()) n += k.requests.size;
+    return n;
+  }
+
+  readiness(only: boolean): ReadinessCheck[] {
+    return this.informers().map((i) => i.readiness(only));
+  }
+
+  start(): void {
+    for (const i of this.informers()) i.start();
   }
 
   async stop(): Promise<void> {
-    await this.requests.stop();
+    await Promise.all(this.informers().map((i) => i.stop()));
     this.cluster.close();
   }
 }
 
-/** `remote/namespace/name` → its parts (the cache key within the remote is `namespace/name`). */
-export function splitKey(key: string): { remote: string; namespace: string; name: string; cacheKey: string } {
-  const a = key.indexOf('/');
-  const b = key.indexOf('/', a + 1);
-  const remote = key.slice(0, a);
-  const namespace = key.slice(a + 1, b);
-  const name = key.slice(b + 1);
-  return { remote, namespace, name, cacheKey: `${namespace}/${name}` };
+/** `remote/namespace/name[/Kind]` → its parts (see api/request-key.ts). */
+export function splitKey(key: string): { remote: string; namespace: string; name: string; kind?: string | undefined; cacheKey: string } {
+  return splitRequestKey(key);
 }

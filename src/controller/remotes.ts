@@ -19,6 +19,7 @@ import type { InformerObserver, ReadinessCheck } from '../kube/informer.js';
 import { idempotencyKeyOf } from './idempotency.js';
 import { slimRequest } from './slim.js';
 import { Remote, splitKey, type RemoteSpec } from './remote.js';
+import { kindLabel, type RequestKind } from './request-kind.js';
 
 /** Where a provider puts the remotes it finds (the controller). */
 export interface RemoteSink {
@@ -75,12 +76,14 @@ export interface RemoteSetOptions {
   /** Name of this instance in Events. */
   instance: string;
   informer: { resyncPeriodMs: number; observer: InformerObserver | undefined; watchTimeoutSeconds?: number; backoffMaxMs?: number };
+  /** The request kinds served on every remote (default: InternalRequest alone). */
+  kinds?: readonly RequestKind[];
 }
 
 export class RemoteSet implements RemoteSink {
   /** The remote clusters, by name. */
   readonly byName = new Map<string, Remote>();
-  /** remote/namespace/idempotency key -> keys of the requests that carry it. */
+  /** remote/namespace/idempotency key[/Kind] -> keys of the requests that carry it (a key is shared within one kind only). */
   private readonly byIdempotencyKey = new Map<string, Set<string>>();
 
   constructor(
@@ -115,55 +118,58 @@ export class RemoteSet implements RemoteSink {
     const name = spec.name;
     // Requests with an idempotency key are indexed by it; a request that
     // changes brings back the others with its key (the ones that follow it).
-    const idem = (r: InternalRequest) => {
-      const k = idempotencyKeyOf(r);
-      return k ? `${name}/${r.metadata.namespace ?? ''}/${k}` : undefined;
-    };
-    const index = (r: InternalRequest, add: boolean) => {
-      const k = idem(r);
-      if (!k) return;
-      const set = this.byIdempotencyKey.get(k) ?? new Set<string>();
-      if (add) set.add(remote.keyOf(r));
-      else set.delete(remote.keyOf(r));
-      if (set.size) this.byIdempotencyKey.set(k, set);
-      else this.byIdempotencyKey.delete(k);
-    };
-    const enqueueWithFollowers = (r: InternalRequest) => {
-      if (this.byName.get(name) !== remote) return; // replaced or removed meanwhile
-      this.hooks.enqueue(remote.keyOf(r));
-      const k = idem(r);
-      if (k) for (const other of this.byIdempotencyKey.get(k) ?? []) this.hooks.enqueue(other);
-    };
-    const remote: Remote = new Remote(
-      spec,
-      {
-        onAdd: (r) => {
+    const handlers = (kind: RequestKind) => {
+      const idem = (r: InternalRequest) => {
+        const k = idempotencyKeyOf(r);
+        return k ? idempotencyIndexKey(name, r.metadata.namespace ?? '', k, kind) : undefined;
+      };
+      const index = (r: InternalRequest, add: boolean) => {
+        const k = idem(r);
+        if (!k) return;
+        const set = this.byIdempotencyKey.get(k) ?? new Set<string>();
+        if (add) set.add(remote.keyOf(r, kind));
+        else set.delete(remote.keyOf(r, kind));
+        if (set.size) this.byIdempotencyKey.set(k, set);
+        else this.byIdempotencyKey.delete(k);
+      };
+      const enqueueWithFollowers = (r: InternalRequest) => {
+        if (this.byName.get(name) !== remote) return; // replaced or removed meanwhile
+        this.hooks.enqueue(remote.keyOf(r, kind));
+        const k = idem(r);
+        if (k) for (const other of this.byIdempotencyKey.get(k) ?? []) this.hooks.enqueue(other);
+      };
+      return {
+        onAdd: (r: InternalRequest) => {
           index(r, true);
           enqueueWithFollowers(r);
         },
-        onUpdate: (o, n) => {
+        onUpdate: (o: InternalRequest, n: InternalRequest) => {
           if (idem(o) !== idem(n)) index(o, false);
           index(n, true);
           enqueueWithFollowers(n);
         },
-        onDelete: (r) => {
+        onDelete: (r: InternalRequest) => {
           index(r, false);
           enqueueWithFollowers(r);
         },
         // Every full list (the first included): look at every request again,
         // and sweep PipelineRuns whose request is gone (only ever after a full
-        // list of this remote).
+        // list of every kind of this remote).
         onResync: () => {
-          if (this.byName.get(name) !== remote) return;
+          if (this.byName.get(name) !== remote || !remote.synced) return;
           this.hooks.resynced(remote);
         },
-      },
-      this.opts.log,
-      { ...this.opts.informer, transform: slimRequest, instance: this.opts.instance },
-    );
+      };
+    };
+    const remote: Remote = new Remote(spec, handlers, this.opts.log, {
+      ...this.opts.informer,
+      transform: slimRequest,
+      instance: this.opts.instance,
+      ...(this.opts.kinds ? { kinds: this.opts.kinds } : {}),
+    });
     this.byName.set(name, remote);
     this.opts.log.info({ remote: name, server: spec.cluster.server, origin: remote.origin, mode: spec.mode?.mode ?? 'watch' }, old ? 'remote cluster replaced' : 'remote cluster added');
-    if (this.hooks.started()) remote.requests.start();
+    if (this.hooks.started()) remote.start();
     return remote;
   }
 
@@ -191,18 +197,17 @@ export class RemoteSet implements RemoteSink {
   /** The remote of a request key, if it is served and fully listed. */
   listed(key: string): Remote | undefined {
     const r = this.byName.get(splitKey(key).remote);
-    return r && r.requests.synced ? r : undefined;
+    return r && r.synced ? r : undefined;
   }
 
-  /** The cached request of a key (`remote/namespace/name`). */
+  /** The cached request of a key (`remote/namespace/name[/Kind]`). */
   cached(key: string): InternalRequest | undefined {
-    const k = splitKey(key);
-    return this.byName.get(k.remote)?.requests.get(k.cacheKey);
+    return this.byName.get(splitKey(key).remote)?.cached(key);
   }
 
-  /** Keys of the requests of a namespace that carry an idempotency key. */
-  sameKey(remote: string, namespace: string, key: string): Iterable<string> {
-    return this.byIdempotencyKey.get(`${remote}/${namespace}/${key}`) ?? [];
+  /** Keys of the requests of a namespace, of one kind, that carry an idempotency key. */
+  sameKey(remote: string, namespace: string, key: string, kind?: RequestKind): Iterable<string> {
+    return this.byIdempotencyKey.get(idempotencyIndexKey(remote, namespace, key, kind)) ?? [];
   }
 
   /** Stops every remote's cache and connection. */
@@ -211,3 +216,8 @@ export class RemoteSet implements RemoteSink {
   }
 }
 
+/** The index key of an idempotency key: per remote, namespace and kind. */
+function idempotencyIndexKey(remote: string, namespace: string, key: string, kind: RequestKind | undefined): string {
+  const k = kindLabel(kind);
+  return k ? `${remote}/${namespace}/${key}/${k}` : `${remote}/${namespace}/${key}`;
+}

@@ -22,9 +22,11 @@ import { endWithoutResults, type EventSpec } from './decide.js';
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 export const CONFLICT_RETRIES = 5;
 
-/** What the writer needs of a remote: its name, a client for its requests, its Event recorder. */
+/** What the writer needs of a remote: its name, a client for the request's kind, its Event recorder. */
 export interface StatusTarget {
   readonly name: string;
+  /** The body of the status PUT for the request's kind (default: the request with the new status, as for InternalRequest). */
+  readonly statusBody?: (req: InternalRequest, status: NonNullable<InternalRequest['status']>) => unknown;
   readonly client: {
     replaceStatus(namespace: string, name: string, body: InternalRequest): Promise<InternalRequest>;
     tryGet(namespace: string, name: string): Promise<InternalRequest | undefined>;
@@ -103,7 +105,7 @@ export class StatusWriter {
     if (JSON.stringify(request.status ?? {}) === JSON.stringify(status)) return true;
     const ns = request.metadata.namespace!;
     const name = request.metadata.name!;
-    const body: InternalRequest = { ...request, status };
+    const body = (remote.statusBody ? remote.statusBody(request, status) : { ...request, status }) as InternalRequest;
     let written: InternalRequest;
     try {
       written = await remote.client.replaceStatus(ns, name, body);

@@ -13,7 +13,10 @@ import type { PipelineRun } from '../tekton/types.js';
 export interface RemoteView {
   readonly name: string;
   readonly healthy: boolean;
-  readonly requests: { list(): Iterable<InternalRequest>; readiness(required: boolean): ReadinessCheck };
+  /** Every cached request (of every kind) with its key. */
+  entries(): Iterable<[string, InternalRequest]>;
+  /** One check per kind's cache. */
+  readiness(required: boolean): ReadinessCheck[];
 }
 
 /** What a view needs of a cache. */
@@ -28,7 +31,7 @@ export function waitingByPhase(remotes: Iterable<RemoteView>): Record<string, Re
   const all: Record<string, Record<string, number>> = {};
   for (const remote of remotes) {
     const out: Record<string, number> = { none: 0, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
-    for (const r of remote.requests.list()) {
+    for (const [, r] of remote.entries()) {
       if (isFinished(r) || r.status?.pipelineRun) continue;
       const phase = phaseOf(r) ?? 'none';
       out[phase] = (out[phase] ?? 0) + 1;
@@ -41,7 +44,7 @@ export function waitingByPhase(remotes: Iterable<RemoteView>): Record<string, Re
 /** Requests whose PipelineRun is running (for the concurrency gauge). */
 export function runningRequests(remotes: Iterable<RemoteView>): number {
   let n = 0;
-  for (const remote of remotes) for (const r of remote.requests.list()) if (!isFinished(r) && r.status?.pipelineRun) n++;
+  for (const remote of remotes) for (const [, r] of remote.entries()) if (!isFinished(r) && r.status?.pipelineRun) n++;
   return n;
 }
 
@@ -79,7 +82,7 @@ export function lastContact(caches: Iterable<CacheView>, now = Date.now()): Arra
  * that cannot be used (reported, never widened).
  */
 export function readiness(remotes: readonly RemoteView[], internal: Iterable<CacheView>, config: { namespace: string; present: boolean; problems: readonly string[] }): ReadinessCheck[] {
-  const checks = [...remotes.map((r) => r.requests.readiness(remotes.length === 1)), ...[...internal].map((i) => i.readiness(true))];
+  const checks = [...remotes.flatMap((r) => r.readiness(remotes.length === 1)), ...[...internal].map((i) => i.readiness(true))];
   checks.push({
     name: 'config',
     ok: config.present,

@@ -5,6 +5,7 @@ import type { Provenance, RemoteRef } from './graph.js';
 import { resolutionRequest, type ResolutionRequest } from './resolve.js';
 import type { ParamValue, Pipeline, PipelineRun } from './types.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
+import { requestKey } from '../api/request-key.js';
 import { parseDuration } from '../util/duration.js';
 
 /** Labels and annotations that tie a PipelineRun to its request. */
@@ -17,6 +18,8 @@ export const LABEL_REQUEST_REMOTE = 'internal-services.appstudio.redhat.com/remo
 /** Request names may be 253 characters, more than a label value holds: the name goes in an annotation. */
 export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/request-name';
 export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
+/** The request's kind, on what was made for a request of a kind other than InternalRequest (absent: InternalRequest). */
+export const ANNOTATION_REQUEST_KIND = 'internal-services.appstudio.redhat.com/request-kind';
 /** What was resolved from where and pinned to what (JSON list of Provenance), on PipelineRuns that run a checked graph. */
 export const ANNOTATION_SOURCES = 'internal-services.appstudio.redhat.com/sources';
 /** A request's idempotency key (see controller/idempotency.ts), also on its PipelineRun. */
@@ -37,12 +40,12 @@ export function pipelineRunName(requestUid: string): string {
   return `ir-${requestUid.toLowerCase()}`;
 }
 
-/** The request key (remote/namespace/name) an object we made belongs to, from its labels and annotations. */
+/** The request key (see api/request-key.ts) an object we made belongs to, from its labels and annotations. */
 export function requestKeyOf(pr: Pick<PipelineRun, 'metadata'>): string | undefined {
   const a = pr.metadata.annotations ?? {};
   const ns = a[ANNOTATION_REQUEST_NAMESPACE];
   const name = a[ANNOTATION_REQUEST_NAME];
-  return ns && name ? `${remoteOf(pr)}/${ns}/${name}` : undefined;
+  return ns && name ? requestKey({ remote: remoteOf(pr), namespace: ns, name, kind: a[ANNOTATION_REQUEST_KIND] }) : undefined;
 }
 
 /** The remote an object we made is for. */
@@ -60,18 +63,19 @@ export function requestUidOf(obj: { metadata?: { labels?: Record<string, string>
  * retries and restarts happen, and a request's are found by label.
  */
 /** What ties an object the controller makes for a request (PipelineRun, ResolutionRequest, approval) to it: found by label, mapped back by annotation. */
-export function ownedBy(req: InternalRequest, remote: string = DEFAULT_REMOTE): { labels: Record<string, string>; annotations: Record<string, string> } {
+export function ownedBy(req: InternalRequest, remote: string = DEFAULT_REMOTE, kind?: string): { labels: Record<string, string>; annotations: Record<string, string> } {
   const ns = req.metadata.namespace ?? '';
   return {
     labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_REQUEST_UID]: req.metadata.uid ?? '', [LABEL_REQUEST_NAMESPACE]: ns, [LABEL_REQUEST_REMOTE]: remote },
-    annotations: { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '' },
+    annotations: { [ANNOTATION_REQUEST_NAMESPACE]: ns, [ANNOTATION_REQUEST_NAME]: req.metadata.name ?? '', ...(kind ? { [ANNOTATION_REQUEST_KIND]: kind } : {}) },
   };
 }
 
-export function resolutionFor(req: InternalRequest, ref: RemoteRef, namespace: string, remote: string = DEFAULT_REMOTE): ResolutionRequest {
+/** `kind`: the request's kind when it is not InternalRequest (see api/request-key.ts). */
+export function resolutionFor(req: InternalRequest, ref: RemoteRef, namespace: string, remote: string = DEFAULT_REMOTE, kind?: string): ResolutionRequest {
   const uid = req.metadata.uid ?? '';
   const hash = createHash('sha256').update(JSON.stringify([ref.resolver, ref.params.map((p) => [p.name, p.value])])).digest('hex').slice(0, 12);
-  const owner = ownedBy(req, remote);
+  const owner = ownedBy(req, remote, kind);
   const rr = resolutionRequest(namespace, `${pipelineRunName(uid)}-${hash}`, ref.resolver, ref.params, owner.labels);
   rr.metadata!.annotations = owner.annotations;
   return rr;
@@ -122,6 +126,8 @@ export interface BuildOptions {
   annotations?: Record<string, string>;
   /** The remote cluster of the request (default DEFAULT_REMOTE). */
   remote?: string;
+  /** The request's kind when it is not InternalRequest. */
+  kind?: string | undefined;
 }
 
 /**
@@ -141,7 +147,7 @@ export function reservedLabel(key: string): boolean {
 
 export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: Pipeline, opts: BuildOptions): PipelineRun {
   const uid = req.metadata.uid ?? '';
-  const owner = ownedBy(req, opts.remote);
+  const owner = ownedBy(req, opts.remote, opts.kind);
   const spec: PipelineRun['spec'] = opts.pipelineSpec ? { pipelineSpec: opts.pipelineSpec } : { pipelineRef: { name: what.pipeline } };
   if (opts.params.length) spec.params = opts.params;
   if (what.timeouts) spec.timeouts = what.timeouts;

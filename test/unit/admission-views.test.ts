@@ -19,11 +19,8 @@ function fakeRemote(name: string, requests: InternalRequest[], healthy = true) {
   return {
     name,
     healthy,
-    keyOf: (r: InternalRequest) => `${name}/${r.metadata.namespace}/${r.metadata.name}`,
-    requests: {
-      list: () => requests.values(),
-      readiness: (required: boolean) => ({ name: `remote/${name}/internalrequests`, ok: healthy, required }),
-    },
+    entries: () => requests.map((r): [string, InternalRequest] => [`${name}/${r.metadata.namespace}/${r.metadata.name}`, r]),
+    readiness: (required: boolean) => [{ name: `remote/${name}/internalrequests`, ok: healthy, required }],
   };
 }
 
