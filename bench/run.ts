@@ -17,10 +17,17 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../src/util/repo.js';
-import { CONTROLLER_NAMESPACE, startEnvironment, type Environment } from '../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../src/envtest/apply.js';
-import { deterministicResults, type PipelineRunObject } from '../src/envtest/executor.js';
-import { RESULT_ENV_PREFIX } from '../src/envtest/kubelet.js';
+import {
+  CONTROLLER_NAMESPACE,
+  startEnvironment,
+  type Environment,
+  applyObjects,
+  grantRequester,
+  installProject,
+  deterministicResults,
+  type PipelineRunObject,
+  RESULT_ENV_PREFIX,
+} from '../src/localenv/index.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
 import { fromKubeConfig } from '../src/kube/client.js';
 import { apiFigures, correctness, latencies, type AuditWindow } from './analyze.js';

@@ -8,8 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { KubeConfig } from '@kubernetes/client-node';
-import { SimulatedTektonExecutor } from '../src/envtest/executor.js';
-import { SimulatedKubelet } from '../src/envtest/kubelet.js';
+import { SimulatedTektonExecutor, SimulatedKubelet } from '../src/localenv/index.js';
 import { useKeepAlive } from './keepalive.js';
 
 export type SimulationWorkerData =

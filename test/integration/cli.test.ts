@@ -18,8 +18,7 @@ import { join } from 'node:path';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { repoRoot } from '../../src/api/crd-render.js';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, ensureNamespace, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { startEnvironment, type Environment, applyObjects, ensureNamespace, grantRequester, installProject } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { CLI, getRequest, IR, NS, simulatedStep, startController, testPipeline, waitForPhase, type ControllerProcess } from './helpers.js';
 

@@ -8,9 +8,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CoreV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, ensureServiceAccount, grantRequester, installProject } from '../../src/envtest/apply.js';
-import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
+import {
+  startEnvironment,
+  type Environment,
+  applyObjects,
+  ensureServiceAccount,
+  grantRequester,
+  installProject,
+  SimulatedTektonExecutor,
+} from '../../src/localenv/index.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import { TODAYS_PAYLOAD } from '../unit/fixtures.js';

@@ -18,9 +18,19 @@ import {
   VersionApi,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { applyObjects, grantRequester, installProject, loadManifests, statusCode } from '../../src/envtest/apply.js';
-import { startEnvironment, CONTROLLER_NAMESPACE, type Environment } from '../../src/envtest/environment.js';
-import { SimulatedTektonExecutor, isTerminal, type TektonObject } from '../../src/envtest/executor.js';
+import {
+  applyObjects,
+  grantRequester,
+  installProject,
+  loadManifests,
+  statusCode,
+  startEnvironment,
+  CONTROLLER_NAMESPACE,
+  type Environment,
+  SimulatedTektonExecutor,
+  isTerminal,
+  type TektonObject,
+} from '../../src/localenv/index.js';
 
 const run = promisify(execFile);
 

@@ -5,8 +5,7 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CustomObjectsApi, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
-import type { Environment } from '../../src/envtest/environment.js';
-import { applyObjects } from '../../src/envtest/apply.js';
+import { type Environment, applyObjects } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { phaseOf } from '../../src/api/conditions.js';
@@ -244,7 +243,7 @@ export function sample(text: string, name: string, labels: Record<string, string
 
 
 /** The test relay is the envtest fault proxy (cut, freeze, cutAfterMs). */
-export { FaultProxy as Relay, kubeconfigVia } from '../../src/envtest/fault-proxy.js';
+export { FaultProxy as Relay, kubeconfigVia } from '../../src/localenv/index.js';
 
 /** One question for the API server's authorizer (a SubjectAccessReview). */
 export interface AccessCheck {

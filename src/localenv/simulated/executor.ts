@@ -10,8 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { statusCode } from './apply.js';
-import type { LogFn } from './binaries.js';
+import { statusCode } from '../../kube/client.js';
+import type { LogFn } from '../log.js';
 
 const GROUP = 'tekton.dev';
 const VERSION = 'v1';

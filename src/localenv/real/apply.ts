@@ -6,7 +6,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { repoRoot, type LogFn } from './binaries.js';
+import { repoRoot } from './binaries.js';
+import type { LogFn } from '../log.js';
 import { CONTROLLER_NAMESPACE, type Environment } from './environment.js';
 import { applyManifests, applyObjects, ensureNamespace, ensureServiceAccount, loadManifests, type Manifest } from './manifests.js';
 

@@ -16,7 +16,8 @@ import { join, resolve } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
-import { ensureBinaries, type EnvtestAssets, type LogFn } from './binaries.js';
+import { ensureBinaries, type EnvtestAssets } from './binaries.js';
+import type { LogFn } from '../log.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
 import { RESOLVERS_NAMESPACE, startTekton, TEKTON_IDENTITIES, TEKTON_NAMESPACE, type TektonOptions, type TektonPlatform } from './tekton.js';
 
