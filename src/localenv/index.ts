@@ -16,17 +16,15 @@
  */
 export type { LogFn } from './log.js';
 export { ensureBinaries, repoRoot, type EnvtestAssets } from './real/binaries.js';
+export { startEnvironment, type Environment, type StartEnvironmentOptions } from './real/environment.js';
+export type { ControlPlane, PlaneName } from './real/control-plane.js';
 export {
-  startEnvironment,
   CONTROLLER_NAMESPACE,
   CONTROLLER_SERVICE_ACCOUNT,
   CONTROLLER_USERNAME,
-  type ControlPlane,
   type ControlPlaneIdentities,
-  type Environment,
   type Identity,
-  type StartEnvironmentOptions,
-} from './real/environment.js';
+} from './real/identities.js';
 export {
   applyManifests,
   applyObjects,
@@ -53,12 +51,11 @@ export {
   type TektonPlatform,
 } from './real/tekton.js';
 export { startGitServer, type GitRepository, type GitServer } from './real/git.js';
+export { SimulatedTektonExecutor } from './simulated/executor.js';
+export type { AutoHandle, AutoOptions } from './simulated/auto-runner.js';
+export { deterministicResults } from './simulated/results.js';
 export {
-  SimulatedTektonExecutor,
-  deterministicResults,
   isTerminal,
-  type AutoHandle,
-  type AutoOptions,
   type ChildReference,
   type FailOptions,
   type Outcome,
@@ -67,7 +64,7 @@ export {
   type Results,
   type ResultValue,
   type TektonObject,
-} from './simulated/executor.js';
+} from './simulated/tekton-objects.js';
 export {
   SimulatedKubelet,
   planStep,

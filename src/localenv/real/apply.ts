@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from './binaries.js';
 import type { LogFn } from '../log.js';
-import { CONTROLLER_NAMESPACE, type Environment } from './environment.js';
+import { CONTROLLER_NAMESPACE } from './identities.js';
+import type { Environment } from './environment.js';
 import { applyManifests, applyObjects, ensureNamespace, ensureServiceAccount, loadManifests, type Manifest } from './manifests.js';
 
 export * from './manifests.js';

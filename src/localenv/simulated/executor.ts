@@ -8,79 +8,26 @@
  * anything by itself except in auto mode (startAuto), where an outcome
  * function (or a deterministic default) chooses the result.
  */
-import { createHash } from 'node:crypto';
-import { CustomObjectsApi, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { statusCode } from '../../kube/client.js';
 import type { LogFn } from '../log.js';
-
-const GROUP = 'tekton.dev';
-const VERSION = 'v1';
-const API_VERSION = `${GROUP}/${VERSION}`;
-
-/** A tekton.dev/v1 object as stored (spec/status kept loose on purpose). */
-export interface TektonObject extends KubernetesObject {
-  spec?: Record<string, unknown>;
-  status?: Record<string, unknown>;
-}
-export type PipelineRunObject = TektonObject;
-export type PipelineObject = TektonObject;
-
-/** A Tekton result value: string, array of strings, or object of strings. */
-export type ResultValue = string | string[] | Record<string, string>;
-export type Results = Record<string, ResultValue>;
-
-export interface FailOptions {
-  /** PipelineRun condition reason (default "Failed"). */
-  reason?: string;
-  /** PipelineRun condition message (default Tekton's "Tasks Completed: …" summary). */
-  message?: string;
-  /** Pipeline task names whose TaskRuns failed. */
-  failedTasks: string[];
-  /** Pipeline task names whose TaskRuns succeeded before the failure. */
-  succeededTasks?: string[];
-}
-
-export type Outcome = { succeeded: true; results?: Results } | ({ succeeded: false } & Partial<FailOptions>);
-
-export interface AutoOptions {
-  namespace: string;
-  /**
-   * Time between noticing a PipelineRun and completing it. When > 0 the run
-   * is first marked Running (as Tekton does right away); with 0 it goes
-   * straight to its final status (fewest writes, for benchmarks).
-   */
-  delayMs?: number;
-  /**
-   * Decides how a run ends. `pipeline` is the referenced Pipeline
-   * (spec.pipelineRef.name in the same namespace), or a synthetic Pipeline
-   * wrapping spec.pipelineSpec, or undefined if neither resolves.
-   * Default: succeed with deterministicResults().
-   */
-  outcome?: (pr: PipelineRunObject, pipeline: PipelineObject | undefined) => Outcome | Promise<Outcome>;
-}
-
-export interface AutoHandle {
-  /** Stops watching, cancels pending completions, waits for writes in flight. */
-  stop(): Promise<void>;
-  /** Number of PipelineRuns brought to a final status so far. */
-  readonly completed: number;
-}
-
-interface Condition {
-  type: 'Succeeded';
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
-
-/** An entry of PipelineRun status.childReferences. */
-export interface ChildReference {
-  apiVersion: string;
-  kind: 'TaskRun';
-  name: string;
-  pipelineTaskName: string;
-}
+import { AutoRunner, type AutoHandle, type AutoOptions } from './auto-runner.js';
+import {
+  API_VERSION,
+  GROUP,
+  isRecord,
+  isTerminal,
+  succeededCondition,
+  VERSION,
+  type ChildReference,
+  type Condition,
+  type FailOptions,
+  type Known,
+  type PipelineObject,
+  type PipelineRunObject,
+  type Results,
+  type TektonObject,
+} from './tekton-objects.js';
 
 interface PipelineTask {
   name: string;
@@ -105,36 +52,9 @@ function now(): string {
   return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function succeededCondition(obj: TektonObject): Partial<Condition> | undefined {
-  const conds = obj.status?.['conditions'];
-  if (!Array.isArray(conds)) return undefined;
-  return (conds as unknown[]).find(
-    (c): c is Partial<Condition> => isRecord(c) && c['type'] === 'Succeeded',
-  );
-}
-
-/** True once the run has a final Succeeded condition (True or False). */
-export function isTerminal(obj: TektonObject): boolean {
-  const s = succeededCondition(obj)?.status;
-  return s === 'True' || s === 'False';
-}
-
 function tasksSummary(completed: number, failed: number, cancelled: number, skipped: number): string {
   // Tekton's exact wording, including the missing colon after "Cancelled".
   return `Tasks Completed: ${completed} (Failed: ${failed}, Cancelled ${cancelled}), Skipped: ${skipped}`;
-}
-
-const CANCEL_STATUSES = new Set(['Cancelled', 'CancelledRunFinally', 'StoppedRunFinally']);
-
-/** Objects the caller already holds, so the executor need not read them again. */
-export interface Known {
-  pr?: PipelineRunObject;
-  /** The run's Pipeline (undefined: none); absent key: look it up. */
-  pipeline?: PipelineObject | undefined;
 }
 
 export class SimulatedTektonExecutor {
@@ -389,266 +309,5 @@ export class SimulatedTektonExecutor {
         throw err;
       }
     }
-  }
-}
-
-/** PipelineRun spec.params as a name → value object with sorted keys. */
-function sortedParams(pr: PipelineRunObject): Record<string, unknown> {
-  const params = pr.spec?.['params'];
-  const entries: Array<[string, unknown]> = [];
-  if (Array.isArray(params)) {
-    for (const p of params as unknown[]) {
-      if (isRecord(p) && typeof p['name'] === 'string') entries.push([p['name'], p['value']]);
-    }
-  }
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return Object.fromEntries(entries);
-}
-
-const MAX_DERIVED_PARAMS = 200;
-
-/**
- * `<label>:<JSON of the sorted params>`. Past 200 characters the JSON is cut
- * and a short hash of the whole JSON appended, so values stay small (Tekton
- * results are size-limited) yet different params still give different values.
- */
-function derive(label: string, paramsJson: string): string {
-  if (paramsJson.length <= MAX_DERIVED_PARAMS) return `${label}:${paramsJson}`;
-  const hash = createHash('sha256').update(paramsJson).digest('hex').slice(0, 12);
-  return `${label}:${paramsJson.slice(0, MAX_DERIVED_PARAMS)}…${hash}`;
-}
-
-/**
- * The default auto-mode results: every result the Pipeline declares in
- * spec.results, with a value derived only from the run's params. The shape
- * follows the declaration: `type` if given, otherwise the shape of its
- * `value` (string, array, or object whose keys become the object's keys).
- */
-export function deterministicResults(pr: PipelineRunObject, pipeline: PipelineObject | undefined): Results {
-  const json = JSON.stringify(sortedParams(pr));
-  const declared = pipeline?.spec?.['results'];
-  const out: Results = {};
-  if (!Array.isArray(declared)) return out;
-  for (const r of declared as unknown[]) {
-    if (!isRecord(r) || typeof r['name'] !== 'string') continue;
-    const name = r['name'];
-    const value = r['value'];
-    const type = typeof r['type'] === 'string' ? r['type'] : Array.isArray(value) ? 'array' : isRecord(value) ? 'object' : 'string';
-    if (type === 'array') {
-      out[name] = [derive(`${name}[0]`, json)];
-    } else if (type === 'object') {
-      const keys = isRecord(value) ? Object.keys(value).sort() : isRecord(r['properties']) ? Object.keys(r['properties']).sort() : ['value'];
-      out[name] = Object.fromEntries(keys.map((k) => [k, derive(`${name}.${k}`, json)]));
-    } else {
-      out[name] = derive(name, json);
-    }
-  }
-  return out;
-}
-
-class AutoRunner implements AutoHandle {
-  completed = 0;
-  private stopped = false;
-  private watchAbort: AbortController | undefined;
-  private wakeUp: (() => void) | undefined;
-  private loop: Promise<void> | undefined;
-  private readonly timers = new Map<string, NodeJS.Timeout>();
-  private readonly cancelTimer = new Map<string, () => void>();
-  /** UIDs already scheduled or finished (so MODIFIED events don't restart them). */
-  private readonly seen = new Set<string>();
-  private readonly cancelling = new Set<string>();
-  private readonly inflight = new Set<Promise<void>>();
-  private readonly api: CustomObjectsApi;
-  private readonly delayMs: number;
-
-  constructor(
-    private readonly exec: SimulatedTektonExecutor,
-    private readonly kc: KubeConfig,
-    private readonly opts: AutoOptions,
-    private readonly log: LogFn,
-  ) {
-    this.api = kc.makeApiClient(CustomObjectsApi);
-    this.delayMs = opts.delayMs ?? 0;
-  }
-
-  start(): void {
-    this.loop = this.run();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.watchAbort?.abort();
-    this.wakeUp?.();
-    for (const uid of [...this.timers.keys()]) this.clearTimer(uid);
-    await this.loop;
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
-  }
-
-  /** List, then watch from the list's resourceVersion; on any end of the watch, start over. */
-  private async run(): Promise<void> {
-    let backoff = 100;
-    while (!this.stopped) {
-      try {
-        const list = (await this.api.listNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          namespace: this.opts.namespace,
-          plural: 'pipelineruns',
-        })) as { items?: PipelineRunObject[]; metadata?: { resourceVersion?: string } };
-        for (const pr of list.items ?? []) this.onEvent('ADDED', pr);
-        await this.watch(list.metadata?.resourceVersion);
-        backoff = 100;
-      } catch (err) {
-        if (this.stopped) break;
-        this.log(`executor: list/watch of pipelineruns in ${this.opts.namespace} failed: ${(err as Error).message}`);
-        backoff = Math.min(backoff * 2, 2000);
-      }
-      if (!this.stopped) await this.sleep(backoff);
-    }
-  }
-
-  private watch(resourceVersion: string | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const path = `/apis/${GROUP}/${VERSION}/namespaces/${this.opts.namespace}/pipelineruns`;
-      new Watch(this.kc)
-        .watch(
-          path,
-          { resourceVersion, allowWatchBookmarks: true },
-          (type: string, obj: unknown) => {
-            if (type === 'ERROR') {
-              // Typically 410 Gone (resourceVersion too old): re-list.
-              this.watchAbort?.abort();
-              return;
-            }
-            if (type === 'BOOKMARK' || !isRecord(obj)) return;
-            this.onEvent(type, obj as PipelineRunObject);
-          },
-          (err: unknown) => {
-            if (err && !this.stopped && !(err instanceof Error && err.name === 'AbortError')) reject(err as Error);
-            else resolve();
-          },
-        )
-        .then((ctrl) => {
-          this.watchAbort = ctrl;
-          if (this.stopped) ctrl.abort();
-        }, reject);
-    });
-  }
-
-  private onEvent(type: string, pr: PipelineRunObject): void {
-    if (this.stopped) return;
-    const uid = pr.metadata?.uid ?? '';
-    if (type === 'DELETED') {
-      this.clearTimer(uid);
-      return;
-    }
-    if (isTerminal(pr)) {
-      this.seen.add(uid);
-      return;
-    }
-    const specStatus = pr.spec?.['status'];
-    if (typeof specStatus === 'string' && CANCEL_STATUSES.has(specStatus)) {
-      if (this.cancelling.has(uid)) return;
-      this.cancelling.add(uid);
-      this.seen.add(uid);
-      this.clearTimer(uid);
-      this.track(pr, async (ns, name) => {
-        await this.exec.markCancelled(ns, name);
-        this.completed++;
-      });
-      return;
-    }
-    if (specStatus === 'PipelineRunPending' || this.seen.has(uid)) return;
-    this.seen.add(uid);
-    if (this.delayMs <= 0) {
-      this.track(pr, (ns, name) => this.complete(ns, name, pr));
-      return;
-    }
-    this.track(pr, async (ns, name) => {
-      const running = await this.exec.markRunning(ns, name);
-      if (await this.delay(uid)) await this.complete(ns, name, running);
-    });
-  }
-
-  /** Waits delayMs; resolves false if cancelled meanwhile (run cancelled or deleted, or runner stopped). */
-  private delay(uid: string): Promise<boolean> {
-    return new Promise((resolve) => {
-      if (this.stopped) return resolve(false);
-      const t = setTimeout(() => {
-        this.timers.delete(uid);
-        this.cancelTimer.delete(uid);
-        resolve(true);
-      }, this.delayMs);
-      this.timers.set(uid, t);
-      this.cancelTimer.set(uid, () => resolve(false));
-    });
-  }
-
-  private clearTimer(uid: string): void {
-    clearTimeout(this.timers.get(uid));
-    this.timers.delete(uid);
-    this.cancelTimer.get(uid)?.();
-    this.cancelTimer.delete(uid);
-  }
-
-  /** Pipelines by name, read at most once a second: Tekton, too, reads them from a cache. */
-  private readonly pipelines = new Map<string, { at: number; pipeline: Promise<PipelineObject | undefined> }>();
-
-  private pipelineOf(pr: PipelineRunObject): Promise<PipelineObject | undefined> {
-    const ref = pr.spec?.['pipelineRef'];
-    const key = isRecord(ref) && typeof ref['name'] === 'string' ? ref['name'] : undefined;
-    if (!key) return this.exec.resolvePipeline(pr);
-    const hit = this.pipelines.get(key);
-    if (hit && Date.now() - hit.at < 1000) return hit.pipeline;
-    const pipeline = this.exec.resolvePipeline(pr);
-    this.pipelines.set(key, { at: Date.now(), pipeline });
-    pipeline.catch(() => this.pipelines.delete(key));
-    return pipeline;
-  }
-
-  /** Completes a run, starting from the object as last seen (a stale one costs one conflict and a read). */
-  private async complete(namespace: string, name: string, seen: PipelineRunObject): Promise<void> {
-    const pr = seen;
-    if (isTerminal(pr) || this.cancelling.has(pr.metadata?.uid ?? '')) return;
-    const pipeline = await this.pipelineOf(pr);
-    const outcome: Outcome = this.opts.outcome
-      ? await this.opts.outcome(pr, pipeline)
-      : { succeeded: true, results: deterministicResults(pr, pipeline) };
-    if (this.stopped) return;
-    const known: Known = { pr, pipeline };
-    if (outcome.succeeded) await this.exec.succeed(namespace, name, outcome.results ?? {}, known);
-    else await this.exec.fail(namespace, name, { ...outcome, failedTasks: outcome.failedTasks ?? [] }, known);
-    this.completed++;
-  }
-
-  /** Runs a write for one PipelineRun in the background; errors are logged (a deleted run is not an error). */
-  private track(pr: PipelineRunObject, fn: (namespace: string, name: string) => Promise<void>): void {
-    const ns = pr.metadata?.namespace ?? this.opts.namespace;
-    const name = pr.metadata?.name ?? '';
-    const p = fn(ns, name)
-      .catch((err: unknown) => {
-        if (statusCode(err) === 404) return;
-        this.log(`executor: PipelineRun ${ns}/${name}: ${(err as Error).message}; retrying in 1 s`);
-        // As Tekton's reconciler would: try again (the cluster may have been unreachable).
-        const uid = pr.metadata?.uid ?? '';
-        this.seen.delete(uid);
-        this.cancelling.delete(uid);
-        setTimeout(() => this.onEvent('MODIFIED', pr), 1000).unref();
-      })
-      .finally(() => this.inflight.delete(p));
-    this.inflight.add(p);
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.wakeUp = undefined;
-        resolve();
-      }, ms);
-      this.wakeUp = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
   }
 }
