@@ -1,5 +1,5 @@
 /**
- * The benchmark run: two control planes (src/envtest), the project's CRDs and
+ * The benchmark run: two control planes (src/localenv), the project's CRDs and
  * RBAC, a benchmark Pipeline and config, something that runs the
  * PipelineRuns — the simulated executor (default) or, with `--tekton real`,
  * Tekton Pipelines' own controller, resolvers and webhook with a simulated
@@ -52,7 +52,7 @@ const NS = CONTROLLER_NAMESPACE;
  * the run's params (deterministicResults: `digest:{"image":"…"}`); for real
  * Tekton the step says the same value through SIMULATED_RESULT_digest, which
  * Tekton substitutes $(params.image) into and the simulated kubelet writes as
- * the step's result (src/envtest/kubelet.ts). The step's command is set, so
+ * the step's result (src/localenv/simulated/kubelet.ts). The step's command is set, so
  * Tekton need not look the (never pulled) image up.
  */
 export function benchPipeline(): KubernetesObject {

@@ -1,7 +1,7 @@
 /**
  * `internal-services local [--keep]`: the whole story on this machine, with
- * nothing installed. Brings up the two embedded control planes of the test
- * harness (src/envtest) with real Tekton (its controller, resolvers and
+ * nothing installed. Brings up the two embedded control planes of the local
+ * environment (src/localenv) with real Tekton (its controller, resolvers and
  * webhook, built from its Go module) on the internal one, installs the CRDs,
  * the RBAC, the sample Pipeline and `config` from config/samples, starts the
  * controller as its real command-line process under its own RBAC identities,

@@ -3,7 +3,7 @@
  * as real processes against the real remote control plane, with the real
  * controller process and REAL Tekton (controller, resolvers, webhook) running
  * the Pipelines on the internal control plane; only the TaskRun pods are
- * simulated (SimulatedKubelet, see src/envtest/kubelet.ts), each step as its
+ * simulated (SimulatedKubelet, see src/localenv/simulated/kubelet.ts), each step as its
  * SIMULATED_* env says after Tekton's own param substitution:
  *   echo    succeeds; its step produces results from the params;
  *   broken  fails (its task "build" exits 1);

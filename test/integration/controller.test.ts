@@ -2,7 +2,7 @@
  * The request flow on two real control planes (kube-apiserver + etcd), with
  * the controller running as its real CLI process under the project's RBAC,
  * and REAL Tekton (controller, resolvers, webhook) running the PipelineRuns;
- * only the TaskRun pods are simulated (src/envtest/kubelet.ts). Steps that
+ * only the TaskRun pods are simulated (src/localenv/simulated/kubelet.ts). Steps that
  * must wait for the test use SIMULATED_DURATION=gate and releaseRun().
  */
 import { after, before, describe, test } from 'node:test';

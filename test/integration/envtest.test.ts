@@ -1,5 +1,5 @@
 /**
- * Integration test of the test environment itself (src/envtest): real etcd
+ * Integration test of the test environment itself (src/localenv): real etcd
  * and kube-apiservers, real Tekton CRDs, the simulated Tekton executor.
  * Uses its own small config directory (a tiny CRD and RBAC) so it does not
  * depend on the project's manifests.

@@ -3,7 +3,7 @@
  * leader election between two real controller processes. The Pipelines run
  * on REAL Tekton (controller, resolvers, webhook) on the internal control
  * plane; only the TaskRun pods are simulated (SimulatedKubelet, see
- * src/envtest/kubelet.ts). Pipeline "sign" has a gated step: a run stays
+ * src/localenv/simulated/kubelet.ts). Pipeline "sign" has a gated step: a run stays
  * Running until the test releases its pod (releaseRun), and then produces
  * the result signature = "sig-<image>".
  */
