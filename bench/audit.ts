@@ -1,6 +1,6 @@
 /**
  * Counting API requests from an apiserver's audit log (JSON lines, level
- * Metadata, RequestReceived stage omitted — see src/envtest/environment.ts).
+ * Metadata, RequestReceived stage omitted — see src/localenv/real/environment.ts).
  *
  * A request appears once (ResponseComplete), except long-running ones
  * (watches), which also have a ResponseStarted line: requests are therefore

@@ -6,8 +6,7 @@
  * RBAC as the controller's, so it is the limit a controller's writes share.
  */
 import https from 'node:https';
-import type { ControlPlane } from '../src/envtest/environment.js';
-import { ensureNamespace } from '../src/envtest/apply.js';
+import { type ControlPlane, ensureNamespace } from '../src/localenv/index.js';
 import { distribution, round, type Distribution } from './stats.js';
 
 export interface CeilingResult {

@@ -22,10 +22,17 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
-import { startEnvironment, type Environment, type ControlPlane } from '../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../src/envtest/apply.js';
-import { FaultProxy, kubeconfigVia } from '../src/envtest/fault-proxy.js';
-import { SimulatedTektonExecutor } from '../src/envtest/executor.js';
+import {
+  startEnvironment,
+  type Environment,
+  type ControlPlane,
+  applyObjects,
+  grantRequester,
+  installProject,
+  FaultProxy,
+  kubeconfigVia,
+  SimulatedTektonExecutor,
+} from '../src/localenv/index.js';
 import { fromKubeConfig, statusCode, type ResourceClient } from '../src/kube/client.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
 import { repoRoot } from '../src/util/repo.js';

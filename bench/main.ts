@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { CONTROLLER_USERNAME } from '../src/envtest/environment.js';
+import { CONTROLLER_USERNAME } from '../src/localenv/index.js';
 import { DEFAULT_CONTROLLER_CMD, DEFAULT_READY_LOG } from './controller-process.js';
 import { formatReport } from './report.js';
 import { runBenchmark } from './run.js';

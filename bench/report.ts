@@ -1,5 +1,5 @@
 /** The human-readable table of a benchmark result. */
-import { TEKTON_IDENTITIES } from '../src/envtest/tekton.js';
+import { TEKTON_IDENTITIES } from '../src/localenv/index.js';
 import type { ApiRow } from './analyze.js';
 import type { Distribution } from './stats.js';
 import type { BenchResult, PassResult } from './types.js';

@@ -1,5 +1,5 @@
 /**
- * The benchmark run: two control planes (src/envtest), the project's CRDs and
+ * The benchmark run: two control planes (src/localenv), the project's CRDs and
  * RBAC, a benchmark Pipeline and config, something that runs the
  * PipelineRuns — the simulated executor (default) or, with `--tekton real`,
  * Tekton Pipelines' own controller, resolvers and webhook with a simulated
@@ -17,10 +17,17 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../src/util/repo.js';
-import { CONTROLLER_NAMESPACE, startEnvironment, type Environment } from '../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../src/envtest/apply.js';
-import { deterministicResults, type PipelineRunObject } from '../src/envtest/executor.js';
-import { RESULT_ENV_PREFIX } from '../src/envtest/kubelet.js';
+import {
+  CONTROLLER_NAMESPACE,
+  startEnvironment,
+  type Environment,
+  applyObjects,
+  grantRequester,
+  installProject,
+  deterministicResults,
+  type PipelineRunObject,
+  RESULT_ENV_PREFIX,
+} from '../src/localenv/index.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
 import { fromKubeConfig } from '../src/kube/client.js';
 import { apiFigures, correctness, latencies, type AuditWindow } from './analyze.js';
@@ -45,7 +52,7 @@ const NS = CONTROLLER_NAMESPACE;
  * the run's params (deterministicResults: `digest:{"image":"…"}`); for real
  * Tekton the step says the same value through SIMULATED_RESULT_digest, which
  * Tekton substitutes $(params.image) into and the simulated kubelet writes as
- * the step's result (src/envtest/kubelet.ts). The step's command is set, so
+ * the step's result (src/localenv/simulated/kubelet.ts). The step's command is set, so
  * Tekton need not look the (never pulled) image up.
  */
 export function benchPipeline(): KubernetesObject {

@@ -1,15 +1,14 @@
 /**
  * Runs the simulated part of the benchmark in a worker thread, so its work
  * does not delay the timestamps the main thread takes, with a keep-alive
- * client: the simulated Tekton executor (src/envtest/executor.ts), or, with
- * `--tekton real`, the simulated kubelet (src/envtest/kubelet.ts) for the
+ * client: the simulated Tekton executor (src/localenv/simulated/executor.ts), or, with
+ * `--tekton real`, the simulated kubelet (src/localenv/simulated/kubelet.ts) for the
  * pods real Tekton creates.
  * Messages: in {type:'stop'}; out {type:'started'} | {type:'stopped', completed} | {type:'log', msg}.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { KubeConfig } from '@kubernetes/client-node';
-import { SimulatedTektonExecutor } from '../src/envtest/executor.js';
-import { SimulatedKubelet } from '../src/envtest/kubelet.js';
+import { SimulatedTektonExecutor, SimulatedKubelet } from '../src/localenv/index.js';
 import { useKeepAlive } from './keepalive.js';
 
 export type SimulationWorkerData =

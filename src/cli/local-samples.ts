@@ -13,7 +13,7 @@ import { stringify } from 'yaml';
 import type { InternalRequest, InternalRequestSpec } from '../api/types.js';
 import { phaseMessageOf, phaseOf } from '../api/conditions.js';
 import { requesterLoop, type Verdict } from '../api/readers.js';
-import type { Manifest } from '../envtest/apply.js';
+import type { Manifest } from '../localenv/index.js';
 
 /** A remote namespace the requester may use but that is not on the sample allowList. */
 export const UNLISTED_NAMESPACE = 'unlisted-tenant';

@@ -1,7 +1,7 @@
 /**
  * `internal-services local [--keep]`: the whole story on this machine, with
- * nothing installed. Brings up the two embedded control planes of the test
- * harness (src/envtest) with real Tekton (its controller, resolvers and
+ * nothing installed. Brings up the two embedded control planes of the local
+ * environment (src/localenv) with real Tekton (its controller, resolvers and
  * webhook, built from its Go module) on the internal one, installs the CRDs,
  * the RBAC, the sample Pipeline and `config` from config/samples, starts the
  * controller as its real command-line process under its own RBAC identities,
@@ -22,10 +22,21 @@ import { join, relative } from 'node:path';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
-import { CONTROLLER_NAMESPACE, startEnvironment, type Environment } from '../envtest/environment.js';
-import { applyObjects, grantRequester, installProject, loadManifests, statusMessage, type Manifest } from '../envtest/apply.js';
-import { repoRoot } from '../envtest/binaries.js';
-import { freePorts, startWatchdog, writePidFile } from '../envtest/processes.js';
+import {
+  CONTROLLER_NAMESPACE,
+  startEnvironment,
+  type Environment,
+  applyObjects,
+  grantRequester,
+  installProject,
+  loadManifests,
+  statusMessage,
+  type Manifest,
+  repoRoot,
+  freePorts,
+  startWatchdog,
+  writePidFile,
+} from '../localenv/index.js';
 import { CONFIG_NAME, type InternalRequest, type InternalRequestSpec } from '../api/types.js';
 import { followSamples, startControllerProcess, stopControllerProcess, trackSamples, waitForReady, type ControllerChild } from './local-processes.js';
 import { APPROVAL_NAMESPACE, APPROVAL_RULE, approverRbac, catalogFiles, demoConfig, FAIL_PARAM, RequesterView, scenarios as sampleScenarios, UNLISTED_NAMESPACE, type Scenario } from './local-samples.js';

@@ -10,8 +10,7 @@ import { phaseOf } from '../../src/api/conditions.js';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../../src/localenv/index.js';
 import type { InternalRequestApproval } from '../../src/api/types.js';
 import {
   api, createRequest, getRequest, messageOf, NS, pipelineRunsFor, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase, runPlugin, type ControllerProcess,

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../../src/util/repo.js';
-import { CONTROLLER_USERNAME } from '../../src/envtest/environment.js';
+import { CONTROLLER_USERNAME } from '../../src/localenv/index.js';
 import { correctness } from '../../bench/analyze.js';
 import type { AuditEvent } from '../../bench/audit.js';
 import { isErrorLine } from '../../bench/controller-process.js';

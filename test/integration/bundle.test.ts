@@ -12,9 +12,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
-import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
+import {
+  startEnvironment,
+  type Environment,
+  applyObjects,
+  grantRequester,
+  installProject,
+  SimulatedTektonExecutor,
+} from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
 import { createRequest, messageOf, NS, runCli, setRunConfig, testPipeline, waitForPhase, type ControllerProcess } from './helpers.js';
 

@@ -3,7 +3,7 @@
  * as real processes against the real remote control plane, with the real
  * controller process and REAL Tekton (controller, resolvers, webhook) running
  * the Pipelines on the internal control plane; only the TaskRun pods are
- * simulated (SimulatedKubelet, see src/envtest/kubelet.ts), each step as its
+ * simulated (SimulatedKubelet, see src/localenv/simulated/kubelet.ts), each step as its
  * SIMULATED_* env says after Tekton's own param substitution:
  *   echo    succeeds; its step produces results from the params;
  *   broken  fails (its task "build" exits 1);
@@ -18,8 +18,7 @@ import { join } from 'node:path';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { repoRoot } from '../../src/api/crd-render.js';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, ensureNamespace, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { startEnvironment, type Environment, applyObjects, ensureNamespace, grantRequester, installProject } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { CLI, getRequest, IR, NS, simulatedStep, startController, testPipeline, waitForPhase, type ControllerProcess } from './helpers.js';
 

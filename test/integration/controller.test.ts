@@ -2,15 +2,21 @@
  * The request flow on two real control planes (kube-apiserver + etcd), with
  * the controller running as its real CLI process under the project's RBAC,
  * and REAL Tekton (controller, resolvers, webhook) running the PipelineRuns;
- * only the TaskRun pods are simulated (src/envtest/kubelet.ts). Steps that
+ * only the TaskRun pods are simulated (src/localenv/simulated/kubelet.ts). Steps that
  * must wait for the test use SIMULATED_DURATION=gate and releaseRun().
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CoreV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, ensureServiceAccount, grantRequester, installProject } from '../../src/envtest/apply.js';
-import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
+import {
+  startEnvironment,
+  type Environment,
+  applyObjects,
+  ensureServiceAccount,
+  grantRequester,
+  installProject,
+  SimulatedTektonExecutor,
+} from '../../src/localenv/index.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import { TODAYS_PAYLOAD } from '../unit/fixtures.js';

@@ -1,5 +1,5 @@
 /**
- * Integration test of the test environment itself (src/envtest): real etcd
+ * Integration test of the test environment itself (src/localenv): real etcd
  * and kube-apiservers, real Tekton CRDs, the simulated Tekton executor.
  * Uses its own small config directory (a tiny CRD and RBAC) so it does not
  * depend on the project's manifests.
@@ -18,9 +18,19 @@ import {
   VersionApi,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { applyObjects, grantRequester, installProject, loadManifests, statusCode } from '../../src/envtest/apply.js';
-import { startEnvironment, CONTROLLER_NAMESPACE, type Environment } from '../../src/envtest/environment.js';
-import { SimulatedTektonExecutor, isTerminal, type TektonObject } from '../../src/envtest/executor.js';
+import {
+  applyObjects,
+  grantRequester,
+  installProject,
+  loadManifests,
+  statusCode,
+  startEnvironment,
+  CONTROLLER_NAMESPACE,
+  type Environment,
+  SimulatedTektonExecutor,
+  isTerminal,
+  type TektonObject,
+} from '../../src/localenv/index.js';
 
 const run = promisify(execFile);
 

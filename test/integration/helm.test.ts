@@ -34,9 +34,17 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { controllerCommand, type ControllerFlags } from '../../src/cli/controller.js';
-import { startEnvironment, type ControlPlane, type Environment } from '../../src/envtest/environment.js';
-import { applyManifests, applyObjects, ensureNamespace, loadManifests, waitForCrds } from '../../src/envtest/apply.js';
-import { SimulatedTektonExecutor } from '../../src/envtest/executor.js';
+import {
+  startEnvironment,
+  type ControlPlane,
+  type Environment,
+  applyManifests,
+  applyObjects,
+  ensureNamespace,
+  loadManifests,
+  waitForCrds,
+  SimulatedTektonExecutor,
+} from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
 import { createRequest, expectAccess as expectAccessOn, messageOf, runCli, testPipeline, waitFor, waitForPhase, type AccessCheck, type ControllerProcess } from './helpers.js';
 

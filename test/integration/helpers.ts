@@ -5,8 +5,7 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CustomObjectsApi, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
-import type { Environment } from '../../src/envtest/environment.js';
-import { applyObjects } from '../../src/envtest/apply.js';
+import { type Environment, applyObjects } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { phaseOf } from '../../src/api/conditions.js';
@@ -177,7 +176,7 @@ export async function httpStatus(url: string): Promise<number> {
  * A step of a test Task on real Tekton. How its simulated run goes (results,
  * exit code, duration, "gate") is said by SIMULATED_* env vars, read by the
  * simulated kubelet after Tekton has substituted params into them (see
- * src/envtest/kubelet.ts). The image is never pulled; the command is set so
+ * src/localenv/simulated/kubelet.ts). The image is never pulled; the command is set so
  * Tekton need not look the image up.
  */
 export function simulatedStep(name: string, vars: Record<string, string> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -243,8 +242,8 @@ export function sample(text: string, name: string, labels: Record<string, string
 }
 
 
-/** The test relay is the envtest fault proxy (cut, freeze, cutAfterMs). */
-export { FaultProxy as Relay, kubeconfigVia } from '../../src/envtest/fault-proxy.js';
+/** The test relay is the local environment's fault proxy (cut, freeze, cutAfterMs). */
+export { FaultProxy as Relay, kubeconfigVia } from '../../src/localenv/index.js';
 
 /** One question for the API server's authorizer (a SubjectAccessReview). */
 export interface AccessCheck {

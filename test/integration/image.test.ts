@@ -39,9 +39,15 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, re
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { startEnvironment, type Environment, type Identity } from '../../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
-import { freePorts } from '../../src/envtest/processes.js';
+import {
+  startEnvironment,
+  type Environment,
+  type Identity,
+  applyObjects,
+  grantRequester,
+  installProject,
+  freePorts,
+} from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { api, getRequest, messageOf, NS, PR, reasonOf, sample, setRunConfig, simulatedStep, testPipeline, waitFor } from './helpers.js';

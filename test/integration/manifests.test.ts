@@ -12,8 +12,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { repoRoot } from '../../src/api/crd-render.js';
-import { CONTROLLER_NAMESPACE, CONTROLLER_USERNAME, startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { ensureNamespace } from '../../src/envtest/apply.js';
+import { CONTROLLER_NAMESPACE, CONTROLLER_USERNAME, startEnvironment, type Environment, ensureNamespace } from '../../src/localenv/index.js';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
 

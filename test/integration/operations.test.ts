@@ -3,7 +3,7 @@
  * leader election between two real controller processes. The Pipelines run
  * on REAL Tekton (controller, resolvers, webhook) on the internal control
  * plane; only the TaskRun pods are simulated (SimulatedKubelet, see
- * src/envtest/kubelet.ts). Pipeline "sign" has a gated step: a run stays
+ * src/localenv/simulated/kubelet.ts). Pipeline "sign" has a gated step: a run stays
  * Running until the test releases its pod (releaseRun), and then produces
  * the result signature = "sig-<image>".
  */
@@ -11,8 +11,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../../src/localenv/index.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import {
   api, createRequest, httpStatus, NS, PR, pipelineRunsFor, releaseRun, runCli, simulatedStep, startController, testPipeline, waitFor, waitForPhase,

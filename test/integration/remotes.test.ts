@@ -12,8 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { startEnvironment, type ControlPlane, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, grantRequester, installProject } from '../../src/envtest/apply.js';
+import { startEnvironment, type ControlPlane, type Environment, applyObjects, grantRequester, installProject } from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
 import { LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
 import {

@@ -9,8 +9,15 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { startEnvironment, type Environment } from '../../src/envtest/environment.js';
-import { applyObjects, ensureNamespace, ensureServiceAccount, grantRequester, installProject } from '../../src/envtest/apply.js';
+import {
+  startEnvironment,
+  type Environment,
+  applyObjects,
+  ensureNamespace,
+  ensureServiceAccount,
+  grantRequester,
+  installProject,
+} from '../../src/localenv/index.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, startResolution, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
 import { fromKubeConfig } from '../../src/kube/client.js';

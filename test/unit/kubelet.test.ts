@@ -1,7 +1,7 @@
 /** The simulated kubelet's reading of a step's SIMULATED_* env and its termination messages. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planStep, terminationMessage } from '../../src/envtest/kubelet.js';
+import { planStep, terminationMessage } from '../../src/localenv/index.js';
 
 const container = (env: Record<string, string>) => ({ name: 'step-x', env: Object.entries(env).map(([name, value]) => ({ name, value })) });
 

@@ -25,10 +25,11 @@ import {
   type KubeConfig,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import type { EnvtestAssets, LogFn } from './binaries.js';
+import type { EnvtestAssets } from './binaries.js';
+import type { LogFn } from '../log.js';
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './manifests.js';
 import { freePortsBelow, ManagedProcess, waitUntilReady } from './processes.js';
-import { SimulatedKubelet } from './kubelet.js';
+import { SimulatedKubelet } from '../simulated/kubelet.js';
 import { startGitServer, type GitServer } from './git.js';
 
 export const TEKTON_NAMESPACE = 'tekton-pipelines';

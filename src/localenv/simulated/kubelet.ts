@@ -29,10 +29,10 @@
  * A step without them succeeds at once with no results.
  */
 import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
-import { statusCode } from '../kube/client.js';
-import { rfc3339 } from '../api/conditions.js';
-import { parseDuration } from '../util/duration.js';
-import type { LogFn } from './binaries.js';
+import { statusCode } from '../../kube/client.js';
+import { rfc3339 } from '../../api/conditions.js';
+import { parseDuration } from '../../util/duration.js';
+import type { LogFn } from '../log.js';
 
 /** Tekton labels every pod it creates for a TaskRun with this. */
 export const TEKTON_POD_SELECTOR = 'app.kubernetes.io/managed-by=tekton-pipelines';

@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { repoRoot } from '../util/repo.js';
+import { repoRoot } from '../../util/repo.js';
+import type { LogFn } from '../log.js';
 
 export interface EnvtestAssets {
   /** Directory holding kube-apiserver, etcd and kubectl. */
@@ -21,9 +22,6 @@ export interface EnvtestAssets {
   etcdVersion: string;
   tektonVersion: string;
 }
-
-export type LogFn = (msg: string) => void;
-
 
 export { repoRoot };
 

@@ -19,7 +19,7 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { statusCode } from '../kube/client.js';
+import { statusCode } from '../../kube/client.js';
 
 /** A manifest object: at least apiVersion, kind and metadata.name. */
 export type Manifest = KubernetesObject & Record<string, unknown>;

@@ -1,0 +1,75 @@
+/**
+ * The local environment: what the local demo (`internal-services local`),
+ * the integration tests and the benchmarks run against.
+ *
+ * - real/: real processes and their wiring — one etcd and kube-apiservers
+ *   (a remote and an internal cluster), real Tekton (controller, resolvers,
+ *   webhook), a git daemon, a fault-injecting TCP proxy, the binaries they
+ *   are built from, and manifest helpers.
+ * - simulated/: what stands in for pods — the simulated kubelet (plays the
+ *   containers of Tekton's TaskRun pods) and the simulated Tekton executor
+ *   (writes PipelineRun/TaskRun status with no Tekton at all).
+ *
+ * Arrows go one way: real/ may use simulated/ (Tekton runs with the
+ * simulated kubelet), simulated/ uses nothing of real/. Nothing here imports
+ * from src/controller or src/cli. Callers import from this file.
+ */
+export type { LogFn } from './log.js';
+export { ensureBinaries, repoRoot, type EnvtestAssets } from './real/binaries.js';
+export { startEnvironment, type Environment, type StartEnvironmentOptions } from './real/environment.js';
+export type { ControlPlane, PlaneName } from './real/control-plane.js';
+export {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  CONTROLLER_USERNAME,
+  type ControlPlaneIdentities,
+  type Identity,
+} from './real/identities.js';
+export {
+  applyManifests,
+  applyObjects,
+  ensureNamespace,
+  ensureServiceAccount,
+  grantRequester,
+  installProject,
+  loadManifests,
+  statusCode,
+  statusMessage,
+  waitForCrds,
+  REQUESTER_CLUSTER_ROLE,
+  type InstallProjectOptions,
+  type Manifest,
+} from './real/apply.js';
+export { freePorts, startWatchdog, tailFile, writePidFile } from './real/processes.js';
+export { FaultProxy, kubeconfigVia } from './real/fault-proxy.js';
+export {
+  startTekton,
+  TEKTON_NAMESPACE,
+  RESOLVERS_NAMESPACE,
+  TEKTON_IDENTITIES,
+  type TektonOptions,
+  type TektonPlatform,
+} from './real/tekton.js';
+export { startGitServer, type GitRepository, type GitServer } from './real/git.js';
+export { SimulatedTektonExecutor } from './simulated/executor.js';
+export type { AutoHandle, AutoOptions } from './simulated/auto-runner.js';
+export { deterministicResults } from './simulated/results.js';
+export {
+  isTerminal,
+  type ChildReference,
+  type FailOptions,
+  type Outcome,
+  type PipelineObject,
+  type PipelineRunObject,
+  type Results,
+  type ResultValue,
+  type TektonObject,
+} from './simulated/tekton-objects.js';
+export {
+  SimulatedKubelet,
+  planStep,
+  terminationMessage,
+  RESULT_ENV_PREFIX,
+  TEKTON_POD_SELECTOR,
+  type StepPlan,
+} from './simulated/kubelet.js';

@@ -1,0 +1,218 @@
+/**
+ * A throwaway pair of real Kubernetes control planes for tests, demos and
+ * benchmarks: one etcd and two kube-apiservers ("remote" and "internal")
+ * that share it under different key prefixes, so the clusters are fully
+ * isolated from each other while costing a single etcd.
+ *
+ * There is no controller-manager, scheduler or kubelet: objects are stored
+ * and served (CRDs, RBAC, admission, watches all work), but nothing acts on
+ * them — e.g. no garbage collection, no default ServiceAccounts, no Pods run.
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { ensureBinaries, type EnvtestAssets } from './binaries.js';
+import type { LogFn } from '../log.js';
+import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
+import { startTekton, type TektonOptions, type TektonPlatform } from './tekton.js';
+import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
+import type { Identity } from './identities.js';
+
+export interface Environment {
+  /** Holds logs, kubeconfigs, certs, etcd data. */
+  dir: string;
+  remote: ControlPlane;
+  internal: ControlPlane;
+  /** Every remote cluster: remotes[0] is `remote`, then "remote-2", … (with `remotes`). */
+  remotes: ControlPlane[];
+  assets: EnvtestAssets;
+  /** The one etcd's client URL (plain HTTP on 127.0.0.1), e.g. for compaction. */
+  etcdUrl: string;
+  /** Milliseconds from startEnvironment() until both apiservers were ready (binaries lookup included). */
+  startupMs: number;
+  /** Real Tekton on the internal cluster (pods simulated), when started with `tekton`. */
+  tekton?: TektonPlatform;
+  /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartEnvironmentOptions {
+  /** Use (and keep) this directory instead of a fresh temporary one. Existing state in it is reused. */
+  dir?: string;
+  /** How many remote clusters (default 1): each its own kube-apiserver with its own etcd prefix and the remote identities. */
+  remotes?: number;
+  /** Write a Metadata-level audit log per apiserver (see ControlPlane.auditLogPath). */
+  audit?: boolean;
+  /** Progress messages; defaults to silence (install.sh output then goes to process.stderr). */
+  log?: LogFn;
+  /** Give up waiting for readiness after this long (default 60 s). */
+  readyTimeoutMs?: number;
+  /**
+   * Also run real Tekton (controller, resolvers, webhook; pods simulated) on
+   * the internal cluster, plus a git server on loopback. See tekton.ts.
+   */
+  tekton?: boolean | TektonOptions;
+}
+
+// Metadata for every request; RequestReceived is omitted so that each
+// request produces exactly one line (at ResponseComplete, or Panic), which
+// makes per-identity request counts a simple line count.
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+`;
+
+export async function startEnvironment(opts: StartEnvironmentOptions = {}): Promise<Environment> {
+  const started = Date.now();
+  const log: LogFn = opts.log ?? (() => {});
+  const assets = await ensureBinaries(opts.log);
+  const keep = opts.dir !== undefined || process.env['ENVTEST_KEEP'] === '1';
+  const dir = opts.dir !== undefined ? resolve(opts.dir) : mkdtempSync(join(tmpdir(), 'internal-services-envtest-'));
+  mkdirSync(dir, { recursive: true });
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
+
+  const processes: ManagedProcess[] = [];
+  /** Processes started on top of the control planes (Tekton, git daemon), for the pid file; Tekton stops them. */
+  const adopted: ManagedProcess[] = [];
+  let tekton: TektonPlatform | undefined;
+  const pidFile = join(dir, 'pids');
+  const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
+  let watchdog: ChildProcess | undefined;
+  let stopping: Promise<void> | undefined;
+  // Concurrent or repeated stop() calls share one teardown.
+  const stopAll = (): Promise<void> => (stopping ??= teardown());
+
+  const teardown = async (): Promise<void> => {
+    // Apiservers first (they would otherwise log etcd errors while going down).
+    // A graceful apiserver shutdown takes about a second; when the state is
+    // thrown away anyway there is nothing to be graceful about.
+    const graceMs = keep ? 3000 : 0;
+    // Tekton's stop() ends every process it adopted (its own, the git daemon).
+    await tekton?.stop().catch(() => {});
+    const [etcdProc, ...apiservers] = processes;
+    await Promise.all(apiservers.map((p) => p.stop(graceMs)));
+    await etcdProc?.stop(graceMs);
+    watchdog?.kill('SIGKILL');
+    if (!keep) {
+      rmSync(dir, { recursive: true, force: true });
+      removeOnExit(dir, false);
+    } else log(`envtest: kept ${dir}`);
+  };
+
+  try {
+    const extraRemotes = Math.max(0, (opts.remotes ?? 1) - 1);
+    const ports = await freePorts(4 + extraRemotes);
+    const [etcdClientPort, etcdPeerPort, remotePort, internalPort] = ports as [number, number, number, number];
+    watchdog = startWatchdog(pidFile, keep ? undefined : dir);
+    if (!keep) removeOnExit(dir);
+
+    // --- etcd ---
+    mkdirSync(join(dir, 'etcd'), { recursive: true });
+    const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
+    const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
+    const etcd = new ManagedProcess(
+      'etcd',
+      join(assets.binDir, 'etcd'),
+      [
+        '--name=envtest',
+        `--data-dir=${join(dir, 'etcd', 'data')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=envtest=${peerUrl}`,
+        // Test data is disposable: skipping fsync makes every write much cheaper.
+        '--unsafe-no-fsync',
+        '--log-level=warn',
+      ],
+      join(dir, 'etcd.log'),
+      refreshPids,
+    );
+    processes.push(etcd);
+    etcd.start();
+
+    // --- shared apiserver inputs ---
+    // One service-account signing key pair serves both clusters; nothing here
+    // relies on tokens of one cluster being rejected by the other.
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    const saPub = join(dir, 'sa.pub');
+    const saKey = join(dir, 'sa.key');
+    writeFileSync(saPub, publicKey);
+    writeFileSync(saKey, privateKey, { mode: 0o600 });
+    const auditPolicy = join(dir, 'audit-policy.yaml');
+    if (opts.audit) writeFileSync(auditPolicy, AUDIT_POLICY);
+
+    const names: PlaneName[] = ['remote', 'internal', ...Array.from({ length: extraRemotes }, (_, i) => `remote-${i + 2}` as PlaneName)];
+    const planes = names.map((name, i) => {
+      const port = name === 'remote' ? remotePort : name === 'internal' ? internalPort : ports[4 + i - 2]!;
+      return new ApiserverPlane(name, {
+        dir: join(dir, name),
+        port,
+        binDir: assets.binDir,
+        etcdUrl,
+        saPub,
+        saKey,
+        auditPolicy: opts.audit ? auditPolicy : undefined,
+        readyTimeoutMs,
+        onChange: refreshPids,
+      });
+    }) as [ApiserverPlane, ApiserverPlane, ...ApiserverPlane[]];
+    processes.push(...planes.map((p) => p.process));
+
+    await waitForEtcd(etcdUrl, etcd, readyTimeoutMs);
+    log(`envtest: etcd ready after ${Date.now() - started} ms`);
+    // Both apiservers boot concurrently; that is most of the startup time.
+    await Promise.all(planes.map((p) => p.startApiserver()));
+    for (const p of planes) p.writeIdentities();
+
+    const startupMs = Date.now() - started;
+    log(`envtest: control planes ready after ${startupMs} ms (remote ${planes[0].url}, internal ${planes[1].url}; dir ${dir})`);
+    if (opts.tekton) {
+      const internal = planes[1];
+      tekton = await startTekton(
+        {
+          dir,
+          assets,
+          admin: internal.identities.admin.kubeConfig(),
+          kubeconfigFor: (username) => {
+            const id = Object.values(internal.identities).find((i: Identity | undefined) => i?.username === username);
+            if (!id) throw new Error(`no identity ${username} on the internal cluster`);
+            return id.kubeconfigPath;
+          },
+          adopt: (p) => {
+            adopted.push(p);
+            refreshPids();
+          },
+          onChange: refreshPids,
+          log,
+        },
+        opts.tekton === true ? {} : opts.tekton,
+      );
+    }
+    return {
+      dir,
+      remote: planes[0],
+      internal: planes[1],
+      remotes: [planes[0], ...planes.slice(2)],
+      assets,
+      startupMs,
+      etcdUrl,
+      ...(tekton ? { tekton } : {}),
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll().catch(() => {});
+    if (err instanceof Error && !keep) {
+      err.message += `\n(${dir} was removed; set ENVTEST_KEEP=1 or pass dir to keep its logs)`;
+    }
+    throw err;
+  }
+}
