@@ -159,22 +159,26 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       })
     : undefined;
   const remoteMode = { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval };
-  // Remotes from kubeconfig Secrets: a second remote provider beside the --remote-kubeconfig one (which the Controller adds itself).
-  const secrets: RemoteProvider | undefined =
-    flags.remoteSecretsSelector || flags.remoteSecret?.length
-      ? new RemoteSecrets(controller, {
-          internal,
-          namespace: flags.remoteSecretsNamespace ?? namespace,
-          selector: flags.remoteSecretsSelector,
-          names: flags.remoteSecret,
-          reserved: new Set(remote ? [flags.remoteName] : []),
-          defaultMode: remoteMode,
-          log,
-          resyncPeriodMs: flags.resyncPeriod,
-          informerObserver: metrics.controller.informer,
-          apiObserver: metrics.apiObserver,
-        })
-      : undefined;
+  // The remote providers beside the --remote-kubeconfig one (which the
+  // Controller adds itself): each adds and removes remotes as its source
+  // says. Today: kubeconfig Secrets.
+  const providers: RemoteProvider[] = [];
+  if (flags.remoteSecretsSelector || flags.remoteSecret?.length) {
+    providers.push(
+      new RemoteSecrets(controller, {
+        internal,
+        namespace: flags.remoteSecretsNamespace ?? namespace,
+        selector: flags.remoteSecretsSelector,
+        names: flags.remoteSecret,
+        reserved: new Set(remote ? [flags.remoteName] : []),
+        defaultMode: remoteMode,
+        log,
+        resyncPeriodMs: flags.resyncPeriod,
+        informerObserver: metrics.controller.informer,
+        apiObserver: metrics.apiObserver,
+      }),
+    );
+  }
   metrics.bind({
     remotes: () => controller.remoteHealth(),
     running: () => controller.runningRequests(),
@@ -185,7 +189,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     waiting: () => controller.waitingByPhase(),
     pastTimeout: () => controller.pipelineRunsPastTimeout(),
   });
-  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...(secrets?.readiness() ?? [])], log) : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness())], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;
@@ -198,7 +202,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       process.exit(1);
     }, 9_500);
     hard.unref();
-    await secrets?.stop();
+    await Promise.all(providers.map((p) => p.stop()));
     await controller.stop(7_000);
     await elector?.release();
     await Promise.all([health?.close(), metricsServer?.close()]);
@@ -208,11 +212,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  log.info({ namespace, remote: remote?.server, remoteSecrets: secrets ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity }, 'starting');
+  log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity }, 'starting');
   // Caches fill while waiting for leadership, so a standby takes over warm.
   await controller.startCaches();
-  // Remotes from Secrets: each is served once listed; one that cannot be reached does not hold up the others.
-  await secrets?.start();
+  // Remotes from the providers: each is served once listed; one that cannot be reached does not hold up the others.
+  await Promise.all(providers.map((p) => p.start()));
   if (elector) {
     const leading = await elector.acquire(() => {
       // Lost the lease: stop acting at once, and exit so the pod restarts as a standby.
