@@ -19,17 +19,17 @@
  * transformed and reported (add, update, delete), so the controller's work
  * grows with the changes, not with the number of objects; onResync still
  * comes only every resync period.
+ *
+ * This file is the I/O loop; the cache and the handler calls are in
+ * informer-store.ts, the backoff and health bookkeeping in informer-health.ts.
  */
 import type { Logger } from 'pino';
 import { describeError, statusCode, type KubeObject, type ResourceClient } from './client.js';
+import { backoffMs, HealthBook, jittered, readinessOf, type InformerHealth, type ReadinessCheck } from './informer-health.js';
+import { InformerStore, type InformerHandlers } from './informer-store.js';
 
-export interface InformerHandlers<T> {
-  onAdd?(obj: T): void;
-  onUpdate?(oldObj: T, newObj: T): void;
-  onDelete?(obj: T): void;
-  /** After every successful full list (the first one included). */
-  onResync?(): void;
-}
+export { keyOf, type InformerHandlers } from './informer-store.js';
+export type { InformerHealth, ReadinessCheck } from './informer-health.js';
 
 export interface InformerOptions<T = unknown> {
   /** Namespace to watch; undefined: all namespaces. */
@@ -60,55 +60,32 @@ export interface InformerObserver {
   reconnect?(informer: string, reason: string): void;
 }
 
-export interface InformerHealth {
-  synced: boolean;
-  connected: boolean;
-  /** ms since epoch of the last successful list or watch event (incl. bookmarks). */
-  lastContact: number;
-  lastError?: string;
-  failures: number;
-}
-
-/** One line of /readyz: a failed required check makes it 503; a failed advisory one is only reported. */
-export interface ReadinessCheck {
-  name: string;
-  ok: boolean;
-  required: boolean;
-  detail?: string;
-}
-
-export function keyOf(obj: KubeObject): string {
-  return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
-}
-
 interface WatchOutcome {
   resourceVersion: string;
   gone: boolean;
   error?: unknown;
 }
 
-/** A second outage warning within this long of the first is logged at debug level. */
-const WARN_QUIET_MS = 60_000;
-
 export class Informer<T extends KubeObject> {
-  private readonly store = new Map<string, T>();
+  private readonly store: InformerStore<T>;
   private running = false;
   private stopped = false;
   private abort?: AbortController;
   private wake?: () => void;
   private loop?: Promise<void>;
   private syncWaiters: Array<() => void> = [];
-  readonly health: InformerHealth = { synced: false, connected: false, lastContact: 0, failures: 0 };
-  private lastWarnAt = -Infinity;
+  private readonly book = new HealthBook();
+  readonly health: InformerHealth = this.book.health;
   private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform' | 'mode' | 'pollIntervalMs'>> & InformerOptions<T>;
 
   constructor(
     readonly name: string,
     private readonly client: ResourceClient<T>,
-    private readonly handlers: InformerHandlers<T>,
+    handlers: InformerHandlers<T>,
     private readonly log: Logger,
     opts: InformerOptions<T> = {},
   ) {
+    this.store = new InformerStore(handlers, (e) => this.log.error({ informer: this.name, err: describeError(e) }, 'informer handler threw'));
     this.opts = {
       resyncPeriodMs: 10 * 60_000,
       watchTimeoutSeconds: 300 + Math.floor(Math.random() * 300),
@@ -128,14 +105,7 @@ export class Informer<T extends KubeObject> {
 
   /** This cache as a /readyz line: synced and its cluster answering. */
   readiness(required: boolean): ReadinessCheck {
-    const { synced, failures, lastError } = this.health;
-    const why = lastError ? `: ${lastError}` : '';
-    return {
-      name: this.name,
-      ok: synced && failures === 0,
-      required,
-      ...(!synced ? { detail: `not synced${why}` } : failures ? { detail: `${failures} failed attempts in a row${why}` } : {}),
-    };
+    return readinessOf(this.name, this.health, required);
   }
 
   get(key: string): T | undefined {
@@ -226,11 +196,7 @@ export class Informer<T extends KubeObject> {
         const { items } = await this.client.list(this.opts.namespace, {
           labelSelector: this.opts.labelSelector,
           fieldSelector: this.opts.fieldSelector,
-          transform: (obj) => {
-            const old = this.store.get(keyOf(obj));
-            if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return old;
-            return this.opts.transform ? this.opts.transform(obj) : obj;
-          },
+          transform: (obj) => this.store.unchanged(obj) ?? (this.opts.transform ? this.opts.transform(obj) : obj),
         });
         if (this.stopped) return;
         const due = Date.now() >= resyncAt;
@@ -239,7 +205,7 @@ export class Informer<T extends KubeObject> {
         this.recovered(failures, 'poll');
         failures = 0;
         this.opts.observer?.event?.(this.name, 'POLL');
-        await this.sleep(interval * (0.8 + Math.random() * 0.4));
+        await this.sleep(jittered(interval));
       } catch (e) {
         if (this.stopped) return;
         failures++;
@@ -250,29 +216,20 @@ export class Informer<T extends KubeObject> {
   }
 
   private backoff(failures: number): number {
-    const base = Math.min(this.opts.backoffMaxMs, this.opts.backoffInitialMs * 2 ** (failures - 1));
-    return base / 2 + Math.random() * (base / 2);
+    return backoffMs(failures, this.opts.backoffInitialMs, this.opts.backoffMaxMs);
   }
 
   private failed(failures: number, step: string, e: unknown): void {
-    this.health.connected = false;
-    this.health.failures = failures;
-    this.health.lastError = `${step}: ${describeError(e)}`;
+    this.book.failed(failures, `${step}: ${describeError(e)}`);
     this.opts.observer?.reconnect?.(this.name, 'error');
-    // Logged once per outage: the first failure of a streak, unless a warning
-    // went out in the last minute (a connection that drops again right after
-    // it came back is the same outage); the rest at debug level.
-    if (failures === 1 && Date.now() - this.lastWarnAt > WARN_QUIET_MS) {
-      this.lastWarnAt = Date.now();
+    // Logged once per outage (HealthBook.warns); the rest at debug level.
+    if (this.book.warns(failures, Date.now())) {
       this.log.warn({ informer: this.name, step, err: describeError(e), code: statusCode(e) }, 'cannot reach the cluster; retrying with backoff');
     } else this.log.debug({ informer: this.name, step, failures, err: describeError(e) }, 'still failing');
   }
 
   private recovered(failures: number, step: string): void {
-    this.health.connected = true;
-    this.health.failures = 0;
-    this.health.lastError = undefined;
-    this.health.lastContact = Date.now();
+    this.book.recovered(Date.now());
     if (failures > 0) this.log.info({ informer: this.name, step, failures }, 'connection recovered');
   }
 
@@ -287,18 +244,7 @@ export class Informer<T extends KubeObject> {
   }
 
   private replace(items: T[], resync = true): void {
-    const seen = new Set<string>();
-    for (const obj of items) {
-      const key = keyOf(obj);
-      seen.add(key);
-      this.upsert(key, obj);
-    }
-    for (const [key, old] of this.store) {
-      if (!seen.has(key)) {
-        this.store.delete(key);
-        this.call(() => this.handlers.onDelete?.(old));
-      }
-    }
+    this.store.replace(items);
     const first = !this.health.synced;
     this.health.synced = true;
     if (first) {
@@ -306,22 +252,7 @@ export class Informer<T extends KubeObject> {
       this.syncWaiters = [];
       w.forEach((f) => f());
     }
-    if (resync) this.call(() => this.handlers.onResync?.());
-  }
-
-  private upsert(key: string, obj: T): void {
-    const old = this.store.get(key);
-    this.store.set(key, obj);
-    if (!old) this.call(() => this.handlers.onAdd?.(obj));
-    else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.call(() => this.handlers.onUpdate?.(old, obj));
-  }
-
-  private call(f: () => void): void {
-    try {
-      f();
-    } catch (e) {
-      this.log.error({ informer: this.name, err: describeError(e) }, 'informer handler threw');
-    }
+    if (resync) this.store.resynced();
   }
 
   private watchOnce(resourceVersion: string, maxMs: number): Promise<WatchOutcome> {
@@ -388,14 +319,7 @@ export class Informer<T extends KubeObject> {
             const newRv = obj?.metadata?.resourceVersion;
             if (newRv) rv = newRv;
             if (type === 'BOOKMARK') return;
-            const key = keyOf(obj);
-            if (type === 'DELETED') {
-              const old = this.store.get(key);
-              this.store.delete(key);
-              this.call(() => this.handlers.onDelete?.(old ?? obj));
-            } else {
-              this.upsert(key, this.opts.transform ? this.opts.transform(obj) : obj);
-            }
+            this.store.apply(type, obj, this.opts.transform);
           },
           (err: unknown) => finish(err ?? undefined),
         )

@@ -1,0 +1,130 @@
+/**
+ * What the requester's commands share: stdout/stderr (stdout carries only
+ * data; progress and errors go to stderr, one line each), the options every
+ * verb or every waiting verb takes, running an action to an exit code, and
+ * finding the requests a verb is given by name or label selector.
+ */
+import { Command, Option } from 'commander';
+import type { InternalRequest } from '../../api/types.js';
+import { InternalServicesError } from '../../errors.js';
+import { statusCode } from '../../kube/client.js';
+import { CliError, ExitCode, parseDurationFlag } from './logic.js';
+import { apiError, openTarget, type Target, type TargetFlags } from './target.js';
+
+export const stderr = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+export const stdout = (text: string): void => {
+  process.stdout.write(text);
+};
+
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** --kubeconfig, --context, -n: on every subcommand, like kubectl. */
+export function withTargetOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)'))
+    .addOption(new Option('--context <name>', 'kubeconfig context to use (default: the current one)'))
+    .addOption(new Option('-n, --namespace <namespace>', "namespace of the requests (default: the context's, else \"default\")"));
+}
+
+/**
+ * Runs an action and records its exit code. Errors become one line on
+ * stderr ("error: … [CODE]"). The process exits with the code once the
+ * action's connections are closed; a timer that does not keep the process
+ * alive forces the exit should anything linger.
+ */
+export function run<A extends unknown[]>(fn: (...args: A) => Promise<number>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    let code: number;
+    try {
+      code = await fn(...args);
+    } catch (e) {
+      code = reportError(e);
+    }
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 2000).unref();
+  };
+}
+
+export function reportError(e: unknown): number {
+  if (e instanceof CliError) {
+    stderr(`error: ${e.message} [${e.code}]`);
+    return e.exitCode;
+  }
+  if (e instanceof InternalServicesError) {
+    stderr(`error: ${e.message} [${e.code}]`);
+    return ExitCode.BadInput;
+  }
+  stderr(`error: ${e instanceof Error ? e.message : String(e)}`);
+  return ExitCode.Error;
+}
+
+export async function withTarget<T>(flags: TargetFlags, fn: (t: Target) => Promise<T>): Promise<T> {
+  const t = await openTarget(flags);
+  try {
+    return await fn(t);
+  } finally {
+    t.close();
+  }
+}
+
+/** Empty strings count as not given (a Tekton Task passes optional params as ""). */
+export function given(v: string | undefined): string | undefined {
+  return v === undefined || v.trim() === '' ? undefined : v;
+}
+
+export interface WaitFlags {
+  timeout?: string;
+  pollInterval: string;
+}
+
+export function waitSettings(flags: WaitFlags): { timeoutMs: number; pollIntervalMs: number } {
+  const timeoutMs = parseDurationFlag('--timeout', given(flags.timeout) ?? '1h');
+  const pollIntervalMs = parseDurationFlag('--poll-interval', flags.pollInterval);
+  if (pollIntervalMs < 100) throw new CliError('CLI_DURATION_INVALID', `--poll-interval ${flags.pollInterval} is shorter than 100ms`);
+  return { timeoutMs, pollIntervalMs };
+}
+
+export function withWaitOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--timeout <duration>', 'how long to wait; when it passes the command exits 124 and the request keeps running').default('1h'))
+    .addOption(new Option('--poll-interval <duration>', 'how often to check each request when watching is not possible').default('5s'));
+}
+
+export interface SelectFlags extends TargetFlags {
+  selector?: string;
+}
+
+/** The named requests (each must exist), or those matching -l (at least one). */
+export async function selectRequests(t: Target, names: string[], selector: string | undefined, verb: string): Promise<InternalRequest[]> {
+  if (names.length > 0 && selector) throw new CliError('CLI_USAGE', `give request names or -l SELECTOR to ${verb}, not both`);
+  if (names.length === 0 && !selector) throw new CliError('CLI_USAGE', `give the names of the requests to ${verb}, or -l SELECTOR`);
+  if (selector) {
+    let items: InternalRequest[];
+    try {
+      items = (await t.requests.list(t.namespace, { labelSelector: selector })).items as InternalRequest[];
+    } catch (e) {
+      if (statusCode(e) === 400) throw new CliError('CLI_LABEL_INVALID', `label selector "${selector}" is not valid: ${apiError(e, t, 'list').message}`);
+      throw apiError(e, t, `list InternalRequests in namespace "${t.namespace}"`);
+    }
+    if (items.length === 0) throw new CliError('CLI_REQUEST_NOT_FOUND', `no InternalRequests in namespace "${t.namespace}" match -l ${selector}`);
+    return items.sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
+  }
+  const out: InternalRequest[] = [];
+  const missing: string[] = [];
+  for (const name of [...new Set(names)]) {
+    let got: InternalRequest | undefined;
+    try {
+      got = (await t.requests.tryGet(t.namespace, name)) as InternalRequest | undefined;
+    } catch (e) {
+      throw apiError(e, t, `get InternalRequest ${t.namespace}/${name}`);
+    }
+    if (got) out.push(got);
+    else missing.push(name);
+  }
+  if (missing.length) throw new CliError('CLI_REQUEST_NOT_FOUND', `no InternalRequest ${missing.map((n) => `"${n}"`).join(', ')} in namespace "${t.namespace}"`);
+  return out;
+}
