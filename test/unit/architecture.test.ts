@@ -1,0 +1,109 @@
+/**
+ * The map of docs/architecture.md, kept true: the rooms of src/ import only
+ * what the map allows, nothing imports in a circle (type-only imports
+ * included), and a file over ~400 lines says at its top why.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { repoRoot } from '../../src/util/repo.js';
+
+const ROOT = repoRoot();
+
+/** What each room of src/ may import besides itself (docs/architecture.md, "The rooms"). */
+const MAY_IMPORT: Record<string, readonly string[]> = {
+  api: ['util'],
+  util: [],
+  errors: [],
+  policy: ['util'],
+  tekton: ['api', 'kube', 'policy', 'util', 'errors'],
+  kube: ['api', 'errors'],
+  controller: ['api', 'kube', 'policy', 'tekton', 'util', 'errors'],
+  metrics: ['controller', 'kube', 'api'],
+  log: ['controller', 'kube', 'api'],
+  localenv: ['api', 'kube', 'util'],
+  cli: ['*'],
+};
+
+function tsFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const n of readdirSync(dir)) {
+    const p = join(dir, n);
+    if (statSync(p).isDirectory()) out.push(...tsFiles(p));
+    else if (p.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** The room of a file of src/: its folder, or its name for a file at the top (errors.ts → errors). */
+function roomOf(file: string): string {
+  const [, first = ''] = relative(ROOT, file).split('/');
+  return first.replace(/\.ts$/, '');
+}
+
+/** Relative imports (static, re-exports, bare and dynamic) of every file under src/, as files. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  const specs = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+['"](\.[^'"]+)['"]|(?:^|\n)\s*import\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+  for (const f of tsFiles(join(ROOT, 'src'))) {
+    const to: string[] = [];
+    for (const m of readFileSync(f, 'utf8').matchAll(specs)) {
+      const spec = m[1] ?? m[2] ?? m[3]!;
+      const target = resolve(dirname(f), spec).replace(/\.js$/, '.ts');
+      assert.ok(existsSync(target), `${relative(ROOT, f)} imports ${spec}, which is not a file of src/`);
+      to.push(target);
+    }
+    graph.set(f, to);
+  }
+  return graph;
+}
+
+test('architecture: every room of src/ imports only the rooms the map allows', () => {
+  const graph = importGraph();
+  assert.ok(graph.size > 50, 'the graph was read');
+  const wrong: string[] = [];
+  for (const [from, targets] of graph) {
+    const a = roomOf(from);
+    const allowed = MAY_IMPORT[a];
+    assert.ok(allowed, `src/${a} is not a room of docs/architecture.md: add it to the map (and to this test)`);
+    for (const t of targets) {
+      const b = roomOf(t);
+      if (a !== b && !allowed.includes('*') && !allowed.includes(b)) wrong.push(`${relative(ROOT, from)} → ${relative(ROOT, t)}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test('architecture: no import circles in src/ (type-only imports included)', () => {
+  const graph = importGraph();
+  // Depth-first search; a back edge closes a circle, reported as its path.
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const circles: string[] = [];
+  const visit = (f: string): void => {
+    state.set(f, 'open');
+    path.push(f);
+    for (const t of graph.get(f) ?? []) {
+      if (state.get(t) === 'open') circles.push([...path.slice(path.indexOf(t)), t].map((p) => relative(join(ROOT, 'src'), p)).join(' → '));
+      else if (!state.has(t)) visit(t);
+    }
+    path.pop();
+    state.set(f, 'done');
+  };
+  for (const f of graph.keys()) if (!state.has(f)) visit(f);
+  assert.deepEqual(circles, []);
+});
+
+test('architecture: a file of src/ or bench/ over 400 lines says at its top why', () => {
+  const long: string[] = [];
+  for (const dir of ['src', 'bench']) {
+    for (const f of tsFiles(join(ROOT, dir))) {
+      const text = readFileSync(f, 'utf8');
+      const lines = text.split('\n').length;
+      const head = text.split('\n').slice(0, 40).join('\n');
+      if (lines > 410 && !/(over|longer than|more than) (most files|~?400 lines)|on purpose/i.test(head)) long.push(`${relative(ROOT, f)} (${lines} lines)`);
+    }
+  }
+  assert.deepEqual(long, []);
+});
