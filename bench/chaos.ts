@@ -32,7 +32,7 @@ import { repoRoot } from '../src/util/repo.js';
 import { ControllerProcess } from './controller-process.js';
 import { AuditReader, type AuditEvent } from './audit.js';
 import { Observer, createdAt, type RequestRecord } from './observer.js';
-import { benchPipeline, expectedResults } from './run.js';
+import { benchPipeline, expectedResults } from './pipeline.js';
 import { requestBody } from './workload.js';
 import { distribution, round, sleep, type Distribution } from './stats.js';
 
