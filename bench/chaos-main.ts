@@ -1,8 +1,11 @@
-/** `npm run chaos`: the chaos run (bench/chaos.ts) from the command line. */
+/** `npm run chaos`: the chaos run (bench/chaos.ts) or the soak (bench/soak.ts) from the command line. */
 import { writeFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { FAULT_KINDS, formatChaos, runChaos, runSoak, type FaultKind } from './chaos.js';
+import { runChaos } from './chaos.js';
+import { formatChaos } from './chaos-report.js';
+import { FAULT_KINDS, type FaultKind } from './chaos-types.js';
+import { runSoak } from './soak.js';
 import { parseDuration } from '../src/util/duration.js';
 
 const int = (min: number) => (v: string): number => {

@@ -87,6 +87,26 @@ async function createOne(client: ResourceClient<InternalRequest>, observer: Obse
   }
 }
 
+/**
+ * Creates one request, retrying until the deadline the errors that may pass
+ * (no answer, 5xx, 429, 403); on a 409 returns the request that exists.
+ * Undefined: not created by the deadline. For the chaos run and the soak,
+ * where an API server may be down for a while.
+ */
+export async function createUntilDone(client: ResourceClient<InternalRequest>, body: InternalRequest, deadline: number): Promise<InternalRequest | undefined> {
+  for (let attempt = 0; Date.now() < deadline; attempt++) {
+    try {
+      return await client.create(body.metadata.namespace ?? '', body);
+    } catch (e) {
+      const code = statusCode(e);
+      if (code === 409) return client.tryGet(body.metadata.namespace ?? '', body.metadata.name ?? '').catch(() => undefined);
+      if (code !== undefined && code < 500 && code !== 429 && code !== 403) throw e;
+      await sleep(Math.min(2000, 200 * (attempt + 1)));
+    }
+  }
+  return undefined;
+}
+
 export async function runWorkload(client: ResourceClient<InternalRequest>, observer: Observer, o: WorkloadOptions): Promise<WorkloadOutcome> {
   const records: RequestRecord[] = [];
   let allowedIdx = 0;

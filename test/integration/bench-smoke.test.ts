@@ -17,7 +17,7 @@ import { CONTROLLER_USERNAME } from '../../src/localenv/index.js';
 import { correctness } from '../../bench/analyze.js';
 import type { AuditEvent } from '../../bench/audit.js';
 import { isErrorLine } from '../../bench/controller-process.js';
-import { expectedResults } from '../../bench/run.js';
+import { expectedResults } from '../../bench/pipeline.js';
 import type { RequestRecord } from '../../bench/observer.js';
 import type { BenchResult } from '../../bench/types.js';
 

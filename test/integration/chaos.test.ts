@@ -8,7 +8,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FAULT_KINDS, formatChaos, runChaos, schedule } from '../../bench/chaos.js';
+import { runChaos } from '../../bench/chaos.js';
+import { schedule } from '../../bench/chaos-faults.js';
+import { formatChaos } from '../../bench/chaos-report.js';
+import { FAULT_KINDS } from '../../bench/chaos-types.js';
 
 test('the fault schedule is a function of the seed', () => {
   const o = { faults: 22, kinds: FAULT_KINDS, faultSeconds: [2, 8] as [number, number], seed: 42 };

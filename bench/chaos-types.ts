@@ -1,0 +1,75 @@
+/** The chaos run's fault kinds, options and result (the result is also what --json writes). */
+import type { Distribution } from './stats.js';
+
+export const FAULT_KINDS = [
+  'kill-leader',
+  'kill-standby',
+  'kill-both',
+  'remote-down',
+  'internal-down',
+  'reset',
+  'blackhole',
+  'latency',
+  'compact',
+  'config-flip',
+  'delete-recreate',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface ChaosOptions {
+  requests: number;
+  /** Requests per second. */
+  rate: number;
+  seed: number;
+  /** Faults in all, spread over the run (kinds taken in turn from `kinds`, times at random). */
+  faults: number;
+  kinds: readonly FaultKind[];
+  /** How long a fault with a duration lasts: from..to seconds. */
+  faultSeconds: [number, number];
+  /** Quiet time after each fault before the next may start (so that each recovery is measured on its own). */
+  gapSeconds: number;
+  /** Requests of a fault-free pass first, for the latency the faults add (0: none). */
+  baseline: number;
+  /** How long a simulated run (or, with real Tekton, a simulated step) takes. */
+  stepMs: number;
+  /** Who runs the PipelineRuns: the simulated executor (default), or real Tekton with simulated pods. */
+  tekton?: 'simulated' | 'real';
+  /** Give up waiting for the requests to finish after this long past the last fault. */
+  settleSeconds: number;
+  log: (m: string) => void;
+}
+
+export interface FaultRecord {
+  kind: FaultKind;
+  /** ms since the run's start. */
+  at: number;
+  endedAt: number;
+  detail: string;
+  /** ms from the fault's end to the controller's first successful status write after it (null: none seen). */
+  recoveryMs: number | null;
+  /** Requests waiting when the fault ended (created, not final), and the longest any of them took to progress after it (a new status seen). */
+  waiting?: { count: number; maxProgressMs: number | null; notProgressed: number };
+}
+
+export interface ChaosResult {
+  seed: number;
+  tekton: 'simulated' | 'real';
+  requests: number;
+  faults: FaultRecord[];
+  recoveryByKind: Record<string, Distribution>;
+  /** Kill → a replica logs "became leader": by the standby after kill-leader (the lease-duration + 2 s target), and after kill-both (a process must start first). */
+  failover: { kills: number; takeoverMs: Distribution; standbyTakeoverMs: Distribution; afterKillBothMs: Distribution };
+  latencyMs: { baseline: Distribution | null; chaos: Distribution };
+  counts: { allowed: number; rejected: number; deletedByRun: number; succeeded: number; rejectedSeen: number; restarts: number; relists410: number };
+  problems: string[];
+  ok: boolean;
+  seconds: number;
+}
+
+/** A request the run deleted and created again under its name (fault delete-recreate). */
+export interface RecreatedRequest {
+  namespace: string;
+  name: string;
+  uid: string;
+  oldUid: string;
+}

@@ -1,0 +1,150 @@
+/**
+ * Scale mode (`--scale M`): M finished requests exist before the controller
+ * starts; then how long it takes to be ready, what it holds in memory, and
+ * that it processes one new request without writing to the finished ones
+ * (optionally with a heap snapshot of the settled controller).
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { CONTROLLER_NAMESPACE } from '../src/localenv/index.js';
+import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
+import { fromKubeConfig } from '../src/kube/client.js';
+import { correctness } from './analyze.js';
+import { categoryOf } from './audit.js';
+import type { ControllerProcess } from './controller-process.js';
+import { summariseHeap, type HeapSummary } from './heap-summary.js';
+import { controllerRows, exitDescription } from './measure.js';
+import { createdAt, type RequestRecord } from './observer.js';
+import { expectedResults } from './pipeline.js';
+import { readAudit, type RunContext, type Setup } from './setup.js';
+import { mb, round, sleep } from './stats.js';
+import type { ScaleResult } from './types.js';
+import { requestBody } from './workload.js';
+
+const NS = CONTROLLER_NAMESPACE;
+
+/** M requests that finished long ago: created, then given a terminal status by the admin through the status subresource. */
+export async function precreateFinished(s: Setup, m: number, runId: string, log: (msg: string) => void): Promise<{ count: number; seconds: number; names: Set<string> }> {
+  const client = (await fromKubeConfig('remote', s.remoteAdmin)).resource<InternalRequest>(INTERNAL_REQUEST);
+  const t0 = performance.now();
+  const names = new Set<string>();
+  let next = 0;
+  let done = 0;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= m) return;
+      const ns = s.allowed[i % s.allowed.length]!;
+      const name = `${runId}-old-${String(i).padStart(6, '0')}`;
+      names.add(name);
+      const created = await client.create(ns, requestBody(ns, name, i));
+      const ts = new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      const uid = created.metadata.uid ?? '';
+      const status: InternalRequest['status'] = {
+        conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded', message: `PipelineRun ${NS}/ir-${uid} succeeded`, lastTransitionTime: ts, observedGeneration: 1 }],
+        startTime: ts,
+        completionTime: ts,
+        pipelineRun: `${NS}/ir-${uid}`,
+        results: { digest: `digest:{"image":"${created.spec.params?.['image'] ?? ''}"}` },
+        observedGeneration: 1,
+      };
+      await client.replaceStatus(ns, name, { ...created, status });
+      if (++done % 1000 === 0) log(`scale: ${done}/${m} finished requests created`);
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  const seconds = (performance.now() - t0) / 1000;
+  log(`scale: ${m} finished requests created in ${seconds.toFixed(1)} s`);
+  return { count: m, seconds, names };
+}
+
+export async function scaleMode(
+  run: RunContext,
+  pre: { count: number; seconds: number; names: Set<string> },
+  readyMs: number,
+  rssAtReady: number,
+): Promise<ScaleResult> {
+  const { opts, s, observer, controller, sampler, heapSampler, requester, runId, log } = run;
+  const cpuToReady = sampler.sample().cpuSeconds;
+  const ns = s.allowed[0]!;
+  const name = `${runId}-new`;
+  const rec: RequestRecord = { key: `${ns}/${name}`, namespace: ns, name, pass: 0, allowed: true, prUids: new Set(), prNames: new Set() };
+  observer.track(rec);
+  rec.sentAt = performance.now();
+  const created = await requester.create(ns, requestBody(ns, name, 0));
+  rec.ackAt = performance.now();
+  if (created.metadata.uid) observer.setUid(rec, created.metadata.uid);
+  const deadline = performance.now() + 120_000;
+  while (rec.terminalAt === undefined && performance.now() < deadline && controller.running) await observer.changed(250);
+  const afterOne = sampler.sample();
+  const processedMs = rec.terminalAt !== undefined ? rec.terminalAt - controller.startedAt : null;
+  log(`scale: new request ${rec.terminalAt !== undefined ? `terminal ${((rec.terminalAt - (createdAt(rec) ?? 0)) / 1000).toFixed(2)} s after its create` : 'NOT finished'}; settling 5 s`);
+  const t = performance.now();
+  while (performance.now() - t < 5000 && (rec.prUids.size === 0 || rec.prDeletedAt === undefined)) await observer.changed(250);
+  await sleep(Math.max(0, 5000 - (performance.now() - t)));
+  const settled = sampler.sample();
+  const peak = sampler.peakSince();
+  const heapSettled = await heapSampler.sample();
+  const heap = opts.heapSnapshot ? await heapSnapshotOf(controller, join(s.dir, 'heap'), log) : undefined;
+  const audit = readAudit(s);
+  const rows = controllerRows(opts, audit);
+  const writesToFinished = audit.remote.filter(
+    (e) => e.user?.username === opts.controllerUser && categoryOf(e.verb) === 'write' && e.objectRef?.resource === 'internalrequests' && pre.names.has(e.objectRef?.name ?? ''),
+  ).length;
+  const c = correctness({
+    records: [rec],
+    controllerUser: opts.controllerUser,
+    audit,
+    errorLines: controller.errorLines,
+    errorSamples: controller.errorSamples,
+    controllerExited: exitDescription(controller),
+    observerGaps: observer.gaps,
+    expectedResults,
+  });
+  const failures = [...c.failures];
+  if (writesToFinished) failures.push(`the controller wrote ${writesToFinished} times to requests that were already finished`);
+  return {
+    preexisting: pre.count,
+    precreateSeconds: round(pre.seconds, 1),
+    readyMs: round(readyMs, 0),
+    readyAndOneProcessedMs: processedMs === null ? null : round(processedMs, 0),
+    newRequestCreateToTerminalMs: rec.terminalAt !== undefined ? round(rec.terminalAt - (createdAt(rec) ?? rec.terminalAt), 1) : null,
+    rssAtReadyMB: mb(rssAtReady),
+    rssAfterOneMB: mb(afterOne.rssBytes),
+    rssSettledMB: mb(settled.rssBytes),
+    rssPeakMB: mb(peak.rssBytes),
+    hwmMB: mb(peak.hwmBytes),
+    cpuSecondsToReady: round(cpuToReady, 2),
+    cpuSecondsTotal: round(settled.cpuSeconds, 2),
+    api: { rows, writesToFinishedRequests: writesToFinished, readsOutsideListWatch: rows.filter((r) => r.category === 'read').reduce((a, r) => a + r.count, 0) },
+    correctness: { ok: failures.length === 0, failures },
+    ...(heap ? { heap } : {}),
+    ...(heapSettled ? { heapSettled } : {}),
+  };
+}
+
+/** SIGUSR2 to a controller started with --heapsnapshot-signal: waits for the snapshot to be written, and summarises it. */
+async function heapSnapshotOf(controller: ControllerProcess, dir: string, log: (m: string) => void): Promise<HeapSummary | undefined> {
+  const before = new Set(readdirSync(dir));
+  process.kill(controller.pid, 'SIGUSR2');
+  const deadline = performance.now() + 120_000;
+  let last = -1;
+  while (performance.now() < deadline) {
+    await sleep(1000);
+    const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    if (!file) continue;
+    const size = statSync(join(dir, file)).size;
+    if (size > 0 && size === last) {
+      try {
+        const h = summariseHeap(readFileSync(join(dir, file), 'utf8'));
+        log(`heap snapshot ${join(dir, file)}: ${mb(h.totalBytes)} MB`);
+        return h;
+      } catch {
+        // still being written
+      }
+    }
+    last = size;
+  }
+  log('heap snapshot: none written within 120 s');
+  return undefined;
+}
