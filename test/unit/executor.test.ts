@@ -1,0 +1,328 @@
+/**
+ * The action executor on its own: a plain object stands for the internal
+ * cluster (resource(ref) gives a recording client per resource), another for
+ * the remote (its name, Event recorder, the cache of each request kind it
+ * serves, ttlDenied), and a real StatusWriter writes statuses through it, so
+ * that what each action sends, and which answers of the API server count as
+ * done, are exercised without a cluster.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { splitRequestKey } from '../../src/api/request-key.js';
+import type { InternalRequest, InternalRequestApproval } from '../../src/api/types.js';
+import type { Action } from '../../src/controller/decide.js';
+import { Executor } from '../../src/controller/executor.js';
+import type { Remote } from '../../src/controller/remote.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/controller/request-kind.js';
+import { StatusWriter } from '../../src/controller/status-writer.js';
+import type { Cluster, KubeObject, ResourceRef } from '../../src/kube/client.js';
+import type { ResolutionRequest } from '../../src/tekton/resolve.js';
+import type { PipelineRun } from '../../src/tekton/types.js';
+import { NOW, NS, pipelineRun, request } from './fixtures.js';
+
+const KEY = 'prod/team-a/req';
+const SIGNING_KEY = 'prod/team-a/req/SigningRequest';
+
+type Op = 'create' | 'get' | 'tryGet' | 'delete' | 'patchMerge' | 'replaceStatus';
+type Failure = { code: number; message?: string };
+
+/**
+ * A ResourceClient as the executor and the writer use it: each call is
+ * recorded; `fail[op]` holds the errors the next calls of that op throw (as
+ * the client library does: an error with the HTTP code); `objects` answers
+ * get/tryGet by name.
+ */
+function fakeClient(plural: string) {
+  const calls: Array<{ op: Op; args: unknown[] }> = [];
+  const fail: Partial<Record<Op, Failure[]>> = {};
+  const objects = new Map<string, KubeObject>();
+  let rv = 100;
+  const step = (op: Op, args: unknown[]) => {
+    calls.push({ op, args: structuredClone(args) });
+    const f = fail[op]?.shift();
+    if (f) throw Object.assign(new Error(f.message ?? `HTTP ${f.code}`), { code: f.code });
+  };
+  return {
+    plural,
+    calls,
+    fail,
+    objects,
+    ops: () => calls.map((c) => c.op),
+    async create(ns: string, body: KubeObject) {
+      step('create', [ns, body]);
+      return { ...body, metadata: { ...body.metadata, uid: `server-${body.metadata?.name}`, resourceVersion: String(++rv) } };
+    },
+    async get(ns: string, name: string) {
+      step('get', [ns, name]);
+      const o = objects.get(name);
+      if (!o) throw Object.assign(new Error('HTTP 404'), { code: 404 });
+      return o;
+    },
+    async tryGet(ns: string, name: string) {
+      step('tryGet', [ns, name]);
+      return objects.get(name);
+    },
+    async delete(ns: string, name: string, uid?: string) {
+      step('delete', [ns, name, uid]);
+    },
+    async patchMerge(ns: string, name: string, patch: object) {
+      step('patchMerge', [ns, name, patch]);
+      return {};
+    },
+    async replaceStatus(ns: string, name: string, body: KubeObject) {
+      step('replaceStatus', [ns, name, body]);
+      return { ...body, metadata: { ...body.metadata, resourceVersion: String(++rv) } };
+    },
+  };
+}
+type FakeClient = ReturnType<typeof fakeClient>;
+
+/** A second request kind: its objects keep the image at spec.image; reading one marks it, so that what went through toRequest shows. */
+const signing: RequestKind = {
+  kind: 'SigningRequest',
+  resource: { group: 'signing.example.com', version: 'v1alpha1', plural: 'signingrequests' },
+  builtIn: false,
+  toRequest: (obj) => {
+    const o = obj as KubeObject & { spec?: { image?: string }; status?: InternalRequest['status'] };
+    return {
+      apiVersion: 'appstudio.redhat.com/v1alpha1',
+      kind: 'InternalRequest',
+      metadata: { ...o.metadata, annotations: { ...o.metadata?.annotations, 'read-as': 'SigningRequest' } },
+      spec: { request: 'sign', params: { image: o.spec?.image ?? '' } },
+      ...(o.status ? { status: o.status } : {}),
+    };
+  },
+  checkShape: () => undefined,
+  statusBody: (req, status) => ({ apiVersion: 'signing.example.com/v1alpha1', kind: 'SigningRequest', metadata: req.metadata, status }) as never,
+};
+
+function setup() {
+  const clients = new Map<string, FakeClient>();
+  const asked: string[] = [];
+  const internal = {
+    resource(ref: ResourceRef) {
+      asked.push(ref.plural);
+      if (!clients.has(ref.plural)) clients.set(ref.plural, fakeClient(ref.plural));
+      return clients.get(ref.plural)!;
+    },
+  };
+  const client = (plural: string) => clients.get(plural) ?? internal.resource({ group: 'x', version: 'v1', plural });
+
+  const lines: Array<{ level: number; msg: string; [k: string]: unknown }> = [];
+  const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+
+  // The remote: one cache per kind (the built-in first, as Remote has it).
+  const irClient = fakeClient('internalrequests');
+  const srClient = fakeClient('signingrequests');
+  const events: Array<{ obj: InternalRequest; type: string; reason: string }> = [];
+  const kinds = new Map([
+    ['InternalRequest', { kind: INTERNAL_REQUEST_KIND, client: irClient, requests: {} }],
+    ['SigningRequest', { kind: signing, client: srClient, requests: {} }],
+  ]);
+  const remote = {
+    name: 'prod',
+    ttlDenied: false,
+    client: irClient,
+    events: {
+      async record(obj: InternalRequest, type: string, reason: string) {
+        events.push({ obj, type, reason });
+      },
+    },
+    kindOf: (key: string) => kinds.get(splitRequestKey(key).kind ?? 'InternalRequest'),
+  };
+
+  const seen = { created: [] as Array<[PipelineRun, PipelineRun]>, deleted: [] as PipelineRun[], requeued: [] as Array<[string, number]>, conflicts: [] as Array<{ key: string; fresh: InternalRequest; attempt: number }> };
+  const writer = new StatusWriter({ log, now: () => NOW, events: 'all', onConflict: async (key, fresh, attempt) => void seen.conflicts.push({ key, fresh, attempt }) });
+  const executor = new Executor({
+    internal: internal as unknown as Cluster,
+    namespace: NS,
+    log,
+    now: () => NOW,
+    writer,
+    created: (sent, created) => void seen.created.push([sent, created]),
+    deleted: (pr) => void seen.deleted.push(pr),
+    requeueAfter: (key, ms) => void seen.requeued.push([key, ms]),
+  });
+  const act = (key: string, req: InternalRequest | undefined, action: Action, attempt = 0) => executor.act(remote as unknown as Remote, key, req, action, attempt);
+  const warnings = () => lines.filter((l) => l.level === 40);
+  return { executor, act, asked, client, irClient, srClient, remote, events, seen, writer, lines, warnings };
+}
+
+const running: NonNullable<InternalRequest['status']> = { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running', message: 'running', lastTransitionTime: NOW.toISOString() }], pipelineRun: `${NS}/ir-u-1` };
+
+test('the executor takes its clients from the internal cluster: PipelineRuns, ResolutionRequests, approvals', () => {
+  const { asked, executor, client } = setup();
+  assert.deepEqual(asked.sort(), ['internalrequestapprovals', 'pipelineruns', 'resolutionrequests']);
+  assert.equal(executor.prClient, client('pipelineruns') as never);
+});
+
+test('createPipelineRun: created in the controller\'s namespace, and the API server\'s copy handed to created()', async () => {
+  const { act, client, seen } = setup();
+  const pr = pipelineRun('u-1');
+  assert.equal(await act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pr }), true);
+  const prs = client('pipelineruns');
+  assert.deepEqual(prs.calls, [{ op: 'create', args: [NS, pr] }]);
+  assert.equal(seen.created.length, 1);
+  const [sent, created] = seen.created[0]!;
+  assert.equal(sent, pr, 'as sent');
+  assert.equal(created.metadata.uid, `server-${pr.metadata.name}`, 'as the API server returned it');
+});
+
+test('createPipelineRun: 409 (made by an earlier attempt) counts as done; any other error goes to the work queue', async () => {
+  const { act, client, seen } = setup();
+  const prs = client('pipelineruns');
+  prs.fail.create = [{ code: 409 }, { code: 500, message: 'etcd leader changed' }];
+  assert.equal(await act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), true);
+  assert.deepEqual(seen.created, [], 'not ours to index: the cache shows the one that exists');
+  await assert.rejects(act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), /etcd leader changed/);
+  assert.deepEqual(seen.created, []);
+});
+
+test('createPipelineRun refused by the internal cluster (422): the request is Rejected, the plan stops', async () => {
+  const { act, client, irClient, seen } = setup();
+  client('pipelineruns').fail.create = [{ code: 422, message: 'spec.params: Invalid value' }, { code: 422 }];
+  assert.equal(await act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), false);
+  assert.deepEqual(seen.created, []);
+  assert.deepEqual(irClient.ops(), ['replaceStatus']);
+  const body = irClient.calls[0]!.args[2] as InternalRequest;
+  const c = body.status?.conditions?.[0];
+  assert.deepEqual([c?.status, c?.reason], ['False', 'Rejected']);
+  assert.equal(c?.message, 'the internal cluster refused the PipelineRun for this request: spec.params: Invalid value');
+  // Without the request (deleted meanwhile) there is nothing to reject: the error stands.
+  await assert.rejects(act(KEY, undefined, { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), /HTTP 422/);
+});
+
+test('deletePipelineRun: deleted with its uid as precondition, and handed to deleted(); 409 (a newer object of that name) counts as done', async () => {
+  const { act, client, seen } = setup();
+  const prs = client('pipelineruns');
+  const pr = pipelineRun('u-1');
+  assert.equal(await act(KEY, request(), { type: 'deletePipelineRun', pipelineRun: pr, why: 'finished' }), true);
+  assert.deepEqual(prs.calls, [{ op: 'delete', args: [NS, pr.metadata.name, pr.metadata.uid] }]);
+  assert.deepEqual(seen.deleted, [pr]);
+  prs.fail.delete = [{ code: 409 }, { code: 503 }];
+  assert.equal(await act(KEY, request(), { type: 'deletePipelineRun', pipelineRun: pr, why: 'finished' }), true);
+  assert.equal(seen.deleted.length, 2);
+  await assert.rejects(act(KEY, request(), { type: 'deletePipelineRun', pipelineRun: pr, why: 'finished' }), /HTTP 503/);
+  assert.equal(seen.deleted.length, 2, 'not deleted: not handed on');
+});
+
+test('cancelPipelineRun: a merge patch of spec.status (and the annotations asked for); 404 counts as done', async () => {
+  const { act, client } = setup();
+  const prs = client('pipelineruns');
+  const pr = pipelineRun('u-1');
+  assert.equal(await act(KEY, undefined, { type: 'cancelPipelineRun', pipelineRun: pr, why: 'its InternalRequest was deleted' }), true);
+  assert.equal(await act(KEY, undefined, { type: 'cancelPipelineRun', pipelineRun: pr, why: 'revoked', annotations: { revoked: 'rule gone' } }), true);
+  assert.deepEqual(prs.calls, [
+    { op: 'patchMerge', args: [NS, pr.metadata.name, { spec: { status: 'Cancelled' } }] },
+    { op: 'patchMerge', args: [NS, pr.metadata.name, { metadata: { annotations: { revoked: 'rule gone' } }, spec: { status: 'Cancelled' } }] },
+  ]);
+  prs.fail.patchMerge = [{ code: 404 }, { code: 500 }];
+  assert.equal(await act(KEY, undefined, { type: 'cancelPipelineRun', pipelineRun: pr, why: 'x' }), true);
+  await assert.rejects(act(KEY, undefined, { type: 'cancelPipelineRun', pipelineRun: pr, why: 'x' }), /HTTP 500/);
+});
+
+test('deleteResolution, deleteApproval: 404 and 409 count as done; createApproval: 409 counts as done', async () => {
+  const { act, client } = setup();
+  const rr: ResolutionRequest = { metadata: { name: 'rr-1', namespace: NS, uid: 'rr-uid' } };
+  const approval = { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequestApproval', metadata: { name: 'ap-1', namespace: NS, uid: 'ap-uid' }, spec: { rule: 'prod' } } as unknown as InternalRequestApproval;
+  const rrs = client('resolutionrequests');
+  const aps = client('internalrequestapprovals');
+  rrs.fail.delete = [{ code: 404 }, { code: 409 }, { code: 500 }];
+  aps.fail.delete = [{ code: 404 }, { code: 409 }, { code: 500 }];
+  aps.fail.create = [{ code: 409 }, { code: 500 }];
+  for (let i = 0; i < 2; i++) {
+    assert.equal(await act(KEY, request(), { type: 'deleteResolution', resolution: rr, why: 'resolved' }), true);
+    assert.equal(await act(KEY, request(), { type: 'deleteApproval', approval, why: 'request gone' }), true);
+  }
+  await assert.rejects(act(KEY, request(), { type: 'deleteResolution', resolution: rr, why: 'resolved' }), /HTTP 500/);
+  await assert.rejects(act(KEY, request(), { type: 'deleteApproval', approval, why: 'request gone' }), /HTTP 500/);
+  assert.deepEqual(rrs.calls[0], { op: 'delete', args: [NS, 'rr-1', 'rr-uid'] });
+  assert.deepEqual(aps.calls[0], { op: 'delete', args: [NS, 'ap-1', 'ap-uid'] });
+  assert.equal(await act(KEY, request(), { type: 'createApproval', approval }), true);
+  await assert.rejects(act(KEY, request(), { type: 'createApproval', approval }), /HTTP 500/);
+  assert.deepEqual(aps.calls.filter((c) => c.op === 'create')[0], { op: 'create', args: [NS, approval] });
+});
+
+test('deleteRequest: through the client of the request\'s kind, with its uid; 404 and 409 count as done', async () => {
+  const { act, irClient, srClient, remote, warnings } = setup();
+  const req = request({}, { namespace: 'team-a', name: 'req', uid: 'u-1' });
+  assert.equal(await act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttlSecondsAfterFinished' }), true);
+  assert.equal(await act(SIGNING_KEY, req, { type: 'deleteRequest', request: req, why: 'ttlSecondsAfterFinished' }), true);
+  assert.deepEqual(irClient.calls, [{ op: 'delete', args: ['team-a', 'req', 'u-1'] }]);
+  assert.deepEqual(srClient.calls, [{ op: 'delete', args: ['team-a', 'req', 'u-1'] }]);
+  irClient.fail.delete = [{ code: 404 }, { code: 409 }, { code: 500 }];
+  assert.equal(await act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
+  assert.equal(await act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
+  await assert.rejects(act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), /HTTP 500/);
+  assert.equal(remote.ttlDenied, false);
+  assert.deepEqual(warnings(), []);
+});
+
+test('deleteRequest refused (403): said once per remote, ttlDenied set, and not retried', async () => {
+  const { act, srClient, remote, warnings } = setup();
+  const req = request();
+  srClient.fail.delete = [{ code: 403, message: 'forbidden' }, { code: 403, message: 'forbidden' }];
+  assert.equal(await act(SIGNING_KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
+  assert.equal(remote.ttlDenied, true);
+  assert.equal(warnings().length, 1);
+  assert.match(warnings()[0]!.msg, /may not delete signingrequests on this remote cluster; apply config\/rbac\/remote-ttl there/);
+  assert.equal(warnings()[0]!['remote'], 'prod');
+  assert.equal(await act(SIGNING_KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
+  assert.equal(warnings().length, 1, 'the second refusal is not logged again');
+  assert.equal(remote.ttlDenied, true);
+});
+
+test('writeStatus of the built-in kind: the request with its new status, through the remote\'s InternalRequest client', async () => {
+  const { act, irClient, srClient, events, writer } = setup();
+  const req = request();
+  assert.equal(await act(KEY, req, { type: 'writeStatus', status: running, event: { type: 'Normal', reason: 'Running', message: 'running' } }), true);
+  assert.deepEqual(srClient.calls, []);
+  assert.deepEqual(irClient.calls, [{ op: 'replaceStatus', args: ['team-a', 'req', { ...req, status: running }] }]);
+  assert.deepEqual(events.map((e) => e.reason), ['Running']);
+  assert.deepEqual(writer.current(KEY, req)?.status, running);
+});
+
+test("writeStatus of another kind: the kind's status body through its client, and what comes back read through its toRequest", async () => {
+  const { act, irClient, srClient, events, writer } = setup();
+  const req = request({}, { name: 'req', namespace: 'team-a', uid: 'u-1', resourceVersion: '10' });
+  assert.equal(await act(SIGNING_KEY, req, { type: 'writeStatus', status: running, event: { type: 'Normal', reason: 'Running', message: 'running' } }), true);
+  assert.deepEqual(irClient.calls, [], 'not the first kind\'s client');
+  assert.deepEqual(srClient.calls, [{ op: 'replaceStatus', args: ['team-a', 'req', signing.statusBody(req, running)] }]);
+  const written = writer.current(SIGNING_KEY, req);
+  assert.equal(written?.metadata.annotations?.['read-as'], 'SigningRequest', 'the written object, read as a request by the kind');
+  assert.deepEqual(written?.status, running);
+  assert.equal(events[0]?.obj.metadata.annotations?.['read-as'], 'SigningRequest', 'the Event is recorded on the object read back');
+
+  // A conflict: the fresh read goes through the kind's client and toRequest too.
+  const other = setup();
+  other.srClient.fail.replaceStatus = [{ code: 409 }];
+  other.srClient.objects.set('req', { apiVersion: 'signing.example.com/v1alpha1', kind: 'SigningRequest', metadata: { name: 'req', namespace: 'team-a', uid: 'u-1', resourceVersion: '12' }, spec: { image: 'quay.io/fresh' } } as KubeObject);
+  assert.equal(await other.act(SIGNING_KEY, req, { type: 'writeStatus', status: running }, 1), false);
+  assert.deepEqual(other.srClient.ops(), ['replaceStatus', 'tryGet']);
+  assert.equal(other.seen.conflicts.length, 1);
+  const c = other.seen.conflicts[0]!;
+  assert.deepEqual([c.key, c.attempt, c.fresh.spec.params?.['image'], c.fresh.metadata.annotations?.['read-as']], [SIGNING_KEY, 2, 'quay.io/fresh', 'SigningRequest']);
+});
+
+test('writeStatus without a request (deleted meanwhile): nothing is written, the plan stops', async () => {
+  const { act, irClient } = setup();
+  assert.equal(await act(KEY, undefined, { type: 'writeStatus', status: running }), false);
+  assert.deepEqual(irClient.calls, []);
+});
+
+test('a key of a kind the remote does not serve: a clear error, and nothing is done', async () => {
+  const { act, client, seen } = setup();
+  await assert.rejects(act('prod/team-a/req/OtherRequest', request(), { type: 'requeueAfter', ms: 1000 }), {
+    message: 'request kind of prod/team-a/req/OtherRequest is not served on remote prod',
+  });
+  await assert.rejects(act('prod/team-a/req/OtherRequest', request(), { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), /not served on remote prod/);
+  assert.deepEqual(client('pipelineruns').calls, []);
+  assert.deepEqual(seen.requeued, []);
+});
+
+test('requeueAfter: handed back to the work queue with its delay', async () => {
+  const { act, seen } = setup();
+  assert.equal(await act(SIGNING_KEY, request(), { type: 'requeueAfter', ms: 30_000 }), true);
+  assert.deepEqual(seen.requeued, [[SIGNING_KEY, 30_000]]);
+});
