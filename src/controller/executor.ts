@@ -65,7 +65,7 @@ export class Executor {
             // The internal cluster refuses the PipelineRun this request produces.
             const msg = `the internal cluster refused the PipelineRun for this request: ${describeError(e)}`;
             const end = endWithoutResults(request, Reason.Rejected, msg, this.opts.now(), 'REQUEST_INVALID');
-            await this.opts.writer.write(remote, key, request, end.status, end.event, attempt);
+            await this.opts.writer.write(statusTarget(remote, kind), key, request, end.status, end.event, attempt);
             return false;
           }
           throw e;

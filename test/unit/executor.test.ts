@@ -193,6 +193,18 @@ test('createPipelineRun refused by the internal cluster (422): the request is Re
   await assert.rejects(act(KEY, undefined, { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), /HTTP 422/);
 });
 
+test('createPipelineRun refused for a request of another kind: the Rejected status goes through that kind\'s client and body', async () => {
+  const { act, client, irClient, srClient } = setup();
+  client('pipelineruns').fail.create = [{ code: 422, message: 'spec.params: Invalid value' }];
+  const req = request();
+  assert.equal(await act(SIGNING_KEY, req, { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), false);
+  assert.deepEqual(irClient.calls, [], 'never through the InternalRequest client');
+  assert.deepEqual(srClient.ops(), ['replaceStatus']);
+  const body = srClient.calls[0]!.args[2] as { kind?: string; status?: InternalRequest['status'] };
+  assert.equal(body.kind, 'SigningRequest');
+  assert.equal(body.status?.conditions?.[0]?.reason, 'Rejected');
+});
+
 test('deletePipelineRun: deleted with its uid as precondition, and handed to deleted(); 409 (a newer object of that name) counts as done', async () => {
   const { act, client, seen } = setup();
   const prs = client('pipelineruns');
