@@ -1,15 +1,23 @@
 /**
- * Writes config/crd/bases/*.yaml from the API definition. Run `npm run gen:crds`
- * after changing src/api/types.ts; a unit test fails while the files are stale.
+ * Writes config/crd/bases/*.yaml and the generated part of config/kcp/provider
+ * (APIResourceSchema, APIExport) from the API definition. Run `npm run gen:crds`
+ * after changing src/api/types.ts; unit tests fail while the files are stale.
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { crdFiles } from './crd.js';
 import { renderCrdYaml, repoRoot } from './crd-render.js';
+import { kcpProviderFiles } from './kcp.js';
 
-const dir = join(repoRoot(), 'config', 'crd', 'bases');
-mkdirSync(dir, { recursive: true });
-for (const [file, obj] of Object.entries(crdFiles)) {
-  writeFileSync(join(dir, file), renderCrdYaml(obj));
-  console.log(`wrote config/crd/bases/${file}`);
+const outputs: Array<[string, Record<string, object>]> = [
+  [join('config', 'crd', 'bases'), crdFiles],
+  [join('config', 'kcp', 'provider'), kcpProviderFiles],
+];
+for (const [sub, files] of outputs) {
+  const dir = join(repoRoot(), sub);
+  mkdirSync(dir, { recursive: true });
+  for (const [file, obj] of Object.entries(files)) {
+    writeFileSync(join(dir, file), renderCrdYaml(obj));
+    console.log(`wrote ${sub}/${file}`);
+  }
 }

@@ -5,7 +5,8 @@
  * - real/: real processes and their wiring — one etcd and kube-apiservers
  *   (a remote and an internal cluster), real Tekton (controller, resolvers,
  *   webhook), a git daemon, a fault-injecting TCP proxy, the binaries they
- *   are built from, and manifest helpers.
+ *   are built from, and manifest helpers; and, apart, a real kcp
+ *   (kcp.ts, kcp-workspaces.ts) for what needs one.
  * - simulated/: what stands in for pods — the simulated kubelet (plays the
  *   containers of Tekton's TaskRun pods) and the simulated Tekton executor
  *   (writes PipelineRun/TaskRun status with no Tekton at all).
@@ -15,7 +16,30 @@
  * from src/controller or src/cli. Callers import from this file.
  */
 export type { LogFn } from './log.js';
-export { ensureBinaries, repoRoot, type EnvtestAssets } from './real/binaries.js';
+export { ensureBinaries, ensureKcpBinary, repoRoot, type EnvtestAssets, type KcpAssets } from './real/binaries.js';
+export {
+  startKcp,
+  KCP_CONTROLLER_USERNAME,
+  type Kcp,
+  type KcpIdentities,
+  type KcpIdentity,
+  type KcpIdentityName,
+  type StartKcpOptions,
+} from './real/kcp.js';
+export {
+  applyInWorkspace,
+  bindExport,
+  createWorkspace,
+  exportVirtualWorkspaceUrl,
+  grantKcpRequester,
+  installKcpProvider,
+  kcpManifests,
+  waitForBinding,
+  KCP_EXPORT,
+  KCP_PROVIDER_PATH,
+  type BindOptions,
+  type KcpWorkspace,
+} from './real/kcp-workspaces.js';
 export { startEnvironment, type Environment, type StartEnvironmentOptions } from './real/environment.js';
 export type { ControlPlane, PlaneName } from './real/control-plane.js';
 export {

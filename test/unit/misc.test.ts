@@ -2,8 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { crdFiles } from '../../src/api/crd.js';
+import { crdFiles, internalRequestCrd } from '../../src/api/crd.js';
 import { renderCrdYaml, repoRoot } from '../../src/api/crd-render.js';
+import { apiExport, internalRequestSchema, kcpProviderFiles } from '../../src/api/kcp.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { parseDuration } from '../../src/util/duration.js';
 import { WorkQueue } from '../../src/kube/queue.js';
@@ -14,6 +15,19 @@ test('config/crd/bases is generated from src/api (run npm run gen:crds after cha
     const onDisk = readFileSync(join(repoRoot(), 'config', 'crd', 'bases', file), 'utf8');
     assert.equal(onDisk, renderCrdYaml(obj), `${file} is stale`);
   }
+});
+
+test('config/kcp/provider is generated from src/api (run npm run gen:crds after changing the API)', () => {
+  for (const [file, obj] of Object.entries(kcpProviderFiles)) {
+    const onDisk = readFileSync(join(repoRoot(), 'config', 'kcp', 'provider', file), 'utf8');
+    assert.equal(onDisk, renderCrdYaml(obj), `${file} is stale`);
+  }
+  // One definition: the schema kcp serves is the CRD's, and only InternalRequest is exported.
+  const crdVersion = internalRequestCrd.spec.versions[0]!;
+  const schema = internalRequestSchema as { metadata: { name: string }; spec: { versions: Array<{ schema: unknown }> } };
+  assert.deepEqual(schema.spec.versions[0]!.schema, crdVersion.schema.openAPIV3Schema);
+  assert.match(schema.metadata.name, /^h[0-9a-f]{10}\.internalrequests\.appstudio\.redhat\.com$/);
+  assert.deepEqual(apiExport.spec.resources.map((r) => `${r.name}.${r.group} ${r.schema}`), [`internalrequests.appstudio.redhat.com ${schema.metadata.name}`]);
 });
 
 test('every error code is documented in docs/errors.md', () => {

@@ -1,6 +1,7 @@
 /**
  * Locates (and on first use builds) the binaries of the test control plane by
- * running hack/envtest/install.sh, which prints one JSON line describing them.
+ * running hack/envtest/install.sh, which prints one JSON line describing them;
+ * and kcp's, with hack/kcp/install.sh, only for what needs kcp.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -44,7 +45,36 @@ export function ensureBinaries(log?: LogFn): Promise<EnvtestAssets> {
 }
 
 function runInstall(log: LogFn | undefined): Promise<EnvtestAssets> {
-  const script = join(repoRoot(), 'hack', 'envtest', 'install.sh');
+  return runInstallScript(join(repoRoot(), 'hack', 'envtest', 'install.sh'), log, parseAssets);
+}
+
+export interface KcpAssets {
+  /** The kcp binary (hack/kcp/install.sh: KCP_ASSETS, the per-version cache, or built). */
+  kcpBinary: string;
+  /** e.g. "v0.28.1" (hack/kcp/version.env). */
+  kcpVersion: string;
+}
+
+let pendingKcp: Promise<KcpAssets> | undefined;
+
+/** Runs hack/kcp/install.sh once per process (later calls share the result); the first run may build kcp. */
+export function ensureKcpBinary(log?: LogFn): Promise<KcpAssets> {
+  if (pendingKcp === undefined) {
+    pendingKcp = runInstallScript(join(repoRoot(), 'hack', 'kcp', 'install.sh'), log, (value) => {
+      const rec = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+      const { kcpBinary, kcpVersion } = rec;
+      if (typeof kcpBinary !== 'string' || typeof kcpVersion !== 'string') throw new Error('fields kcpBinary, kcpVersion missing');
+      return { kcpBinary, kcpVersion };
+    });
+    pendingKcp.catch(() => {
+      pendingKcp = undefined;
+    });
+  }
+  return pendingKcp;
+}
+
+/** Runs an install script; its stderr is progress (to `log`), the last JSON line of its stdout is parsed. */
+function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T): Promise<T> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -79,7 +109,7 @@ function runInstall(log: LogFn | undefined): Promise<EnvtestAssets> {
         return;
       }
       try {
-        resolve(parseAssets(JSON.parse(line) as unknown));
+        resolve(parse(JSON.parse(line) as unknown));
       } catch (err) {
         reject(new Error(`${script} printed unexpected output ${line}: ${(err as Error).message}`));
       }

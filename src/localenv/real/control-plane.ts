@@ -231,7 +231,7 @@ export async function waitForEtcd(url: string, etcd: ManagedProcess, timeoutMs: 
  * serving cert is not known before the first start completes (the apiserver
  * generates it), so verification is skipped for this local, just-started port.
  */
-function httpsGet(url: string, token: string): Promise<{ status: number; body: string }> {
+export function httpsGet(url: string, token: string): Promise<{ status: number; body: string }> {
   return new Promise((resolvePromise, reject) => {
     const req = request(
       url,
@@ -251,7 +251,7 @@ function httpsGet(url: string, token: string): Promise<{ status: number; body: s
 }
 
 /** Only the failing checks of a verbose /readyz answer ("[-]name failed: ..."). */
-function summarizeReadyz(body: string): string {
+export function summarizeReadyz(body: string): string {
   const failing = body
     .split('\n')
     .filter((l) => l.startsWith('[-]'))
