@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { INTERNAL_REQUEST_APPROVAL, type InternalRequest, type InternalRequestApproval } from '../api/types.js';
 import { Reason } from '../api/conditions.js';
-import { describeError, isRefusedObject, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
+import { describeError, isRefusedObject, statusCode, type Cluster, type KubeObject, type ResourceClient } from '../kube/client.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINERUN, type PipelineRun } from '../tekton/types.js';
 import { endWithoutResults, type Action } from './decide.js';
@@ -162,9 +162,12 @@ function statusTarget(remote: Remote, kind: NonNullable<ReturnType<Remote['kindO
   // Another kind: what the writer reads back (the object written, a fresh
   // read after a conflict) is read as a request, as the cache reads it.
   const read = kind.kind.toRequest;
+  const { group, version } = kind.kind.resource;
+  const apiVersion = group ? `${group}/${version}` : version;
   return {
     name: remote.name,
-    events: remote.events,
+    // Events are about the object of its own kind, not the request it is read as.
+    events: { record: (obj, ...rest) => remote.events.record({ ...obj, apiVersion, kind: kind.kind.kind } as KubeObject, ...rest) },
     statusBody: kind.kind.statusBody,
     client: {
       replaceStatus: async (ns, name, body) => read(await kind.client.replaceStatus(ns, name, body)),

@@ -25,6 +25,9 @@ export class EventRecorder {
     const name = `${objName.slice(0, 236)}.${randomBytes(8).toString('hex')}`;
     const ts = rfc3339(now);
     const body: CoreV1Event = {
+      // kcp's virtual workspaces refuse a body without its type.
+      apiVersion: 'v1',
+      kind: 'Event',
       metadata: { name, namespace: ns },
       involvedObject: {
         apiVersion: obj.apiVersion,

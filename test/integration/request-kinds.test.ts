@@ -10,7 +10,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { applyObjects, grantRequester, installProject, startEnvironment, type Environment } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { Controller } from '../../src/controller/controller.js';
@@ -199,6 +199,12 @@ describe('request kinds (real Tekton, pods simulated)', () => {
       const shape = await waitForSigning('team-a', 'no-image');
       assert.equal(reason(shape), 'Rejected');
       assert.match(shape.status?.conditions?.[0]?.message ?? '', /^spec\.image is required/);
+      // The rejection's Event is about the SigningRequest itself.
+      const ev = await waitFor('the Rejected Event', async () => {
+        const list = await remoteAdmin.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: 'team-a' });
+        return list.items.find((e) => e.involvedObject.name === 'no-image' && e.reason === 'Rejected');
+      });
+      assert.deepEqual([ev.involvedObject.apiVersion, ev.involvedObject.kind, ev.involvedObject.uid], [`${SR.group}/${SR.version}`, 'SigningRequest', shape.metadata.uid]);
     } finally {
       await ctl.stop(1000);
     }

@@ -305,6 +305,7 @@ test("writeStatus of another kind: the kind's status body through its client, an
   assert.equal(written?.metadata.annotations?.['read-as'], 'SigningRequest', 'the written object, read as a request by the kind');
   assert.deepEqual(written?.status, running);
   assert.equal(events[0]?.obj.metadata.annotations?.['read-as'], 'SigningRequest', 'the Event is recorded on the object read back');
+  assert.deepEqual([events[0]?.obj.apiVersion, events[0]?.obj.kind], ['signing.example.com/v1alpha1', 'SigningRequest'], 'about the object of its own kind');
 
   // A conflict: the fresh read goes through the kind's client and toRequest too.
   const other = setup();
