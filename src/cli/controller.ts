@@ -12,6 +12,8 @@ import { startHealthServer, startMetricsServer, parseBindAddress } from './healt
 import { LeaderElector } from '../kube/leader.js';
 import { createMetrics } from '../metrics.js';
 import { RemoteSecrets } from '../controller/remote-secrets.js';
+import { KcpRemotes } from '../controller/kcp-remotes.js';
+import { KubeConfig } from '@kubernetes/client-node';
 import type { RemoteProvider } from '../controller/remotes.js';
 import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 
@@ -23,6 +25,8 @@ export interface ControllerFlags {
   remoteSecretsSelector?: string;
   remoteSecret?: string[];
   remoteSecretsNamespace?: string;
+  kcpKubeconfig?: string;
+  kcpExport: string;
   kubeconfig?: string;
   namespace?: string;
   metricsBindAddress: string;
@@ -80,6 +84,8 @@ export function controllerCommand(): Command {
         'REMOTE_SECRETS_SELECTOR',
       ),
     )
+    .addOption(new Option('--kcp-kubeconfig <path>', 'serve every kcp workspace that binds the request API: a kubeconfig of the provider workspace (where the APIExport is); requests are read and written through the export\'s virtual workspace').env('KCP_KUBECONFIG'))
+    .addOption(new Option('--kcp-export <name>', 'the APIExport (and APIExportEndpointSlice) of the request API in the provider workspace').env('KCP_EXPORT').default('appstudio.redhat.com'))
     .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))
     .addOption(new Option('--remote-secrets-namespace <name>', 'namespace of those Secrets (default: --namespace)').env('REMOTE_SECRETS_NAMESPACE'))
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: in-cluster config)').env('KUBECONFIG'))
@@ -118,8 +124,8 @@ function resolveNamespace(flag: string | undefined): string {
 
 export async function runController(flags: ControllerFlags): Promise<void> {
   const log = createLogger({ level: flags.logLevel });
-  if (!flags.remoteKubeconfig && !flags.remoteSecretsSelector && !flags.remoteSecret?.length) {
-    throw new ConfigError('CONFIG_FLAG', 'no remote cluster: give --remote-kubeconfig, or kubeconfig Secrets with --remote-secrets-selector or --remote-secret');
+  if (!flags.remoteKubeconfig && !flags.remoteSecretsSelector && !flags.remoteSecret?.length && !flags.kcpKubeconfig) {
+    throw new ConfigError('CONFIG_FLAG', 'no remote cluster: give --remote-kubeconfig, kubeconfig Secrets with --remote-secrets-selector or --remote-secret, or a kcp provider workspace with --kcp-kubeconfig');
   }
   const namespace = resolveNamespace(flags.namespace);
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace)) throw new ConfigError('CONFIG_FLAG', `--namespace "${namespace}" is not a valid namespace name`);
@@ -128,6 +134,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   if (flags.leaderElect && !(flags.renewDeadline < flags.leaseDuration && flags.retryPeriod < flags.renewDeadline)) {
     throw new ConfigError('CONFIG_FLAG', '--retry-period < --renew-deadline < --lease-duration is required');
   }
+  const kcpKc = flags.kcpKubeconfig ? readKcpKubeconfig(flags.kcpKubeconfig) : undefined;
   const metrics = createMetrics();
   const inCluster = !flags.kubeconfig && !!process.env.KUBERNETES_SERVICE_HOST;
   if (!flags.kubeconfig && !inCluster) throw new ConfigError('CONFIG_FLAG', '--kubeconfig (or KUBECONFIG) is required when not running in a pod');
@@ -172,6 +179,18 @@ export async function runController(flags: ControllerFlags): Promise<void> {
         names: flags.remoteSecret,
         reserved: new Set(remote ? [flags.remoteName] : []),
         defaultMode: remoteMode,
+        log,
+        resyncPeriodMs: flags.resyncPeriod,
+        informerObserver: metrics.controller.informer,
+        apiObserver: metrics.apiObserver,
+      }),
+    );
+  }
+  if (kcpKc) {
+    providers.push(
+      new KcpRemotes(controller, {
+        kubeconfig: kcpKc,
+        exportName: flags.kcpExport,
         log,
         resyncPeriodMs: flags.resyncPeriod,
         informerObserver: metrics.controller.informer,
@@ -227,4 +246,16 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     if (!leading) return;
   }
   if (!stopping) controller.startWorkers();
+}
+
+/** The kcp provider workspace's kubeconfig: readable, with a current cluster and user. */
+function readKcpKubeconfig(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(path);
+  } catch (e) {
+    throw new ConfigError('CONFIG_KUBECONFIG', `cannot read the kcp kubeconfig ${path}: ${(e as Error).message}`);
+  }
+  if (!kc.getCurrentCluster() || !kc.getCurrentUser()) throw new ConfigError('CONFIG_KUBECONFIG', `the kcp kubeconfig ${path} names no current context/cluster/user`);
+  return kc;
 }

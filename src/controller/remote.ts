@@ -22,10 +22,31 @@ export interface RemoteMode {
 
 export interface RemoteSpec {
   name: string;
+  /** Its connection: the requests' reads and writes, and Events. */
   cluster: Cluster;
   mode?: RemoteMode;
   /** Where it comes from, for logs and readiness (e.g. `Secret internal-services/prod`). */
   origin?: string;
+  /**
+   * The cache of a kind's requests, when the provider keeps it (e.g. one
+   * watch for every logical cluster behind a kcp virtual workspace, shared
+   * out by cluster); by default the remote lists and watches its own.
+   */
+  cache?: (kind: RequestKind, handlers: InformerHandlers<InternalRequest>) => RequestCache;
+}
+
+/** What the request path reads of a cache of requests: an Informer, or a provider's share of one. */
+export interface RequestCache {
+  readonly name: string;
+  readonly synced: boolean;
+  readonly size: number;
+  readonly health: { readonly failures: number; readonly lastContact?: number | undefined };
+  get(key: string): InternalRequest | undefined;
+  list(): Iterable<InternalRequest>;
+  readiness(required: boolean): ReadinessCheck;
+  start(): void;
+  stop(): Promise<void>;
+  waitForSync(): Promise<void>;
 }
 
 /**
@@ -37,7 +58,7 @@ export interface RemoteSpec {
 export interface KindCache {
   readonly kind: RequestKind;
   readonly client: ResourceClient<InternalRequest>;
-  readonly requests: Informer<InternalRequest>;
+  readonly requests: RequestCache;
 }
 
 export class Remote {
@@ -66,12 +87,14 @@ export class Remote {
     for (const kind of kinds) {
       const client = spec.cluster.resource<InternalRequest>(kind.resource);
       const read = kind.builtIn ? transform : (obj: InternalRequest) => (transform ?? ((r: InternalRequest) => r))(kind.toRequest(obj as never));
-      const requests = new Informer<InternalRequest>(`remote/${spec.name}/${kind.resource.plural}`, client, handlers(kind), kind.builtIn ? rlog : rlog.child({ kind: kind.kind }), {
-        ...inf,
-        ...(read ? { transform: read } : {}),
-        mode: spec.mode?.mode ?? 'watch',
-        ...(spec.mode?.pollIntervalMs ? { pollIntervalMs: spec.mode.pollIntervalMs } : {}),
-      });
+      const requests: RequestCache = spec.cache
+        ? spec.cache(kind, handlers(kind))
+        : new Informer<InternalRequest>(`remote/${spec.name}/${kind.resource.plural}`, client, handlers(kind), kind.builtIn ? rlog : rlog.child({ kind: kind.kind }), {
+            ...inf,
+            ...(read ? { transform: read } : {}),
+            mode: spec.mode?.mode ?? 'watch',
+            ...(spec.mode?.pollIntervalMs ? { pollIntervalMs: spec.mode.pollIntervalMs } : {}),
+          });
       caches.set(kind.kind, { kind, client, requests });
     }
     this.kinds = caches;
@@ -88,7 +111,7 @@ export class Remote {
   }
 
   /** The cache of the first kind. */
-  get requests(): Informer<InternalRequest> {
+  get requests(): RequestCache {
     return this.first.requests;
   }
 
@@ -99,7 +122,7 @@ export class Remote {
   }
 
   /** Every kind's cache. */
-  informers(): Informer<InternalRequest>[] {
+  informers(): RequestCache[] {
     return [...this.kinds.values()].map((k) => k.requests);
   }
 

@@ -97,8 +97,21 @@ export class Cluster {
     return new ResourceClient<T>(this, ref);
   }
 
+  /**
+   * A connection to another URL of the same server with the same
+   * credentials (kcp: one logical cluster behind a virtual workspace),
+   * sharing this one's keep-alive connections; closing it leaves them open.
+   */
+  sibling(kc: KubeConfig, opts: ClusterOptions = {}): Cluster {
+    const c = new Cluster(this.name, kc, this.agent, { ...(this.observer ? { observer: this.observer } : {}), ...(this.remote ? { remote: this.remote } : {}), ...opts });
+    c.ownsAgent = false;
+    return c;
+  }
+
+  private ownsAgent = true;
+
   close(): void {
-    this.agent?.destroy();
+    if (this.ownsAgent) this.agent?.destroy();
   }
 }
 

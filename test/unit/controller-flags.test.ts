@@ -27,7 +27,7 @@ writeFileSync(empty, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n
 for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unreadable kubeconfigs (${build} build): one line, non-zero exit`, () => {
   CLI = path;
   const cases: Array<{ args: string[]; env?: Record<string, string>; msg: RegExp }> = [
-    { args: [], msg: /no remote cluster: give --remote-kubeconfig, or kubeconfig Secrets with --remote-secrets-selector or --remote-secret/ },
+    { args: [], msg: /no remote cluster: give --remote-kubeconfig, kubeconfig Secrets with --remote-secrets-selector or --remote-secret, or a kcp provider workspace with --kcp-kubeconfig/ },
     { args: ['--remote-kubeconfig', empty, '--remote-name', 'Prod_1'], msg: /--remote-name <name>' argument 'Prod_1' is invalid\. must be a DNS label/ },
     { args: ['--remote-secret', 'a,Bad_Secret'], msg: /--remote-secret <name\.\.\.>' argument 'a,Bad_Secret' is invalid\. "Bad_Secret" is not a Secret name/ },
     { args: ['--remote-kubeconfig', join(dir, 'missing'), '--kubeconfig', garbage, '--namespace', 'ns'], msg: /cannot read the remote kubeconfig .*missing/ },
@@ -41,6 +41,8 @@ for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unrea
     { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--metrics-bind-address', 'nowhere'], msg: /--metrics-bind-address "nowhere" is not an address/ },
     { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--leader-elect', '--renew-deadline', '20s'], msg: /--retry-period < --renew-deadline < --lease-duration/ },
     { args: ['--remote-kubeconfig', empty, '--bogus'], msg: /unknown option '--bogus'/ },
+    { args: ['--kcp-kubeconfig', join(dir, 'missing'), '--kubeconfig', empty, '--namespace', 'ns'], msg: /cannot read the kcp kubeconfig .*missing/ },
+    { args: ['--kcp-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns'], msg: /the kcp kubeconfig .* names no current context/ },
     { args: [], env: { REMOTE_KUBECONFIG: join(dir, 'nope'), KUBECONFIG: empty, POD_NAMESPACE: 'ns' }, msg: /cannot read the remote kubeconfig .*nope/ },
   ];
   for (const c of cases) {

@@ -1,0 +1,250 @@
+/**
+ * The remotes behind a kcp APIExport's virtual workspace: every logical
+ * cluster (workspace) that binds the export is a remote, named by its logical
+ * cluster name, served through ONE kubeconfig and ONE list/watch per request
+ * kind across all of them (`<virtual workspace>/clusters/*`).
+ *
+ * - The virtual workspace's URL is read from the export's
+ *   APIExportEndpointSlice in the provider workspace (the kubeconfig's), and
+ *   looked at again when the watch cannot reach it.
+ * - The wildcard cache is shared out by each object's `kcp.io/cluster`
+ *   annotation: the first request of a logical cluster adds its remote
+ *   (its connection is `<virtual workspace>/clusters/<name>`, where status
+ *   writes and Events go); its share of the cache is that remote's cache.
+ * - A workspace that unbinds the export loses its requests (kcp deletes
+ *   them): the deletes reach its remote like any other, so what ran for
+ *   them is stopped as for deleted requests. Its remote stays served (it
+ *   holds nothing) until the controller restarts.
+ *
+ * Nothing else of the request path knows it is talking to kcp.
+ */
+import { KubeConfig, CustomObjectsApi } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { InternalRequest } from '../api/types.js';
+import { fromKubeConfig, type Cluster, type RequestObserver } from '../kube/client.js';
+import { Informer, keyOf, type InformerHandlers, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
+import type { RemoteProvider, RemoteSink } from './remotes.js';
+import type { RequestCache } from './remote.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from './request-kind.js';
+import { slimRequest } from './slim.js';
+
+/** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. */
+export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';
+
+export interface KcpRemotesOptions {
+  /** A kubeconfig whose current context is the provider workspace (where the APIExport is). */
+  kubeconfig: KubeConfig;
+  /** The APIExport (and its APIExportEndpointSlice) name. */
+  exportName: string;
+  kinds?: readonly RequestKind[];
+  log: Logger;
+  resyncPeriodMs?: number;
+  informerObserver?: InformerObserver | undefined;
+  apiObserver?: RequestObserver | undefined;
+  informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
+  /** How long to wait between looks at the endpoint slice while it has no URL. */
+  retryMs?: number;
+}
+
+/** One logical cluster's share of a kind's wildcard cache. */
+class Share implements RequestCache {
+  readonly items = new Map<string, InternalRequest>();
+  handlers: InformerHandlers<InternalRequest> = {};
+
+  constructor(
+    readonly name: string,
+    private readonly all: Informer<InternalRequest>,
+  ) {}
+
+  get synced(): boolean {
+    return this.all.synced;
+  }
+  get size(): number {
+    return this.items.size;
+  }
+  get health() {
+    return this.all.health;
+  }
+  get(key: string): InternalRequest | undefined {
+    return this.items.get(key);
+  }
+  list(): Iterable<InternalRequest> {
+    return this.items.values();
+  }
+  readiness(required: boolean): ReadinessCheck {
+    return { ...this.all.readiness(required), name: this.name };
+  }
+  // The wildcard informer's life is the provider's.
+  start(): void {}
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+  waitForSync(): Promise<void> {
+    return this.all.waitForSync();
+  }
+}
+
+export class KcpRemotes implements RemoteProvider {
+  private vwUrl: string | undefined;
+  private urlError: string | undefined = 'not looked at yet';
+  private readonly kinds: readonly RequestKind[];
+  /** Per kind: the wildcard informer and each logical cluster's share of it. */
+  private readonly caches = new Map<string, { all: Informer<InternalRequest>; shares: Map<string, Share> }>();
+  /** The logical clusters served, with their connection. */
+  private readonly served = new Map<string, Cluster>();
+  private wildcard: Cluster | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly sink: RemoteSink,
+    private readonly opts: KcpRemotesOptions,
+  ) {
+    this.kinds = opts.kinds ?? [INTERNAL_REQUEST_KIND];
+  }
+
+  /**
+   * Finds the virtual workspace, then starts one wildcard cache per kind.
+   * Resolves once they have listed, or at once when there is no virtual
+   * workspace yet (no workspace binds the export): it is then looked for in
+   * the background, and the other remotes are served meanwhile.
+   */
+  start(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.run(resolve).then(resolve, reject);
+    });
+  }
+
+  private async run(notWaiting: () => void): Promise<void> {
+    for (;;) {
+      if (this.stopped) return;
+      this.vwUrl = await this.endpoint();
+      if (this.vwUrl) break;
+      this.opts.log.warn({ export: this.opts.exportName, why: this.urlError }, 'kcp: the APIExport has no virtual workspace URL yet; looking again');
+      notWaiting();
+      await new Promise((r) => setTimeout(r, this.opts.retryMs ?? 5_000).unref());
+    }
+    this.opts.log.info({ export: this.opts.exportName, url: this.vwUrl }, 'kcp: serving the workspaces that bind the export');
+    this.wildcard = await this.connect('*', 'kcp');
+    for (const kind of this.kinds) {
+      const shares = new Map<string, Share>();
+      const all: Informer<InternalRequest> = new Informer<InternalRequest>(
+        `kcp/${this.opts.exportName}/${kind.resource.plural}`,
+        this.wildcard.resource<InternalRequest>(kind.resource),
+        {
+          onAdd: (r) => this.share(kind, r)?.handlers.onAdd?.(r),
+          onUpdate: (o, n) => this.share(kind, n)?.handlers.onUpdate?.(o, n),
+          onDelete: (r) => {
+            const s = this.share(kind, r, false);
+            if (!s) return;
+            s.items.delete(keyOf(r));
+            s.handlers.onDelete?.(r);
+          },
+          onResync: () => {
+            for (const s of shares.values()) s.handlers.onResync?.();
+          },
+        },
+        this.opts.log.child({ kcpExport: this.opts.exportName }),
+        {
+          resyncPeriodMs: this.opts.resyncPeriodMs ?? 10 * 60_000,
+          ...(this.opts.informerObserver ? { observer: this.opts.informerObserver } : {}),
+          ...this.opts.informer,
+          transform: (obj) => slimRequest(kind.builtIn ? obj : kind.toRequest(obj as never)),
+        },
+      );
+      this.caches.set(kind.kind, { all, shares });
+    }
+    for (const { all } of this.caches.values()) all.start();
+    await Promise.all([...this.caches.values()].map(({ all }) => all.waitForSync()));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.caches.values()].map(({ all }) => all.stop()));
+    this.wildcard?.close();
+  }
+
+  readiness(): ReadinessCheck[] {
+    const checks: ReadinessCheck[] = [
+      { name: `kcp/${this.opts.exportName}`, ok: !!this.vwUrl, required: false, ...(this.vwUrl ? {} : { detail: `no virtual workspace URL: ${this.urlError}` }) },
+    ];
+    for (const { all } of this.caches.values()) checks.push(all.readiness(false));
+    return checks;
+  }
+
+  /** The logical clusters served now. */
+  clusters(): string[] {
+    return [...this.served.keys()];
+  }
+
+  /**
+   * The share of a request's logical cluster, stored (add/update); its remote
+   * is added with the first request. Undefined for an object without the
+   * annotation (not from a virtual workspace), which is logged and ignored.
+   */
+  private share(kind: RequestKind, r: InternalRequest, store = true): Share | undefined {
+    const cluster = r.metadata.annotations?.[KCP_CLUSTER_ANNOTATION];
+    if (!cluster) {
+      this.opts.log.warn({ request: keyOf(r) }, `kcp: a request without the ${KCP_CLUSTER_ANNOTATION} annotation; ignored`);
+      return undefined;
+    }
+    if (!this.served.has(cluster)) this.serve(cluster);
+    const s = this.caches.get(kind.kind)?.shares.get(cluster);
+    if (s && store) s.items.set(keyOf(r), r);
+    return s;
+  }
+
+  /** Adds the remote of a logical cluster: its share of every kind's cache, and its connection through the virtual workspace. */
+  private serve(cluster: string): void {
+    const conn = this.connectSync(cluster);
+    this.served.set(cluster, conn);
+    for (const [kindName, c] of this.caches) c.shares.set(cluster, new Share(`kcp/${cluster}/${kindName}`, c.all));
+    this.sink.addRemote({
+      name: cluster,
+      cluster: conn,
+      origin: `kcp APIExport ${this.opts.exportName}`,
+      cache: (kind, handlers) => {
+        const s = this.caches.get(kind.kind)!.shares.get(cluster)!;
+        s.handlers = handlers;
+        return s;
+      },
+    });
+  }
+
+  /** The URL of the export's virtual workspace, from its APIExportEndpointSlice (first endpoint). */
+  private async endpoint(): Promise<string | undefined> {
+    try {
+      const api = this.opts.kubeconfig.makeApiClient(CustomObjectsApi);
+      const slice = (await api.getClusterCustomObject({ group: 'apis.kcp.io', version: 'v1alpha1', plural: 'apiexportendpointslices', name: this.opts.exportName })) as {
+        status?: { endpoints?: Array<{ url?: string }> };
+      };
+      const url = slice.status?.endpoints?.[0]?.url;
+      this.urlError = url ? undefined : `APIExportEndpointSlice ${this.opts.exportName} lists no endpoint (no workspace binds the export yet?)`;
+      return url?.replace(/\/+$/, '');
+    } catch (e) {
+      this.urlError = `cannot read APIExportEndpointSlice ${this.opts.exportName}: ${(e as Error).message}`;
+      return undefined;
+    }
+  }
+
+  private kubeconfigFor(cluster: string): KubeConfig {
+    const kc = new KubeConfig();
+    const current = this.opts.kubeconfig.getCurrentCluster()!;
+    const user = this.opts.kubeconfig.getCurrentUser()!;
+    kc.loadFromOptions({
+      clusters: [{ ...current, name: 'vw', server: `${this.vwUrl}/clusters/${cluster}` }],
+      users: [user],
+      contexts: [{ name: 'vw', cluster: 'vw', user: user.name }],
+      currentContext: 'vw',
+    });
+    return kc;
+  }
+
+  private connect(cluster: string, remote: string): Promise<Cluster> {
+    return fromKubeConfig('remote', this.kubeconfigFor(cluster), { remote, ...(this.opts.apiObserver ? { observer: this.opts.apiObserver } : {}) });
+  }
+
+  /** A logical cluster's connection, made at once: the wildcard connection's sibling (same server, credentials and keep-alive connections). */
+  private connectSync(cluster: string): Cluster {
+    return this.wildcard!.sibling(this.kubeconfigFor(cluster));
+  }
+}

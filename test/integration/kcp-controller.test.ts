@@ -1,0 +1,104 @@
+/**
+ * The controller serving a REAL kcp's workspaces through ONE kubeconfig: the
+ * provider workspace's, as the controller's own non-admin identity
+ * (config/kcp/provider RBAC), with `--kcp-kubeconfig`. Requests from two
+ * workspaces that bind the export (the same namespace and name in both) run
+ * on the internal cluster's REAL Tekton (pods simulated), each with its own
+ * params, and their outcome is written back into the workspace it came from.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startKcp,
+  KCP_PROVIDER_PATH,
+  type Environment, type Kcp, type KcpWorkspace,
+} from '../../src/localenv/index.js';
+import type { InternalRequest } from '../../src/api/types.js';
+import { IR, NS, runCli, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+
+const TEAM = 'team';
+const FINAL = ['Succeeded', 'Failed', 'Rejected'];
+let env: Environment;
+let kcp: Kcp;
+let internalAdmin: KubeConfig;
+let a: KcpWorkspace;
+let b: KcpWorkspace;
+let controller: ControllerProcess;
+
+const requester = (ws: KcpWorkspace) => kcp.identities.requester.kubeConfig(ws.path).makeApiClient(CustomObjectsApi);
+const create = (ws: KcpWorkspace, name: string, namespace: string, image: string) =>
+  requester(ws).createNamespacedCustomObject({ ...IR, namespace, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace }, spec: { request: 'sign-image', params: { image } } } }) as Promise<InternalRequest>;
+const get = (ws: KcpWorkspace, name: string, namespace = TEAM) => requester(ws).getNamespacedCustomObject({ ...IR, namespace, name }) as Promise<InternalRequest>;
+const finished = (ws: KcpWorkspace, name: string, namespace = TEAM) =>
+  waitFor(`${ws.path} ${namespace}/${name} finished`, async () => {
+    const r = await get(ws, name, namespace);
+    return FINAL.includes(r.status?.conditions?.[0]?.reason ?? '') ? r : undefined;
+  }, 90_000);
+
+before(async () => {
+  [env, kcp] = await Promise.all([startEnvironment({ tekton: true }), startKcp()]);
+  await installProject(env);
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  await applyObjects(internalAdmin, [
+    testPipeline('sign-image', {
+      params: [{ name: 'image', type: 'string' }],
+      results: [{ name: 'signed', value: '$(tasks.t.results.signed)' }],
+      tasks: [{ name: 't', params: [{ name: 'image', value: '$(params.image)' }], taskSpec: { params: [{ name: 'image' }], results: [{ name: 'signed' }], steps: [simulatedStep('s', { SIMULATED_RESULT_signed: 'signed $(params.image)' })] } }],
+    }),
+  ] as never);
+  // Every remote (every workspace) may send from namespace "team".
+  await setRunConfig(internalAdmin, { allowList: [`*/${TEAM}`] });
+  await installKcpProvider(kcp);
+  [a, b] = await Promise.all([createWorkspace(kcp, 'root:team-a'), createWorkspace(kcp, 'root:team-b')]);
+  for (const ws of [a, b]) {
+    await bindExport(kcp, ws.path);
+    for (const ns of [TEAM, 'other']) await ensureNamespace(kcp.identities.admin.kubeConfig(ws.path), ns);
+    await grantKcpRequester(kcp, ws.path);
+  }
+  controller = runCli([
+    'controller',
+    '--kcp-kubeconfig', kcp.identities.controller.writeKubeconfig(KCP_PROVIDER_PATH),
+    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
+    '--namespace', NS,
+    '--metrics-bind-address', '0',
+    '--health-probe-bind-address', '127.0.0.1:0',
+    '--log-level', 'debug',
+  ]);
+  await controller.waitForLog((l) => l.msg === 'caches synced; starting workers', 60_000);
+  await controller.waitForLog((l) => l.msg === 'kcp: serving the workspaces that bind the export', 60_000);
+}, { timeout: 900_000 });
+
+after(async () => {
+  await controller?.kill('SIGKILL');
+  await Promise.all([kcp?.stop(), env?.stop()]);
+});
+
+describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => {
+  test('one namespace and name in two workspaces: two requests, two runs, each outcome written into its own workspace', async () => {
+    const ra = await create(a, 'build-1', TEAM, 'quay.io/org/a:1');
+    const rb = await create(b, 'build-1', TEAM, 'quay.io/org/b:1');
+    const [da, db] = await Promise.all([finished(a, 'build-1'), finished(b, 'build-1')]);
+    assert.equal(da.status?.conditions?.[0]?.reason, 'Succeeded', da.status?.conditions?.[0]?.message);
+    assert.equal(db.status?.conditions?.[0]?.reason, 'Succeeded', db.status?.conditions?.[0]?.message);
+    assert.deepEqual(da.status?.results, { signed: 'signed quay.io/org/a:1' });
+    assert.deepEqual(db.status?.results, { signed: 'signed quay.io/org/b:1' });
+    assert.notEqual(da.status?.pipelineRun, db.status?.pipelineRun);
+    // Each workspace is its own remote: its logical cluster names it on the run and in the log.
+    const clusterA = ra.metadata.annotations?.['kcp.io/cluster'] ?? (await get(a, 'build-1')).metadata.annotations?.['kcp.io/cluster'];
+    const clusterB = rb.metadata.annotations?.['kcp.io/cluster'] ?? (await get(b, 'build-1')).metadata.annotations?.['kcp.io/cluster'];
+    assert.ok(clusterA && clusterB && clusterA !== clusterB, `two logical clusters (${clusterA}, ${clusterB})`);
+    const added = controller.lines.filter((l) => l.msg === 'remote cluster added').map((l) => l.remote);
+    assert.ok(added.includes(clusterA) && added.includes(clusterB), `both workspaces served as remotes: ${JSON.stringify(added)}`);
+  });
+
+  test('a namespace the configuration does not allow is Rejected, with a message naming its workspace remote', async () => {
+    const r = await create(a, 'outside', 'other', 'quay.io/org/a:2');
+    const done = await finished(a, 'outside', 'other');
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
+    const cluster = r.metadata.annotations?.['kcp.io/cluster'] ?? done.metadata.annotations?.['kcp.io/cluster'] ?? '';
+    assert.match(done.status?.conditions?.[0]?.message ?? '', new RegExp(`namespace "other" on remote "${cluster}"`));
+    // The other workspace saw nothing of it.
+    await assert.rejects(get(b, 'outside', 'other'), (e: { code?: number }) => e.code === 404);
+  });
+});
