@@ -239,7 +239,7 @@ export class Controller {
 
   /** Per remote: our unfinished PipelineRuns running past their own timeout (see views.pipelineRunsPastTimeout). */
   pipelineRunsPastTimeout(now = Date.now()): Record<string, number> {
-    return views.pipelineRunsPastTimeout(this.remotes.names(), this.pipelineRuns.list(), now);
+    return views.pipelineRunsPastTimeout(this.remotes.names(), this.pipelineRuns.list(), now, (r) => this.remotes.get(r)?.metricsName ?? r);
   }
 
   /** Per remote: 1 when its requests are listed and its cluster answers. */

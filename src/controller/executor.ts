@@ -158,14 +158,15 @@ export class Executor {
 
 /** Where a request's status goes: its remote, through the client of its kind. */
 function statusTarget(remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>): StatusTarget {
-  if (kind.kind.builtIn) return { name: remote.name, client: kind.client, events: remote.events };
+  // The writer names the remote only in metrics.
+  if (kind.kind.builtIn) return { name: remote.metricsName, client: kind.client, events: remote.events };
   // Another kind: what the writer reads back (the object written, a fresh
   // read after a conflict) is read as a request, as the cache reads it.
   const read = kind.kind.toRequest;
   const { group, version } = kind.kind.resource;
   const apiVersion = group ? `${group}/${version}` : version;
   return {
-    name: remote.name,
+    name: remote.metricsName,
     // Events are about the object of its own kind, not the request it is read as.
     events: { record: (obj, ...rest) => remote.events.record({ ...obj, apiVersion, kind: kind.kind.kind } as KubeObject, ...rest) },
     statusBody: kind.kind.statusBody,

@@ -93,6 +93,8 @@ export class KcpRemotes implements RemoteProvider {
   /** The logical clusters served, with their connection. */
   private readonly served = new Map<string, Cluster>();
   private wildcard: Cluster | undefined;
+  /** Every workspace's name in metric labels: the provider's, so that label values stay few. */
+  readonly metricsName: string;
   private stopped = false;
 
   constructor(
@@ -100,6 +102,7 @@ export class KcpRemotes implements RemoteProvider {
     private readonly opts: KcpRemotesOptions,
   ) {
     this.kinds = opts.kinds ?? [INTERNAL_REQUEST_KIND];
+    this.metricsName = 'kcp';
   }
 
   /**
@@ -124,7 +127,7 @@ export class KcpRemotes implements RemoteProvider {
       await new Promise((r) => setTimeout(r, this.opts.retryMs ?? 5_000).unref());
     }
     this.opts.log.info({ export: this.opts.exportName, url: this.vwUrl }, 'kcp: serving the workspaces that bind the export');
-    this.wildcard = await this.connect('*', 'kcp');
+    this.wildcard = await this.connect('*', this.metricsName);
     for (const kind of this.kinds) {
       const shares = new Map<string, Share>();
       const all: Informer<InternalRequest> = new Informer<InternalRequest>(
@@ -197,9 +200,11 @@ export class KcpRemotes implements RemoteProvider {
   private serve(cluster: string): void {
     const conn = this.connectSync(cluster);
     this.served.set(cluster, conn);
-    for (const [kindName, c] of this.caches) c.shares.set(cluster, new Share(`kcp/${cluster}/${kindName}`, c.all));
+    // Shares carry their watch's name: /readyz and the last-contact gauge show one line for all.
+    for (const c of this.caches.values()) c.shares.set(cluster, new Share(c.all.name, c.all));
     this.sink.addRemote({
       name: cluster,
+      metricsName: this.metricsName,
       cluster: conn,
       origin: `kcp APIExport ${this.opts.exportName}`,
       cache: (kind, handlers) => {

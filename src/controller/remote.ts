@@ -28,6 +28,12 @@ export interface RemoteSpec {
   /** Where it comes from, for logs and readiness (e.g. `Secret internal-services/prod`). */
   origin?: string;
   /**
+   * Its name in metric labels (default: its name). Remotes that come in
+   * unbounded numbers (kcp workspaces) share their provider's, so that the
+   * label values stay few.
+   */
+  metricsName?: string;
+  /**
    * The cache of a kind's requests, when the provider keeps it (e.g. one
    * watch for every logical cluster behind a kcp virtual workspace, shared
    * out by cluster); by default the remote lists and watches its own.
@@ -65,6 +71,8 @@ export class Remote {
   readonly name: string;
   readonly cluster: Cluster;
   readonly origin: string;
+  /** Its name in metric labels (see RemoteSpec.metricsName). */
+  readonly metricsName: string;
   /** The request kinds served on this remote, by Kind; the first is the one `client` and `requests` name. */
   readonly kinds: ReadonlyMap<string, KindCache>;
   readonly events: EventRecorder;
@@ -80,6 +88,7 @@ export class Remote {
     this.name = spec.name;
     this.cluster = spec.cluster;
     this.origin = spec.origin ?? 'flag --remote-kubeconfig';
+    this.metricsName = spec.metricsName ?? spec.name;
     this.events = new EventRecorder(spec.cluster, 'internal-services-controller', opts.instance, log);
     const { instance: _i, kinds = [INTERNAL_REQUEST_KIND], transform, ...inf } = opts;
     const rlog = log.child({ remote: spec.name });

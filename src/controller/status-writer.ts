@@ -22,8 +22,9 @@ import { endWithoutResults, type EventSpec } from './decide.js';
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 export const CONFLICT_RETRIES = 5;
 
-/** What the writer needs of a remote: its name, a client for the request's kind, its Event recorder. */
+/** What the writer needs of a remote: its name (in metrics), a client for the request's kind, its Event recorder. */
 export interface StatusTarget {
+  /** The remote's name in metric labels. */
   readonly name: string;
   /** The body of the status PUT for the request's kind (default: the request with the new status, as for InternalRequest). */
   readonly statusBody?: (req: InternalRequest, status: NonNullable<InternalRequest['status']>) => unknown;

@@ -12,6 +12,8 @@ import type { PipelineRun } from '../tekton/types.js';
 /** What a view needs of a remote. */
 export interface RemoteView {
   readonly name: string;
+  /** Its name in metric labels: remotes sharing one are counted together. */
+  readonly metricsName?: string;
   readonly healthy: boolean;
   /** Every cached request (of every kind) with its key. */
   entries(): Iterable<[string, InternalRequest]>;
@@ -36,7 +38,10 @@ export function waitingByPhase(remotes: Iterable<RemoteView>): Record<string, Re
       const phase = phaseOf(r) ?? 'none';
       out[phase] = (out[phase] ?? 0) + 1;
     }
-    all[remote.name] = out;
+    const label = remote.metricsName ?? remote.name;
+    const sum = all[label];
+    if (sum) for (const [k, v] of Object.entries(out)) sum[k] = (sum[k] ?? 0) + v;
+    else all[label] = out;
   }
   return all;
 }
@@ -53,25 +58,33 @@ export function runningRequests(remotes: Iterable<RemoteView>): number {
  * their own `timeouts.pipeline` (Tekton ends a run at its timeout; one that
  * goes on means Tekton is not acting on it), for a gauge and its alert.
  */
-export function pipelineRunsPastTimeout(remoteNames: Iterable<string>, pipelineRuns: Iterable<PipelineRun>, now: number): Record<string, number> {
+export function pipelineRunsPastTimeout(remoteNames: Iterable<string>, pipelineRuns: Iterable<PipelineRun>, now: number, labelOf: (remote: string) => string = (r) => r): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const name of remoteNames) out[name] = 0;
+  for (const name of remoteNames) out[labelOf(name)] = 0;
   for (const pr of pipelineRuns) {
     if (!pastTimeout(pr, now)) continue;
-    const remote = remoteOf(pr);
+    const remote = labelOf(remoteOf(pr));
     out[remote] = (out[remote] ?? 0) + 1;
   }
   return out;
 }
 
-/** Per remote: 1 when its requests are listed and its cluster answers. */
+/** Per remote (per metricsName: up when every remote of it is): 1 when its requests are listed and its cluster answers. */
 export function remoteHealth(remotes: Iterable<RemoteView>): Array<{ remote: string; up: boolean }> {
-  return [...remotes].map((r) => ({ remote: r.name, up: r.healthy }));
+  const up = new Map<string, boolean>();
+  for (const r of remotes) {
+    const label = r.metricsName ?? r.name;
+    up.set(label, (up.get(label) ?? true) && r.healthy);
+  }
+  return [...up].map(([remote, ok]) => ({ remote, up: ok }));
 }
 
 /** Milliseconds since each cache last heard from its cluster. */
 export function lastContact(caches: Iterable<CacheView>, now = Date.now()): Array<{ informer: string; ms: number }> {
-  return [...caches].map((i) => ({ informer: i.name, ms: i.health.lastContact ? now - i.health.lastContact : now }));
+  // Caches of one name (a provider's shares of one watch) are one line.
+  const byName = new Map<string, number>();
+  for (const i of caches) if (!byName.has(i.name)) byName.set(i.name, i.health.lastContact ? now - i.health.lastContact : now);
+  return [...byName].map(([informer, ms]) => ({ informer, ms }));
 }
 
 /**
@@ -82,7 +95,9 @@ export function lastContact(caches: Iterable<CacheView>, now = Date.now()): Arra
  * that cannot be used (reported, never widened).
  */
 export function readiness(remotes: readonly RemoteView[], internal: Iterable<CacheView>, config: { namespace: string; present: boolean; problems: readonly string[] }): ReadinessCheck[] {
-  const checks = [...remotes.flatMap((r) => r.readiness(remotes.length === 1)), ...[...internal].map((i) => i.readiness(true))];
+  // A provider's shares of one cache have its name: one line for all of them.
+  const seen = new Set<string>();
+  const checks = [...remotes.flatMap((r) => r.readiness(remotes.length === 1)), ...[...internal].map((i) => i.readiness(true))].filter((c) => !seen.has(c.name) && !!seen.add(c.name));
   checks.push({
     name: 'config',
     ok: config.present,

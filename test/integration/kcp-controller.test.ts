@@ -15,7 +15,7 @@ import {
   type Environment, type Kcp, type KcpWorkspace,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { IR, NS, runCli, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { IR, NS, runCli, sample, scrape, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 const TEAM = 'team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -25,6 +25,9 @@ let internalAdmin: KubeConfig;
 let a: KcpWorkspace;
 let b: KcpWorkspace;
 let controller: ControllerProcess;
+let metricsPort: number;
+/** The logical clusters of the workspaces, as the first test found them. */
+const clusters: string[] = [];
 
 const requester = (ws: KcpWorkspace) => kcp.identities.requester.kubeConfig(ws.path).makeApiClient(CustomObjectsApi);
 const create = (ws: KcpWorkspace, name: string, namespace: string, image: string) =>
@@ -61,12 +64,13 @@ before(async () => {
     '--kcp-kubeconfig', kcp.identities.controller.writeKubeconfig(KCP_PROVIDER_PATH),
     '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
     '--namespace', NS,
-    '--metrics-bind-address', '0',
+    '--metrics-bind-address', '127.0.0.1:0',
     '--health-probe-bind-address', '127.0.0.1:0',
     '--log-level', 'debug',
   ]);
   await controller.waitForLog((l) => l.msg === 'caches synced; starting workers', 60_000);
   await controller.waitForLog((l) => l.msg === 'kcp: serving the workspaces that bind the export', 60_000);
+  metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
 }, { timeout: 900_000 });
 
 after(async () => {
@@ -90,6 +94,7 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
     assert.ok(clusterA && clusterB && clusterA !== clusterB, `two logical clusters (${clusterA}, ${clusterB})`);
     const added = controller.lines.filter((l) => l.msg === 'remote cluster added').map((l) => l.remote);
     assert.ok(added.includes(clusterA) && added.includes(clusterB), `both workspaces served as remotes: ${JSON.stringify(added)}`);
+    clusters.push(clusterA!, clusterB!);
   });
 
   test('a namespace the configuration does not allow is Rejected, with a message naming its workspace remote', async () => {
@@ -100,5 +105,16 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
     assert.match(done.status?.conditions?.[0]?.message ?? '', new RegExp(`namespace "other" on remote "${cluster}"`));
     // The other workspace saw nothing of it.
     await assert.rejects(get(b, 'outside', 'other'), (e: { code?: number }) => e.code === 404);
+  });
+
+  test('metric labels stay bounded: every workspace is counted under the provider ("kcp"), no label names a workspace', async () => {
+    assert.equal(clusters.length, 2, 'the first test found the workspaces');
+    const text = await waitFor('the finished requests counted', async () => {
+      const t = await scrape(metricsPort);
+      return (sample(t, 'internal_request_attempt_total', { remote: 'kcp', reason: 'Succeeded' }) ?? 0) >= 2 ? t : undefined;
+    });
+    for (const c of clusters) assert.ok(!text.includes(c), `no series names workspace ${c}`);
+    assert.equal(sample(text, 'internal_services_remote_up', { remote: 'kcp' }), 1);
+    assert.ok(/internal_services_api_requests_total\{[^}]*remote="kcp"/.test(text), 'API calls through the virtual workspace are counted under "kcp"');
   });
 });

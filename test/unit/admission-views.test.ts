@@ -131,3 +131,30 @@ test('views: readiness — a single remote is required, several are reported; th
   assert.deepEqual(bad.at(-1), { name: 'config-rules', ok: false, required: false, detail: 'rule 1: x; rule 2: y' });
   assert.deepEqual(views.lastContact([{ ...internal[0]!, health: { lastContact: 1_000 } }], 3_500), [{ informer: 'internal/pipelineruns', ms: 2_500 }]);
 });
+
+test('views: remotes that share a metrics name (a provider\'s workspaces) are one label value: summed, up only when all are, one line per shared cache', () => {
+  const ws1 = { ...fakeRemote('ws1', [req('q', 'team', queued), req('new', 'team')]), metricsName: 'kcp' };
+  const ws2 = { ...fakeRemote('ws2', [req('q2', 'team', queued)], false), metricsName: 'kcp' };
+  const plain = fakeRemote('prod', [req('x', 'team')]);
+  assert.deepEqual(views.waitingByPhase([ws1, ws2, plain]), {
+    kcp: { none: 1, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 2, Following: 0 },
+    prod: { none: 1, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 },
+  });
+  assert.deepEqual(views.remoteHealth([ws1, ws2, plain]), [
+    { remote: 'kcp', up: false },
+    { remote: 'prod', up: true },
+  ]);
+  const late = run('late', 'team', 'ws2', { ...runningStatus(), startTime: '2026-11-22T08:00:00Z' });
+  late.spec = { ...late.spec, timeouts: { pipeline: '1m' } };
+  const label = (r: string) => (r.startsWith('ws') ? 'kcp' : r);
+  assert.deepEqual(views.pipelineRunsPastTimeout(['ws1', 'ws2', 'prod'], [late], Date.parse('2026-11-22T10:00:00Z'), label), { kcp: 1, prod: 0 });
+  // Shares of one watch carry its name: one gauge line and one /readyz line for all of them.
+  const share = (ms: number) => ({ name: 'kcp/export/internalrequests', health: { lastContact: ms }, readiness: (required: boolean) => ({ name: 'kcp/export/internalrequests', ok: true, required }) });
+  assert.deepEqual(views.lastContact([share(1000), share(1000), { ...share(0), name: 'internal/pipelineruns' }], 3000), [
+    { informer: 'kcp/export/internalrequests', ms: 2000 },
+    { informer: 'internal/pipelineruns', ms: 3000 },
+  ]);
+  const shared = (name: string) => ({ ...fakeRemote(name, []), readiness: (required: boolean) => [{ name: 'kcp/export/internalrequests', ok: true, required }] });
+  const checks = views.readiness([shared('ws1'), shared('ws2')], [], { namespace: 'ns', present: true, problems: [] });
+  assert.deepEqual(checks.map((c) => c.name), ['kcp/export/internalrequests', 'config']);
+});
