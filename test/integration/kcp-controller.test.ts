@@ -15,7 +15,7 @@ import {
   type Environment, type Kcp, type KcpWorkspace,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { IR, NS, runCli, sample, scrape, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { IR, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, runCli, sample, scrape, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 const TEAM = 'team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -24,14 +24,17 @@ let kcp: Kcp;
 let internalAdmin: KubeConfig;
 let a: KcpWorkspace;
 let b: KcpWorkspace;
+/** Bound too; it unbinds in the test that says so. */
+let c: KcpWorkspace;
 let controller: ControllerProcess;
 let metricsPort: number;
 /** The logical clusters of the workspaces, as the first test found them. */
 const clusters: string[] = [];
 
 const requester = (ws: KcpWorkspace) => kcp.identities.requester.kubeConfig(ws.path).makeApiClient(CustomObjectsApi);
-const create = (ws: KcpWorkspace, name: string, namespace: string, image: string) =>
-  requester(ws).createNamespacedCustomObject({ ...IR, namespace, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace }, spec: { request: 'sign-image', params: { image } } } }) as Promise<InternalRequest>;
+const create = (ws: KcpWorkspace, name: string, namespace: string, image: string, pipeline = 'sign-image') =>
+  requester(ws).createNamespacedCustomObject({ ...IR, namespace, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace }, spec: { request: pipeline, ...(pipeline === 'sign-image' ? { params: { image } } : {}) } } }) as Promise<InternalRequest>;
+const phaseOf = async (ws: KcpWorkspace, name: string) => (await get(ws, name)).status?.conditions?.find((x) => x.type === 'Progressing')?.reason;
 const get = (ws: KcpWorkspace, name: string, namespace = TEAM) => requester(ws).getNamespacedCustomObject({ ...IR, namespace, name }) as Promise<InternalRequest>;
 const finished = (ws: KcpWorkspace, name: string, namespace = TEAM) =>
   waitFor(`${ws.path} ${namespace}/${name} finished`, async () => {
@@ -44,6 +47,8 @@ before(async () => {
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   await applyObjects(internalAdmin, [
+    // Gated: its run ends when the test calls releaseRun().
+    testPipeline('hold', { tasks: [{ name: 't', taskSpec: { steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate' })] } }] }),
     testPipeline('sign-image', {
       params: [{ name: 'image', type: 'string' }],
       results: [{ name: 'signed', value: '$(tasks.t.results.signed)' }],
@@ -53,8 +58,8 @@ before(async () => {
   // Every remote (every workspace) may send from namespace "team".
   await setRunConfig(internalAdmin, { allowList: [`*/${TEAM}`] });
   await installKcpProvider(kcp);
-  [a, b] = await Promise.all([createWorkspace(kcp, 'root:team-a'), createWorkspace(kcp, 'root:team-b')]);
-  for (const ws of [a, b]) {
+  [a, b, c] = await Promise.all([createWorkspace(kcp, 'root:team-a'), createWorkspace(kcp, 'root:team-b'), createWorkspace(kcp, 'root:team-c')]);
+  for (const ws of [a, b, c]) {
     await bindExport(kcp, ws.path);
     for (const ns of [TEAM, 'other']) await ensureNamespace(kcp.identities.admin.kubeConfig(ws.path), ns);
     await grantKcpRequester(kcp, ws.path);
@@ -116,5 +121,33 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
     for (const c of clusters) assert.ok(!text.includes(c), `no series names workspace ${c}`);
     assert.equal(sample(text, 'internal_services_remote_up', { remote: 'kcp' }), 1);
     assert.ok(/internal_services_api_requests_total\{[^}]*remote="kcp"/.test(text), 'API calls through the virtual workspace are counted under "kcp"');
+  });
+
+  test('kcp restarted while a request runs: nothing lost, one PipelineRun, the outcome written after kcp is back', async () => {
+    const r = await create(a, 'across-restart', TEAM, '', 'hold');
+    const pr = await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
+    await waitFor('Running', async () => (await phaseOf(a, 'across-restart')) === 'Running', 60_000);
+    await kcp.stopKcp();
+    await releaseRun(env, pr.metadata.name!); // the run ends while kcp is down
+    await kcp.startKcp();
+    const done = await finished(a, 'across-restart');
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', done.status?.conditions?.[0]?.message);
+    assert.equal(done.status?.pipelineRun, `${NS}/${pr.metadata.name}`, 'the run it started before the restart');
+    // Exactly one PipelineRun was ever made for it: the audit of creates is the controller's log.
+    const creates = controller.lines.filter((l) => l.msg === 'PipelineRun created' && l.pipelineRun === `${NS}/${pr.metadata.name}`);
+    assert.equal(creates.length, 1);
+  });
+
+  test('a workspace that unbinds the export stops being served: kcp deletes its requests, and what ran for them is stopped', async () => {
+    const r = await create(c, 'unbound-later', TEAM, '', 'hold');
+    await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
+    await waitFor('Running', async () => (await phaseOf(c, 'unbound-later')) === 'Running', 60_000);
+    await kcp.identities.admin.kubeConfig(c.path).makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ group: 'apis.kcp.io', version: 'v1alpha2', plural: 'apibindings', name: 'appstudio.redhat.com' });
+    // Nothing runs for it any more: its PipelineRun is cancelled and removed.
+    await waitFor('its PipelineRun gone', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0, 90_000, 500);
+    assert.ok(controller.lines.some((l) => l.msg === 'PipelineRun cancelled' && String(l.request).startsWith(`${r.metadata.annotations?.['kcp.io/cluster'] ?? ''}/`)), 'cancelled as the run of a deleted request');
+    // The other workspaces are still served.
+    await create(b, 'after-unbind', TEAM, 'quay.io/org/b:2');
+    assert.equal((await finished(b, 'after-unbind')).status?.conditions?.[0]?.reason, 'Succeeded');
   });
 });
