@@ -23,6 +23,10 @@ export const KCP_EXPORT_NAME = GROUP;
  * exported resource: a permission claim on core/v1 events, create only.
  */
 export const KCP_EVENTS_CLAIM = { group: '', resource: 'events', verbs: ['create'] } as const;
+// No claim on core.kcp.io logicalclusters for a workspace's path: kcp would
+// serve it, but its kcp.io/path is the workspace admin's to set. A path is
+// mapped to its logical cluster through the parent's Workspace instead
+// (config/kcp/parent, docs/kcp.md).
 
 interface CrdLike {
   spec: {

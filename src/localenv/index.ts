@@ -32,6 +32,7 @@ export {
   createWorkspace,
   exportVirtualWorkspaceUrl,
   grantKcpRequester,
+  grantWorkspaceReader,
   installKcpProvider,
   kcpManifests,
   waitForBinding,

@@ -2,8 +2,9 @@
  * What a test or a mode does with a running kcp (kcp.ts): create workspaces,
  * apply objects in one, publish the request API in a provider workspace
  * (config/kcp/provider), bind it from a tenant workspace
- * (config/kcp/tenant), grant requesters, and find the URL of the export's
- * virtual workspace.
+ * (config/kcp/tenant), grant requesters, let the controller read the
+ * Workspaces of a parent workspace (config/kcp/parent), and find the URL of
+ * the export's virtual workspace.
  */
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
@@ -63,7 +64,7 @@ export function applyInWorkspace(kcp: Kcp, path: string, objects: readonly Kuber
 }
 
 /** config/kcp/<sub> (default: the repository's), as objects. */
-export function kcpManifests(sub: 'provider' | 'tenant', configDir = join(repoRoot(), 'config')): Manifest[] {
+export function kcpManifests(sub: 'provider' | 'tenant' | 'parent', configDir = join(repoRoot(), 'config')): Manifest[] {
   return loadManifests(join(configDir, 'kcp', sub));
 }
 
@@ -128,6 +129,16 @@ export async function grantKcpRequester(kcp: Kcp, path: string, username = kcp.i
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: username }],
     } as KubernetesObject,
   ]);
+}
+
+/**
+ * Lets the controller read the Workspaces in the workspace at `parentPath`
+ * (config/kcp/parent): how it maps a tenant workspace's path to its logical
+ * cluster. Not needed in root, where kcp lets every authenticated user read
+ * them.
+ */
+export async function grantWorkspaceReader(kcp: Kcp, parentPath: string): Promise<void> {
+  await applyInWorkspace(kcp, parentPath, kcpManifests('parent'));
 }
 
 /**

@@ -23,7 +23,7 @@ import type { LogFn } from '../log.js';
 /** The controller's user on kcp: a plain user (not a ServiceAccount name: kcp treats those specially). */
 export const KCP_CONTROLLER_USERNAME = 'internal-services-controller';
 
-export type KcpIdentityName = 'admin' | 'controller' | 'requester' | 'outsider';
+export type KcpIdentityName = 'admin' | 'controller' | 'requester' | 'tenantAdmin' | 'outsider';
 
 export interface KcpIdentity {
   name: KcpIdentityName;
@@ -55,6 +55,12 @@ export interface KcpIdentities {
   controller: KcpIdentity;
   /** user "requester": creates requests in a tenant workspace. */
   requester: KcpIdentity;
+  /**
+   * user "tenant-admin": a tenant workspace's admin where a test makes it one
+   * (cluster-admin there, as kcp's ClusterRoleBinding workspace-admin makes a
+   * workspace's owner), and nothing elsewhere.
+   */
+  tenantAdmin: KcpIdentity;
   /** user "outsider": granted nothing anywhere. */
   outsider: KcpIdentity;
 }
@@ -63,6 +69,7 @@ const SPECS: Array<{ name: KcpIdentityName; username: string; groups: string[] }
   { name: 'admin', username: 'admin', groups: ['system:kcp:admin'] },
   { name: 'controller', username: KCP_CONTROLLER_USERNAME, groups: [] },
   { name: 'requester', username: 'requester', groups: [] },
+  { name: 'tenantAdmin', username: 'tenant-admin', groups: [] },
   { name: 'outsider', username: 'outsider', groups: [] },
 ];
 
