@@ -178,6 +178,7 @@ const CASES = {
     },
   },
   config: { release: 'internal-services', namespace: NS, values: { config: { create: true, spec: SAMPLE_CONFIG } } },
+  kcpOnly: { release: 'internal-services', namespace: NS, values: { remote: { kubeconfigSecret: { enabled: false } }, kcp: { kubeconfigSecret: 'kcp-provider', key: 'config' } } },
   noMetrics: { release: 'internal-services', namespace: NS, values: { metrics: { enabled: false } } },
   monitoring: {
     release: 'internal-services',
@@ -476,6 +477,18 @@ describe('value sets: lint, render, and what the controller reads from its args'
     assert.deepEqual(d['spec'].selector.matchLabels, { 'app.kubernetes.io/name': 'internal-services', 'app.kubernetes.io/instance': 'prod', 'app.kubernetes.io/component': 'controller' });
   });
 
+  test('kcp only: the provider workspace\'s kubeconfig mounted from its Secret, --kcp-kubeconfig and --kcp-export, no default remote', async () => {
+    const { pod, c } = deploymentOf(await render('kcpOnly'));
+    const flags = await controllerFlags(c, NS);
+    assert.equal(flags.kcpKubeconfig, '/etc/internal-services/kcp/kubeconfig');
+    assert.equal(flags.kcpExport, 'appstudio.redhat.com');
+    assert.equal(flags.remoteKubeconfig, undefined);
+    const vol = pod.volumes.find((v: any) => v.name === 'kcp-kubeconfig');
+    assert.deepEqual(vol.secret, { secretName: 'kcp-provider', defaultMode: 0o440, items: [{ key: 'config', path: 'kubeconfig' }] });
+    assert.ok(c.volumeMounts.some((m: any) => m.name === 'kcp-kubeconfig' && m.mountPath === '/etc/internal-services/kcp' && m.readOnly));
+    assert.ok(!pod.volumes.some((v: any) => v.name === 'remote-kubeconfig'));
+  });
+
   test('remote Secrets by name: each is a --remote-secret, and a Role may read exactly those Secrets', async () => {
     const objects = await render('secretsByName');
     const { c } = deploymentOf(objects);
@@ -591,7 +604,9 @@ describe('values.schema.json and the chart refuse bad values, saying which', () 
     ['a nested config field of the wrong type', { config: { create: true, spec: { volumeClaim: { size: 12 } } } }, [SCHEMA, /size/]],
     ['a port out of range', { metrics: { port: 70000 } }, [SCHEMA, /port/]],
     ['an extraEnv entry without a name', { extraEnv: [{ value: 'x' }] }, [SCHEMA, /extraEnv/]],
-    ['no remote at all', { remote: { kubeconfigSecret: { enabled: false } } }, [/no remote cluster to serve/, /remote\.kubeconfigSecret\.enabled/]],
+    ['no remote at all', { remote: { kubeconfigSecret: { enabled: false } } }, [/no remote cluster to serve/, /remote\.kubeconfigSecret\.enabled/, /kcp\.kubeconfigSecret/]],
+    ['a kcp Secret name that is not a name', { kcp: { kubeconfigSecret: 'Not A Name' } }, [SCHEMA, /kubeconfigSecret/]],
+    ['a misspelt kcp value', { kcp: { kubeconfig: 'x' } }, [SCHEMA, /kubeconfig/]],
     ['a selector without a namespace of its own', { remote: { secretsSelector: 'a=b' } }, [/remote\.secretsNamespace/, /every Secret/]],
     ['a selector in the release namespace', { remote: { secretsSelector: 'a=b', secretsNamespace: NS } }, [/remote\.secretsNamespace/, /other than the release namespace "internal-services"/]],
     ['several replicas without leader election', { replicas: 3, leaderElection: { enabled: false } }, [/replicas=3 needs leader election/]],

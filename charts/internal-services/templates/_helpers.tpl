@@ -84,8 +84,8 @@ the rendering with a message naming the values to change.
 */}}
 {{- define "internal-services.validate" -}}
 {{- $r := .Values.remote -}}
-{{- if not (or $r.kubeconfigSecret.enabled $r.secrets $r.secretsSelector) -}}
-{{- fail "internal-services: no remote cluster to serve: set remote.kubeconfigSecret.enabled=true (a kubeconfig Secret mounted as the default remote), or list kubeconfig Secrets in remote.secrets, or set remote.secretsSelector" -}}
+{{- if not (or $r.kubeconfigSecret.enabled $r.secrets $r.secretsSelector .Values.kcp.kubeconfigSecret) -}}
+{{- fail "internal-services: no remote cluster to serve: set remote.kubeconfigSecret.enabled=true (a kubeconfig Secret mounted as the default remote), or list kubeconfig Secrets in remote.secrets, or set remote.secretsSelector, or kcp.kubeconfigSecret (a kcp provider workspace)" -}}
 {{- end -}}
 {{- if and $r.secretsSelector (or (not $r.secretsNamespace) (eq $r.secretsNamespace .Release.Namespace)) -}}
 {{- fail (printf "internal-services: remote.secretsSelector lets the controller list and watch every Secret of remote.secretsNamespace (RBAC cannot narrow that to a label), so that namespace must hold nothing but remote kubeconfigs: set remote.secretsNamespace to such a namespace, other than the release namespace %q (or name the Secrets in remote.secrets instead)" .Release.Namespace) -}}
