@@ -17,8 +17,8 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const DURATION_PATTERN = '^([0-9]{1,9}(\\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$';
 /** RFC 1123 label: namespaces, service accounts. */
 export const DNS_LABEL_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
-/** An allowList entry: a namespace, optionally after "remote/" or "*\/" (every remote). */
-export const TENANT_PATTERN = '^((\\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+/** An allowList entry: a namespace, optionally after "remote/", "*\/" (every remote) or a kcp workspace path and "/" ("root:org:team/"). */
+export const TENANT_PATTERN = '^((\\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** RFC 1123 subdomain: object names such as a Pipeline's. */
 export const DNS_SUBDOMAIN_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 /** Kubernetes resource quantity of storage, e.g. 1Gi, 500Mi, 10G. */
@@ -287,7 +287,7 @@ export const internalServicesConfigSpecSchema = schema({
     allowList: {
       type: 'array',
       description:
-        'Remote namespaces whose requests are served: "remote/namespace" ("*/namespace": on every remote), or a bare namespace, which names it on the remote that defaultRemote designates. Empty: none.',
+        'Remote namespaces whose requests are served: "remote/namespace" ("*/namespace": on every remote; on kcp the remote is a workspace path, "root:org:team/namespace"), or a bare namespace, which names it on the remote that defaultRemote designates. Empty: none.',
       items: { type: 'string', maxLength: 127, pattern: TENANT_PATTERN },
       'x-kubernetes-list-type': 'set',
     },

@@ -27,6 +27,7 @@ export interface ControllerFlags {
   remoteSecretsNamespace?: string;
   kcpKubeconfig?: string;
   kcpExport: string;
+  kcpWorkspaceParent?: string[];
   kubeconfig?: string;
   namespace?: string;
   metricsBindAddress: string;
@@ -54,6 +55,12 @@ function positiveInt(v: string): number {
 function remoteName(v: string): string {
   if (!REMOTE_NAME_PATTERN.test(v)) throw new InvalidArgumentError('must be a DNS label: lower-case letters, digits and "-", at most 63');
   return v;
+}
+
+function workspacePaths(v: string, previous: string[] | undefined): string[] {
+  const paths = v.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const p of paths) if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(p)) throw new InvalidArgumentError(`${JSON.stringify(p)} is not a workspace path (e.g. root:org)`);
+  return [...(previous ?? []), ...paths];
 }
 
 function secretNames(v: string, previous: string[] | undefined): string[] {
@@ -86,6 +93,7 @@ export function controllerCommand(): Command {
     )
     .addOption(new Option('--kcp-kubeconfig <path>', 'serve every kcp workspace that binds the request API: a kubeconfig of the provider workspace (where the APIExport is); requests are read and written through the export\'s virtual workspace').env('KCP_KUBECONFIG'))
     .addOption(new Option('--kcp-export <name>', 'the APIExport (and APIExportEndpointSlice) of the request API in the provider workspace').env('KCP_EXPORT').default('appstudio.redhat.com'))
+    .addOption(new Option('--kcp-workspace-parent <path...>', 'kcp workspaces whose child workspaces are tenants (default: root): their Workspaces tell each tenant\'s path, which the configuration\'s rules name').env('KCP_WORKSPACE_PARENTS').argParser(workspacePaths))
     .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))
     .addOption(new Option('--remote-secrets-namespace <name>', 'namespace of those Secrets (default: --namespace)').env('REMOTE_SECRETS_NAMESPACE'))
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: in-cluster config)').env('KUBECONFIG'))
@@ -191,6 +199,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       new KcpRemotes(controller, {
         kubeconfig: kcpKc,
         exportName: flags.kcpExport,
+        ...(flags.kcpWorkspaceParent?.length ? { workspaceParents: flags.kcpWorkspaceParent } : {}),
         log,
         resyncPeriodMs: flags.resyncPeriod,
         informerObserver: metrics.controller.informer,

@@ -390,6 +390,7 @@ export class Controller {
       namespace: ns,
       remote: remote.name,
       ...(kind.kind.builtIn ? {} : { kind: kind.kind }),
+      ...(remote.workspace ? { workspace: remote.workspace } : {}),
       request,
       pipelineRuns: prs,
       config,

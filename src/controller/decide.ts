@@ -15,7 +15,7 @@ import { approvalFor } from './approval.js';
 import type { Grant } from '../policy/grant.js';
 import { formatDuration } from '../util/duration.js';
 import type { ErrorCode } from '../errors.js';
-import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
+import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
 import { checkGraph, followReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { checkParams } from '../tekton/params.js';
@@ -29,6 +29,7 @@ import { hasSources, type SourcePolicy } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
+import { requestKey } from '../api/request-key.js';
 
 export { checkShape } from './request-shape.js';
 
@@ -37,6 +38,12 @@ export interface Observation {
   namespace: string;
   /** The remote cluster the request is on (default: DEFAULT_REMOTE). */
   remote?: string;
+  /**
+   * For a remote that is a kcp workspace: its path (`root:org:team`), which
+   * the configuration's rules name; the remote's own name is its logical
+   * cluster. Rules see the path, identity (keys, capacity, fair turns) the name.
+   */
+  workspace?: string;
   /** The request's kind (default: the built-in InternalRequest); see request-kind.ts. */
   kind?: Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'>;
   /** The request; undefined when it no longer exists on the remote cluster. */
@@ -162,14 +169,16 @@ export function decide(o: Observation): Action[] {
     // 3. Only allowed namespaces are served.
     const ns = req.metadata.namespace ?? '';
     const tenant = tenantOf(o.remote ?? DEFAULT_REMOTE, ns);
+    // What the configuration's rules are matched against: the workspace path of a kcp remote, else the same.
+    const ruled = policyTenant(o, ns);
     // The API server validates requests against the CRD schema; objects stored
     // before it (or under an older schema) are checked again here, so that a
     // malformed one is rejected with a reason instead of failing every retry.
-    const served = isServed(o.config, tenant);
+    const served = isServed(o.config, ruled);
     const malformed = kindOf(o).checkShape(req);
     if (malformed && served) return [...actions, reject(req, o, malformed, 'REQUEST_INVALID')];
     if (!served) {
-      return [...actions, reject(req, o, notServedMessage(o.config, tenant), 'REQUEST_NAMESPACE_NOT_ALLOWED')];
+      return [...actions, reject(req, o, notServedMessage(o.config, ruled), 'REQUEST_NAMESPACE_NOT_ALLOWED')];
     }
     // Idempotent retries: the same work asked for again follows the earlier request.
     const idem = idempotencyKeyOf(req);
@@ -190,7 +199,7 @@ export function decide(o: Observation): Action[] {
     //    per-namespace rule that grants this Pipeline): its settings apply.
     const what = requestedOf(req.spec);
     if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
-    const verdict = grantFor(o.config, tenant, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+    const verdict = grantFor(o.config, ruled, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
     if (!verdict.ok) return [...actions, reject(req, o, verdict.message, verdict.code)];
     const grant = verdict.grant;
     const by = grant.rule === 'allowList' ? o.config.source : `${grant.rule} of ${o.config.source}`;
@@ -268,7 +277,9 @@ export function decide(o: Observation): Action[] {
       params: params.params,
       ...(graph.spec ? { pipelineSpec: graph.spec } : {}),
       provenance,
-      ...(grant.onRevoke === 'cancel' ? { annotations: { [ANNOTATION_ON_REVOKE]: 'cancel' } } : {}),
+      ...(grant.onRevoke === 'cancel' || o.workspace
+        ? { annotations: { ...(grant.onRevoke === 'cancel' ? { [ANNOTATION_ON_REVOKE]: 'cancel' } : {}), ...(o.workspace ? { [ANNOTATION_WORKSPACE]: o.workspace } : {}) } }
+        : {}),
     });
     // 7. A rule may require approval first (seed 004): the decision is made
     //    on the internal cluster, by a user the API server vouches for.
@@ -281,7 +292,7 @@ export function decide(o: Observation): Action[] {
       approvalRecord = gate.record;
     }
     // 8. Capacity: beyond the maximum, wait in fair order between namespaces.
-    const admission = admit({ key: `${tenant}/${req.metadata.name ?? ''}`, tenant, created: req.metadata.creationTimestamp ?? '' }, o.capacity ?? { running: 0, runningByTenant: new Map(), waiting: [] }, o.config.capacity);
+    const admission = admit({ key: requestKey({ remote: o.remote ?? DEFAULT_REMOTE, namespace: ns, name: req.metadata.name ?? '', kind: kindLabel(o.kind) }), tenant, created: req.metadata.creationTimestamp ?? '' }, o.capacity ?? { running: 0, runningByTenant: new Map(), waiting: [] }, o.config.capacity);
     if (!admission.admitted) {
       const message = `waiting for a free slot on the internal cluster: ${admission.why}; position ${admission.position} of ${admission.waiting} waiting (namespaces take turns)`;
       if (showsPhase(req, Phase.Queued, message) && (!approvalRecord || req.status?.approval?.result === approvalRecord.result)) return actions;
@@ -326,6 +337,11 @@ export function decide(o: Observation): Action[] {
   // 9. Then the PipelineRun is removed, unless debugging.
   if (!o.config.debug) actions.push(removeDone(o, ours, 'it finished and its outcome was recorded'));
   return actions;
+}
+
+/** The tenant the configuration's rules see: `workspace-path/namespace` for a kcp workspace, `remote/namespace` otherwise. */
+function policyTenant(o: Observation, namespace: string): string {
+  return tenantOf(o.workspace ?? o.remote ?? DEFAULT_REMOTE, namespace);
 }
 
 /** The request's kind: the built-in InternalRequest unless the observation names another. */
@@ -452,7 +468,7 @@ class Resolutions {
 }
 
 function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'> {
-  return { policy, namespace: tenantOf(o.remote ?? DEFAULT_REMOTE, req.metadata.namespace ?? ''), controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
+  return { policy, namespace: policyTenant(o, req.metadata.namespace ?? ''), controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
 }
 
 /**
@@ -465,7 +481,7 @@ function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): st
   if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present) return undefined;
   const what = requestedOf(req.spec);
   if (what.kind === 'invalid') return undefined;
-  const v = grantFor(o.config, tenantOf(o.remote ?? DEFAULT_REMOTE, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+  const v = grantFor(o.config, policyTenant(o, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
   return v.ok ? undefined : v.message;
 }
 

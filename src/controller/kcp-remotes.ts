@@ -16,6 +16,16 @@
  *   them is stopped as for deleted requests. Its remote stays served (it
  *   holds nothing) until the controller restarts.
  *
+ * - Rules name workspaces by path (`root:org:team`). A path is learnt from
+ *   the parent workspace's Workspace objects (`spec.cluster`: set by kcp,
+ *   which neither the tenant nor its admin can change), never from the
+ *   workspace itself (its LogicalCluster's `kcp.io/path` is the tenant
+ *   admin's to rewrite). The parents to read are given
+ *   (`--kcp-workspace-parent`, default `root`); a logical cluster first seen
+ *   is served once its parents have been read again, so that no request is
+ *   decided under the wrong name. A workspace under no given parent is
+ *   served under its logical cluster name alone.
+ *
  * Nothing else of the request path knows it is talking to kcp.
  */
 import { KubeConfig, CustomObjectsApi } from '@kubernetes/client-node';
@@ -44,6 +54,10 @@ export interface KcpRemotesOptions {
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
   /** How long to wait between looks at the endpoint slice while it has no URL. */
   retryMs?: number;
+  /** Workspaces whose child workspaces are tenants, by path (default: `root`); their Workspaces give each child's logical cluster. */
+  workspaceParents?: readonly string[];
+  /** How often the parents are read again (default 60 s); also whenever a logical cluster not known yet appears. */
+  pathRefreshMs?: number;
 }
 
 /** One logical cluster's share of a kind's wildcard cache. */
@@ -93,6 +107,13 @@ export class KcpRemotes implements RemoteProvider {
   /** The logical clusters served, with their connection. */
   private readonly served = new Map<string, Cluster>();
   private wildcard: Cluster | undefined;
+  /** Logical cluster → workspace path, from the parents' Workspaces. */
+  private readonly paths = new Map<string, string>();
+  /** Logical clusters seen but not served yet: waiting for the parents to be read. */
+  private readonly pending = new Set<string>();
+  private refreshing: Promise<void> | undefined;
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private pathError: string | undefined;
   /** Every workspace's name in metric labels: the provider's, so that label values stay few. */
   readonly metricsName: string;
   private stopped = false;
@@ -126,7 +147,10 @@ export class KcpRemotes implements RemoteProvider {
       notWaiting();
       await new Promise((r) => setTimeout(r, this.opts.retryMs ?? 5_000).unref());
     }
-    this.opts.log.info({ export: this.opts.exportName, url: this.vwUrl }, 'kcp: serving the workspaces that bind the export');
+    this.opts.log.info({ export: this.opts.exportName, url: this.vwUrl, workspaceParents: this.parents }, 'kcp: serving the workspaces that bind the export');
+    await this.refreshPaths();
+    this.refreshTimer = setInterval(() => void this.refreshPaths(), this.opts.pathRefreshMs ?? 60_000);
+    this.refreshTimer.unref();
     this.wildcard = await this.connect('*', this.metricsName);
     for (const kind of this.kinds) {
       const shares = new Map<string, Share>();
@@ -162,6 +186,7 @@ export class KcpRemotes implements RemoteProvider {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
     await Promise.all([...this.caches.values()].map(({ all }) => all.stop()));
     this.wildcard?.close();
   }
@@ -169,6 +194,7 @@ export class KcpRemotes implements RemoteProvider {
   readiness(): ReadinessCheck[] {
     const checks: ReadinessCheck[] = [
       { name: `kcp/${this.opts.exportName}`, ok: !!this.vwUrl, required: false, ...(this.vwUrl ? {} : { detail: `no virtual workspace URL: ${this.urlError}` }) },
+      { name: `kcp/${this.opts.exportName}/workspace-paths`, ok: !this.pathError, required: false, ...(this.pathError ? { detail: this.pathError } : {}) },
     ];
     for (const { all } of this.caches.values()) checks.push(all.readiness(false));
     return checks;
@@ -190,21 +216,74 @@ export class KcpRemotes implements RemoteProvider {
       this.opts.log.warn({ request: keyOf(r) }, `kcp: a request without the ${KCP_CLUSTER_ANNOTATION} annotation; ignored`);
       return undefined;
     }
-    if (!this.served.has(cluster)) this.serve(cluster);
+    if (!this.served.has(cluster) && !this.pending.has(cluster)) this.arrive(cluster);
     const s = this.caches.get(kind.kind)?.shares.get(cluster);
     if (s && store) s.items.set(keyOf(r), r);
     return s;
+  }
+
+  /**
+   * A logical cluster seen for the first time: its shares keep its requests
+   * at once; it is served once its path is known, or known to be under no
+   * given parent (the parents are read again first, unless it is known).
+   */
+  private arrive(cluster: string): void {
+    for (const c of this.caches.values()) c.shares.set(cluster, new Share(c.all.name, c.all));
+    if (this.paths.has(cluster)) return this.serve(cluster);
+    this.pending.add(cluster);
+    void this.refreshPaths().then(() => {
+      if (!this.pending.delete(cluster) || this.stopped) return;
+      if (!this.paths.has(cluster)) this.opts.log.info({ cluster, workspaceParents: this.parents }, 'kcp: a workspace under none of the workspace parents; its rules name it by logical cluster');
+      this.serve(cluster);
+      // What arrived meanwhile reaches the remote now, then a full list.
+      for (const { shares } of this.caches.values()) {
+        const s = shares.get(cluster)!;
+        for (const r of s.items.values()) s.handlers.onAdd?.(r);
+        if (s.synced) s.handlers.onResync?.();
+      }
+    });
+  }
+
+  private get parents(): readonly string[] {
+    return this.opts.workspaceParents?.length ? this.opts.workspaceParents : ['root'];
+  }
+
+  /** Reads the parents' Workspaces again (one read at a time; callers during one share it). */
+  private refreshPaths(): Promise<void> {
+    this.refreshing ??= this.readPaths().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async readPaths(): Promise<void> {
+    const errors: string[] = [];
+    for (const parent of this.parents) {
+      try {
+        const api = this.kubeconfigAt(`${this.kcpBase()}/clusters/${parent}`).makeApiClient(CustomObjectsApi);
+        const list = (await api.listClusterCustomObject({ group: 'tenancy.kcp.io', version: 'v1alpha1', plural: 'workspaces' })) as { items?: Array<{ metadata?: { name?: string }; spec?: { cluster?: string } }> };
+        for (const ws of list.items ?? []) if (ws.spec?.cluster && ws.metadata?.name) this.paths.set(ws.spec.cluster, `${parent}:${ws.metadata.name}`);
+      } catch (e) {
+        errors.push(`cannot list the Workspaces of ${parent}: ${(e as Error).message} (the controller needs config/kcp/parent there)`);
+      }
+    }
+    if (errors.length) this.opts.log.warn({ errors }, 'kcp: workspace paths');
+    this.pathError = errors.length ? errors.join('; ') : undefined;
+  }
+
+  /** The kcp server's base URL (the provider kubeconfig's server without its /clusters/… part). */
+  private kcpBase(): string {
+    const server = this.opts.kubeconfig.getCurrentCluster()!.server;
+    const i = server.indexOf('/clusters/');
+    return (i >= 0 ? server.slice(0, i) : server).replace(/\/+$/, '');
   }
 
   /** Adds the remote of a logical cluster: its share of every kind's cache, and its connection through the virtual workspace. */
   private serve(cluster: string): void {
     const conn = this.connectSync(cluster);
     this.served.set(cluster, conn);
-    // Shares carry their watch's name: /readyz and the last-contact gauge show one line for all.
-    for (const c of this.caches.values()) c.shares.set(cluster, new Share(c.all.name, c.all));
     this.sink.addRemote({
       name: cluster,
       metricsName: this.metricsName,
+      workspace: () => this.paths.get(cluster),
       cluster: conn,
       origin: `kcp APIExport ${this.opts.exportName}`,
       cache: (kind, handlers) => {
@@ -232,11 +311,16 @@ export class KcpRemotes implements RemoteProvider {
   }
 
   private kubeconfigFor(cluster: string): KubeConfig {
+    return this.kubeconfigAt(`${this.vwUrl}/clusters/${cluster}`);
+  }
+
+  /** The provider kubeconfig's credentials against another URL of the same kcp. */
+  private kubeconfigAt(server: string): KubeConfig {
     const kc = new KubeConfig();
     const current = this.opts.kubeconfig.getCurrentCluster()!;
     const user = this.opts.kubeconfig.getCurrentUser()!;
     kc.loadFromOptions({
-      clusters: [{ ...current, name: 'vw', server: `${this.vwUrl}/clusters/${cluster}` }],
+      clusters: [{ ...current, name: 'vw', server }],
       users: [user],
       contexts: [{ name: 'vw', cluster: 'vw', user: user.name }],
       currentContext: 'vw',

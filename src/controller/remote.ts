@@ -34,6 +34,12 @@ export interface RemoteSpec {
    */
   metricsName?: string;
   /**
+   * For a kcp workspace: its path (`root:org:team`), which the
+   * configuration's rules name, as the provider knows it now (undefined: not
+   * known, and the rules see the remote's name, its logical cluster).
+   */
+  workspace?: () => string | undefined;
+  /**
    * The cache of a kind's requests, when the provider keeps it (e.g. one
    * watch for every logical cluster behind a kcp virtual workspace, shared
    * out by cluster); by default the remote lists and watches its own.
@@ -73,6 +79,7 @@ export class Remote {
   readonly origin: string;
   /** Its name in metric labels (see RemoteSpec.metricsName). */
   readonly metricsName: string;
+  private readonly workspaceOf: (() => string | undefined) | undefined;
   /** The request kinds served on this remote, by Kind; the first is the one `client` and `requests` name. */
   readonly kinds: ReadonlyMap<string, KindCache>;
   readonly events: EventRecorder;
@@ -89,6 +96,7 @@ export class Remote {
     this.cluster = spec.cluster;
     this.origin = spec.origin ?? 'flag --remote-kubeconfig';
     this.metricsName = spec.metricsName ?? spec.name;
+    this.workspaceOf = spec.workspace;
     this.events = new EventRecorder(spec.cluster, 'internal-services-controller', opts.instance, log);
     const { instance: _i, kinds = [INTERNAL_REQUEST_KIND], transform, ...inf } = opts;
     const rlog = log.child({ remote: spec.name });
@@ -107,6 +115,11 @@ export class Remote {
       caches.set(kind.kind, { kind, client, requests });
     }
     this.kinds = caches;
+  }
+
+  /** For a kcp workspace: its path, when known (see RemoteSpec.workspace). */
+  get workspace(): string | undefined {
+    return this.workspaceOf?.();
   }
 
   /** The cache of the first kind (InternalRequest unless kinds were given). */

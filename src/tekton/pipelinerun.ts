@@ -18,6 +18,8 @@ export const LABEL_REQUEST_REMOTE = 'internal-services.appstudio.redhat.com/remo
 /** Request names may be 253 characters, more than a label value holds: the name goes in an annotation. */
 export const ANNOTATION_REQUEST_NAME = 'internal-services.appstudio.redhat.com/request-name';
 export const ANNOTATION_REQUEST_NAMESPACE = 'internal-services.appstudio.redhat.com/request-namespace';
+/** The kcp workspace path of the request's remote (its remote label is the workspace's logical cluster). */
+export const ANNOTATION_WORKSPACE = 'internal-services.appstudio.redhat.com/workspace';
 /** The request's kind, on what was made for a request of a kind other than InternalRequest (absent: InternalRequest). */
 export const ANNOTATION_REQUEST_KIND = 'internal-services.appstudio.redhat.com/request-kind';
 /** What was resolved from where and pinned to what (JSON list of Provenance), on PipelineRuns that run a checked graph. */

@@ -15,6 +15,7 @@ import {
   type Environment, type Kcp, type KcpWorkspace,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
+import { ANNOTATION_WORKSPACE, LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
 import { IR, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, runCli, sample, scrape, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 const TEAM = 'team';
@@ -55,8 +56,8 @@ before(async () => {
       tasks: [{ name: 't', params: [{ name: 'image', value: '$(params.image)' }], taskSpec: { params: [{ name: 'image' }], results: [{ name: 'signed' }], steps: [simulatedStep('s', { SIMULATED_RESULT_signed: 'signed $(params.image)' })] } }],
     }),
   ] as never);
-  // Every remote (every workspace) may send from namespace "team".
-  await setRunConfig(internalAdmin, { allowList: [`*/${TEAM}`] });
+  // Namespace "team" of each workspace, named by its path (resolved through the parent, root).
+  await setRunConfig(internalAdmin, { allowList: ['root:team-a', 'root:team-b', 'root:team-c'].map((p) => `${p}/${TEAM}`) });
   await installKcpProvider(kcp);
   [a, b, c] = await Promise.all([createWorkspace(kcp, 'root:team-a'), createWorkspace(kcp, 'root:team-b'), createWorkspace(kcp, 'root:team-c')]);
   for (const ws of [a, b, c]) {
@@ -102,12 +103,11 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
     clusters.push(clusterA!, clusterB!);
   });
 
-  test('a namespace the configuration does not allow is Rejected, with a message naming its workspace remote', async () => {
-    const r = await create(a, 'outside', 'other', 'quay.io/org/a:2');
+  test('a namespace the configuration does not allow is Rejected, with a message naming its workspace by path', async () => {
+    await create(a, 'outside', 'other', 'quay.io/org/a:2');
     const done = await finished(a, 'outside', 'other');
     assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
-    const cluster = r.metadata.annotations?.['kcp.io/cluster'] ?? done.metadata.annotations?.['kcp.io/cluster'] ?? '';
-    assert.match(done.status?.conditions?.[0]?.message ?? '', new RegExp(`namespace "other" on remote "${cluster}"`));
+    assert.match(done.status?.conditions?.[0]?.message ?? '', /namespace "other" on remote "root:team-a"/);
     // The other workspace saw nothing of it.
     await assert.rejects(get(b, 'outside', 'other'), (e: { code?: number }) => e.code === 404);
   });
@@ -126,6 +126,9 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
   test('kcp restarted while a request runs: nothing lost, one PipelineRun, the outcome written after kcp is back', async () => {
     const r = await create(a, 'across-restart', TEAM, '', 'hold');
     const pr = await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
+    // The run names its workspace: the logical cluster in the remote label, the path in an annotation.
+    assert.equal(pr.metadata.labels?.[LABEL_REQUEST_REMOTE], r.metadata.annotations?.['kcp.io/cluster']);
+    assert.equal(pr.metadata.annotations?.[ANNOTATION_WORKSPACE], 'root:team-a');
     await waitFor('Running', async () => (await phaseOf(a, 'across-restart')) === 'Running', 60_000);
     await kcp.stopKcp();
     await releaseRun(env, pr.metadata.name!); // the run ends while kcp is down

@@ -362,3 +362,18 @@ test('ttlSecondsAfterFinished: a finished request is deleted once that long has 
   assert.deepEqual(types(due), ['deleteRequest']);
   assert.deepEqual(decide(observe({ request: fin })), [], 'no TTL: kept');
 });
+
+test('a kcp workspace: the rules see its path, the run and its keys keep its logical cluster, and the run names the path', () => {
+  const o = observe({ remote: '2ezqarfpd2u0ddwo', workspace: 'root:org:team', config: config({ allowList: ['root:org:team/team-a'] }) });
+  const a = decide(o);
+  assert.deepEqual(types(a), ['createPipelineRun', 'writeStatus']);
+  const pr = (a[0] as Extract<Action, { type: 'createPipelineRun' }>).pipelineRun;
+  assert.equal(pr.metadata.labels?.['internal-services.appstudio.redhat.com/remote'], '2ezqarfpd2u0ddwo');
+  assert.equal(pr.metadata.annotations?.['internal-services.appstudio.redhat.com/workspace'], 'root:org:team');
+  // The logical cluster's name is not what the rules name: without the path, refused, and the message says which remote it saw.
+  const refused = statusOf(decide({ ...o, workspace: undefined } as Observation));
+  assert.equal(refused.status.conditions?.[0]?.reason, 'Rejected');
+  assert.match(refused.status.conditions?.[0]?.message ?? '', /namespace "team-a" on remote "2ezqarfpd2u0ddwo"/);
+  const other = statusOf(decide({ ...o, workspace: 'root:org:other' }));
+  assert.match(other.status.conditions?.[0]?.message ?? '', /namespace "team-a" on remote "root:org:other"/);
+});
