@@ -178,7 +178,7 @@ const CASES = {
     },
   },
   config: { release: 'internal-services', namespace: NS, values: { config: { create: true, spec: SAMPLE_CONFIG } } },
-  kcpOnly: { release: 'internal-services', namespace: NS, values: { remote: { kubeconfigSecret: { enabled: false } }, kcp: { kubeconfigSecret: 'kcp-provider', key: 'config' } } },
+  kcpOnly: { release: 'internal-services', namespace: NS, values: { remote: { kubeconfigSecret: { enabled: false } }, kcp: { kubeconfigSecret: 'kcp-provider', key: 'config', workspaceParents: ['root:org', 'root:partners'] } } },
   noMetrics: { release: 'internal-services', namespace: NS, values: { metrics: { enabled: false } } },
   monitoring: {
     release: 'internal-services',
@@ -482,6 +482,7 @@ describe('value sets: lint, render, and what the controller reads from its args'
     const flags = await controllerFlags(c, NS);
     assert.equal(flags.kcpKubeconfig, '/etc/internal-services/kcp/kubeconfig');
     assert.equal(flags.kcpExport, 'appstudio.redhat.com');
+    assert.deepEqual(flags.kcpWorkspaceParent, ['root:org', 'root:partners']);
     assert.equal(flags.remoteKubeconfig, undefined);
     const vol = pod.volumes.find((v: any) => v.name === 'kcp-kubeconfig');
     assert.deepEqual(vol.secret, { secretName: 'kcp-provider', defaultMode: 0o440, items: [{ key: 'config', path: 'kubeconfig' }] });
@@ -607,6 +608,7 @@ describe('values.schema.json and the chart refuse bad values, saying which', () 
     ['no remote at all', { remote: { kubeconfigSecret: { enabled: false } } }, [/no remote cluster to serve/, /remote\.kubeconfigSecret\.enabled/, /kcp\.kubeconfigSecret/]],
     ['a kcp Secret name that is not a name', { kcp: { kubeconfigSecret: 'Not A Name' } }, [SCHEMA, /kubeconfigSecret/]],
     ['a misspelt kcp value', { kcp: { kubeconfig: 'x' } }, [SCHEMA, /kubeconfig/]],
+    ['a workspace parent that is no path', { kcp: { kubeconfigSecret: 'k', workspaceParents: ['root/org'] } }, [SCHEMA, /workspaceParents/]],
     ['a selector without a namespace of its own', { remote: { secretsSelector: 'a=b' } }, [/remote\.secretsNamespace/, /every Secret/]],
     ['a selector in the release namespace', { remote: { secretsSelector: 'a=b', secretsNamespace: NS } }, [/remote\.secretsNamespace/, /other than the release namespace "internal-services"/]],
     ['several replicas without leader election', { replicas: 3, leaderElection: { enabled: false } }, [/replicas=3 needs leader election/]],
