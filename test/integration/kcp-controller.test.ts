@@ -27,14 +27,18 @@ let a: KcpWorkspace;
 let b: KcpWorkspace;
 /** Bound too; it unbinds in the test that says so. */
 let c: KcpWorkspace;
+/** Bound, but not on the allowList. */
+let d: KcpWorkspace;
+/** Not bound. */
+let e: KcpWorkspace;
 let controller: ControllerProcess;
 let metricsPort: number;
 /** The logical clusters of the workspaces, as the first test found them. */
 const clusters: string[] = [];
 
 const requester = (ws: KcpWorkspace) => kcp.identities.requester.kubeConfig(ws.path).makeApiClient(CustomObjectsApi);
-const create = (ws: KcpWorkspace, name: string, namespace: string, image: string, pipeline = 'sign-image') =>
-  requester(ws).createNamespacedCustomObject({ ...IR, namespace, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace }, spec: { request: pipeline, ...(pipeline === 'sign-image' ? { params: { image } } : {}) } } }) as Promise<InternalRequest>;
+const create = (ws: KcpWorkspace, name: string, namespace: string, image: string, pipeline = 'sign-image', labels?: Record<string, string>) =>
+  requester(ws).createNamespacedCustomObject({ ...IR, namespace, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace, ...(labels ? { labels } : {}) }, spec: { request: pipeline, ...(pipeline === 'sign-image' ? { params: { image } } : {}) } } }) as Promise<InternalRequest>;
 const phaseOf = async (ws: KcpWorkspace, name: string) => (await get(ws, name)).status?.conditions?.find((x) => x.type === 'Progressing')?.reason;
 const get = (ws: KcpWorkspace, name: string, namespace = TEAM) => requester(ws).getNamespacedCustomObject({ ...IR, namespace, name }) as Promise<InternalRequest>;
 const finished = (ws: KcpWorkspace, name: string, namespace = TEAM) =>
@@ -59,9 +63,9 @@ before(async () => {
   // Namespace "team" of each workspace, named by its path (resolved through the parent, root).
   await setRunConfig(internalAdmin, { allowList: ['root:team-a', 'root:team-b', 'root:team-c'].map((p) => `${p}/${TEAM}`) });
   await installKcpProvider(kcp);
-  [a, b, c] = await Promise.all([createWorkspace(kcp, 'root:team-a'), createWorkspace(kcp, 'root:team-b'), createWorkspace(kcp, 'root:team-c')]);
-  for (const ws of [a, b, c]) {
-    await bindExport(kcp, ws.path);
+  [a, b, c, d, e] = (await Promise.all(['a', 'b', 'c', 'd', 'e'].map((x) => createWorkspace(kcp, `root:team-${x}`)))) as [KcpWorkspace, KcpWorkspace, KcpWorkspace, KcpWorkspace, KcpWorkspace];
+  for (const ws of [a, b, c, d, e]) {
+    if (ws !== e) await bindExport(kcp, ws.path);
     for (const ns of [TEAM, 'other']) await ensureNamespace(kcp.identities.admin.kubeConfig(ws.path), ns);
     await grantKcpRequester(kcp, ws.path);
   }
@@ -86,14 +90,18 @@ after(async () => {
 
 describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => {
   test('one namespace and name in two workspaces: two requests, two runs, each outcome written into its own workspace', async () => {
-    const ra = await create(a, 'build-1', TEAM, 'quay.io/org/a:1');
-    const rb = await create(b, 'build-1', TEAM, 'quay.io/org/b:1');
+    // The same idempotency key too: idempotency is per workspace, so neither follows the other.
+    const key = { 'internal-services.appstudio.redhat.com/idempotency-key': 'release-1' };
+    const ra = await create(a, 'build-1', TEAM, 'quay.io/org/a:1', 'sign-image', key);
+    const rb = await create(b, 'build-1', TEAM, 'quay.io/org/b:1', 'sign-image', key);
     const [da, db] = await Promise.all([finished(a, 'build-1'), finished(b, 'build-1')]);
     assert.equal(da.status?.conditions?.[0]?.reason, 'Succeeded', da.status?.conditions?.[0]?.message);
     assert.equal(db.status?.conditions?.[0]?.reason, 'Succeeded', db.status?.conditions?.[0]?.message);
     assert.deepEqual(da.status?.results, { signed: 'signed quay.io/org/a:1' });
     assert.deepEqual(db.status?.results, { signed: 'signed quay.io/org/b:1' });
     assert.notEqual(da.status?.pipelineRun, db.status?.pipelineRun);
+    assert.equal(da.status?.followed, undefined);
+    assert.equal(db.status?.followed, undefined);
     // Each workspace is its own remote: its logical cluster names it on the run and in the log.
     const clusterA = ra.metadata.annotations?.['kcp.io/cluster'] ?? (await get(a, 'build-1')).metadata.annotations?.['kcp.io/cluster'];
     const clusterB = rb.metadata.annotations?.['kcp.io/cluster'] ?? (await get(b, 'build-1')).metadata.annotations?.['kcp.io/cluster'];
@@ -109,7 +117,15 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
     assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(done.status?.conditions?.[0]?.message ?? '', /namespace "other" on remote "root:team-a"/);
     // The other workspace saw nothing of it.
-    await assert.rejects(get(b, 'outside', 'other'), (e: { code?: number }) => e.code === 404);
+    await assert.rejects(get(b, 'outside', 'other'), (err: { code?: number }) => err.code === 404);
+  });
+
+  test('a workspace that binds the export but is not on the allowList is Rejected, named by its path; one that does not bind it has no such API', async () => {
+    await create(d, 'not-allowed', TEAM, 'quay.io/org/d:1');
+    const done = await finished(d, 'not-allowed');
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
+    assert.match(done.status?.conditions?.[0]?.message ?? '', /namespace "team" on remote "root:team-d" is not on the allowList/);
+    await assert.rejects(create(e, 'no-api', TEAM, 'quay.io/org/e:1'), (err: { code?: number }) => err.code === 404);
   });
 
   test('metric labels stay bounded: every workspace is counted under the provider ("kcp"), no label names a workspace', async () => {
