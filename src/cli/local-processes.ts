@@ -46,13 +46,14 @@ function pluginScript(): string {
   return cliScript().replace(/(main\.js|internal-services\.mjs)$/, (m) => (m.endsWith('.mjs') ? 'kubectl-internalrequest.mjs' : 'kubectl-internalrequest.js'));
 }
 
-export function startControllerProcess(env: Environment, healthPort: number, metricsPort: number): ControllerChild {
+/** `remoteArgs`: where the requests come from (default: the environment's remote cluster, --remote-kubeconfig). */
+export function startControllerProcess(env: Environment, healthPort: number, metricsPort: number, remoteArgs?: string[]): ControllerChild {
   const cli = cliScript();
   const logPath = join(env.dir, 'controller.log');
   const args = [
     cli,
     'controller',
-    '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath,
+    ...(remoteArgs ?? ['--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath]),
     '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
     '--namespace', CONTROLLER_NAMESPACE,
     '--metrics-bind-address', `127.0.0.1:${metricsPort}`,

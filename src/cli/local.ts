@@ -17,10 +17,8 @@
  * everything stays up for a look around until Ctrl-C.
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import {
   CONTROLLER_NAMESPACE,
@@ -29,28 +27,23 @@ import {
   applyObjects,
   grantRequester,
   installProject,
-  loadManifests,
   statusMessage,
-  type Manifest,
-  repoRoot,
   freePorts,
   startWatchdog,
   writePidFile,
 } from '../localenv/index.js';
-import { CONFIG_NAME, type InternalRequest, type InternalRequestSpec } from '../api/types.js';
+import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { followSamples, startControllerProcess, stopControllerProcess, trackSamples, waitForReady, type ControllerChild } from './local-processes.js';
 import { APPROVAL_NAMESPACE, APPROVAL_RULE, approverRbac, catalogFiles, demoConfig, FAIL_PARAM, RequesterView, scenarios as sampleScenarios, UNLISTED_NAMESPACE, type Scenario } from './local-samples.js';
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
-const SAMPLE_PIPELINE = 'tekton_v1_pipeline_sign-image.yaml';
-const SAMPLE_CONFIG = 'appstudio_v1alpha1_internalservicesconfig.yaml';
-const SAMPLE_REQUEST = 'appstudio_v1alpha1_internalrequest.yaml';
-/** How long each simulated step "runs". */
-const STEP_DURATION = '1500ms';
+import { runLocalKcp } from './local-kcp.js';
+import { SAMPLE_CONFIG, SAMPLE_PIPELINE, SAMPLE_REQUEST, STEP_DURATION, sample, samplePath, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
 const REQUESTS_TIMEOUT_MS = 90_000;
 
 export interface LocalFlags {
   keep?: boolean;
+  kcp?: boolean;
 }
 
 export function localCommand(): Command {
@@ -59,8 +52,9 @@ export function localCommand(): Command {
       'Try it on this machine: two embedded control planes, real Tekton (pods SIMULATED), the controller, and sample requests',
     )
     .option('--keep', 'leave everything running afterwards (Ctrl-C stops it) and print how to look around')
+    .option('--kcp', 'the remote side is a real kcp: workspaces that bind the request API, served through one kubeconfig (builds kcp on first use)')
     .action(async (flags: LocalFlags) => {
-      await runLocal(flags);
+      await (flags.kcp ? runLocalKcp(flags) : runLocal(flags));
     });
 }
 
@@ -76,33 +70,6 @@ const out = (line = ''): void => {
 const progress = (msg: string): void => {
   out(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
 };
-
-/**
- * The sample Pipeline with SIMULATED_* env added to each step of its inline
- * Tasks: what the simulated kubelet reports for the step's container. Each
- * declared Task result gets a value derived from the Task's params (Tekton
- * substitutes them), and the step fails when the Task has the
- * simulate-failure param set to "true".
- */
-function withSimulatedSteps(pipeline: Manifest): Manifest {
-  const copy = structuredClone(pipeline);
-  const tasks = ((copy['spec'] as { tasks?: unknown[] } | undefined)?.tasks ?? []) as Array<{
-    taskSpec?: { params?: Array<{ name: string }>; results?: Array<{ name: string }>; steps?: Array<{ env?: Array<{ name: string; value: string }> }> };
-  }>;
-  for (const t of tasks) {
-    const spec = t.taskSpec;
-    if (!spec?.steps?.length) continue;
-    const params = (spec.params ?? []).map((p) => p.name);
-    const derived = params.filter((p) => p !== FAIL_PARAM).map((p) => `"${p}":"$(params.${p})"`).join(',');
-    const env: Array<{ name: string; value: string }> = [{ name: 'SIMULATED_DURATION', value: STEP_DURATION }];
-    if (params.includes(FAIL_PARAM)) env.push({ name: 'SIMULATED_FAIL', value: `$(params.${FAIL_PARAM})` });
-    for (const r of spec.results ?? []) env.push({ name: `SIMULATED_RESULT_${r.name}`, value: `${r.name}:{${derived}}` });
-    // The last step produces the results; earlier ones just run.
-    const last = spec.steps[spec.steps.length - 1]!;
-    last.env = [...(last.env ?? []), ...env];
-  }
-  return copy;
-}
 
 /** Prints each TaskRun's progress in the controller's namespace, as Tekton reports it. */
 async function watchTaskRuns(kc: KubeConfig): Promise<AbortController> {
@@ -122,27 +89,6 @@ async function watchTaskRuns(kc: KubeConfig): Promise<AbortController> {
     },
     () => {},
   );
-}
-
-function samplePath(file: string): string {
-  return join(repoRoot(), 'config', 'samples', file);
-}
-
-function sample(file: string): Manifest {
-  const path = samplePath(file);
-  const [obj, ...rest] = loadManifests(path);
-  if (!obj || rest.length > 0) throw new Error(`${path}: expected exactly one object`);
-  return obj;
-}
-
-/** The sample request's spec (the sample has generateName, which loadManifests does not take). */
-function sampleRequestSpec(): InternalRequestSpec {
-  const path = samplePath(SAMPLE_REQUEST);
-  const obj = parseYaml(readFileSync(path, 'utf8')) as { kind?: string; spec?: InternalRequestSpec } | null;
-  if (obj?.kind !== 'InternalRequest' || typeof obj.spec?.params?.['image'] !== 'string') {
-    throw new Error(`${path}: expected an InternalRequest with spec.params.image`);
-  }
-  return obj.spec;
 }
 
 function conditionOf(r: InternalRequest | undefined): { status?: string; reason?: string; message?: string } {
