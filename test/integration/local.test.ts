@@ -105,3 +105,25 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.ok(dir, 'environment directory not printed');
   assert.ok(!existsSync(dir), `${dir} still exists`);
 });
+
+test('internal-services local --kcp: three workspaces of a real kcp, one kubeconfig; two allowed by path run, the third is Rejected naming its path; exits 0', { timeout: 300_000 }, async () => {
+  const proc = spawn(process.execPath, [CLI, 'local', '--kcp'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => proc.kill('SIGINT'), 270_000);
+  const code = await new Promise<number | string>((resolve) => proc.on('exit', (c, s) => resolve(c ?? s ?? -1)));
+  clearTimeout(timer);
+  const output = `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
+  assert.equal(code, 0, output);
+  assert.match(stdout, /controller started with --kcp-kubeconfig \S+ \(the provider workspace, as user "internal-services-controller"\)/);
+  for (const ws of ['root:team-a', 'root:team-b']) {
+    assert.match(stdout, new RegExp(`\\[ok\\] +${ws} team/sign-release-1 — allowed by path`));
+  }
+  assert.match(stdout, /result: +signature = signature:\{"image":"quay\.io\/example\/app-team-a@sha256:/);
+  assert.match(stdout, /result: +signature = signature:\{"image":"quay\.io\/example\/app-team-b@sha256:/);
+  assert.match(stdout, /\[ok\] +root:team-c team\/sign-release-1 — binds the API but is not on the allowList/);
+  assert.match(stdout, /message: +namespace "team" on remote "root:team-c" is not on the allowList/);
+  assert.match(stdout, /All 3 requests ended as expected\./);
+});
