@@ -8,7 +8,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startKcp,
   KCP_PROVIDER_PATH,
@@ -125,6 +125,12 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
     const done = await finished(d, 'not-allowed');
     assert.equal(done.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(done.status?.conditions?.[0]?.message ?? '', /namespace "team" on remote "root:team-d" is not on the allowList/);
+    // Its Event is recorded in its own workspace, through the virtual workspace (the binding accepted the Events claim).
+    const ev = await waitFor('the Rejected Event in root:team-d', async () => {
+      const list = await kcp.identities.admin.kubeConfig(d.path).makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: TEAM });
+      return list.items.find((x) => x.involvedObject.name === 'not-allowed' && x.reason === 'Rejected');
+    });
+    assert.equal(ev.type, 'Warning');
     await assert.rejects(create(e, 'no-api', TEAM, 'quay.io/org/e:1'), (err: { code?: number }) => err.code === 404);
   });
 
