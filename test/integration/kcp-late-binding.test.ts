@@ -1,0 +1,71 @@
+/**
+ * The controller started on a REAL kcp before any workspace binds the export:
+ * the export has no virtual workspace yet (its APIExportEndpointSlice lists
+ * no endpoint). The controller still becomes ready (serving its other
+ * remotes, of which here there are none), says what it waits for in its log
+ * and on /readyz, and serves the first workspace that binds, without a
+ * restart.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import {
+  bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startKcp,
+  KCP_PROVIDER_PATH,
+  type Environment, type Kcp,
+} from '../../src/localenv/index.js';
+import type { InternalRequest } from '../../src/api/types.js';
+import { IR, NS, runCli, setRunConfig, waitFor, type ControllerProcess } from './helpers.js';
+
+let env: Environment;
+let kcp: Kcp;
+let controller: ControllerProcess;
+
+before(async () => {
+  // No Tekton: the request below is decided (Rejected) without running anything.
+  [env, kcp] = await Promise.all([startEnvironment({}), startKcp()]);
+  await installProject(env);
+  await setRunConfig(env.internal.identities.admin.kubeConfig(), { allowList: ['root:someone-else/team'] });
+  await installKcpProvider(kcp);
+}, { timeout: 600_000 });
+
+after(async () => {
+  await controller?.kill('SIGKILL');
+  await Promise.all([kcp?.stop(), env?.stop()]);
+});
+
+test('no workspace binds the export yet: the controller is ready and waits; the first workspace that binds is served without a restart', { timeout: 240_000 }, async () => {
+  controller = runCli([
+    'controller',
+    '--kcp-kubeconfig', kcp.identities.controller.writeKubeconfig(KCP_PROVIDER_PATH),
+    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
+    '--namespace', NS,
+    '--metrics-bind-address', '0',
+    '--health-probe-bind-address', '127.0.0.1:0',
+    '--log-level', 'debug',
+  ]);
+  const waiting = await controller.waitForLog((l) => l.msg === 'kcp: the APIExport has no virtual workspace URL yet; looking again', 60_000);
+  assert.match(String(waiting.why), /lists no endpoint/);
+  const serving = await controller.waitForLog((l) => l.msg === 'serving health probes');
+  const port = Number(String(serving.address).split(':').pop());
+  await controller.waitForLog((l) => l.msg === 'caches synced; starting workers', 60_000);
+  const readyz = await waitFor('/readyz answers 200', async () => {
+    const r = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);
+    return r.status === 200 ? r.text() : undefined;
+  });
+  assert.match(readyz, /kcp\/appstudio\.redhat\.com.*no virtual workspace URL/, 'readiness says what it waits for');
+
+  // A workspace binds the export: it is served.
+  const ws = await createWorkspace(kcp, 'root:late');
+  await bindExport(kcp, ws.path);
+  await ensureNamespace(kcp.identities.admin.kubeConfig(ws.path), 'team');
+  await grantKcpRequester(kcp, ws.path);
+  await controller.waitForLog((l) => l.msg === 'kcp: serving the workspaces that bind the export', 60_000);
+  const api = kcp.identities.requester.kubeConfig(ws.path).makeApiClient(CustomObjectsApi);
+  await api.createNamespacedCustomObject({ ...IR, namespace: 'team', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'first', namespace: 'team' }, spec: { request: 'sign-image' } } });
+  const done = await waitFor('the request decided', async () => {
+    const r = (await api.getNamespacedCustomObject({ ...IR, namespace: 'team', name: 'first' })) as InternalRequest;
+    return r.status?.conditions?.[0]?.reason === 'Rejected' ? r : undefined;
+  }, 60_000);
+  assert.match(done.status?.conditions?.[0]?.message ?? '', /namespace "team" on remote "root:late" is not on the allowList/);
+});
