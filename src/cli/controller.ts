@@ -28,6 +28,7 @@ export interface ControllerFlags {
   kcpKubeconfig?: string;
   kcpExport: string;
   kcpWorkspaceParent?: string[];
+  kcpRefreshInterval: number;
   kubeconfig?: string;
   namespace?: string;
   metricsBindAddress: string;
@@ -94,6 +95,7 @@ export function controllerCommand(): Command {
     .addOption(new Option('--kcp-kubeconfig <path>', 'serve every kcp workspace that binds the request API: a kubeconfig of the provider workspace (where the APIExport is); requests are read and written through the export\'s virtual workspace').env('KCP_KUBECONFIG'))
     .addOption(new Option('--kcp-export <name>', 'the APIExport (and APIExportEndpointSlice) of the request API in the provider workspace').env('KCP_EXPORT').default('appstudio.redhat.com'))
     .addOption(new Option('--kcp-workspace-parent <path...>', 'kcp workspaces whose child workspaces are tenants (default: root): their Workspaces tell each tenant\'s path, which the configuration\'s rules name').env('KCP_WORKSPACE_PARENTS').argParser(workspacePaths))
+    .addOption(new Option('--kcp-refresh-interval <duration>', 'how often the workspace parents and the export\'s endpoint slice are read again (a moved virtual workspace is followed)').env('KCP_REFRESH_INTERVAL').default(60_000, '60s').argParser(shortDuration))
     .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))
     .addOption(new Option('--remote-secrets-namespace <name>', 'namespace of those Secrets (default: --namespace)').env('REMOTE_SECRETS_NAMESPACE'))
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: in-cluster config)').env('KUBECONFIG'))
@@ -200,6 +202,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
         kubeconfig: kcpKc,
         exportName: flags.kcpExport,
         ...(flags.kcpWorkspaceParent?.length ? { workspaceParents: flags.kcpWorkspaceParent } : {}),
+        pathRefreshMs: flags.kcpRefreshInterval,
         log,
         resyncPeriodMs: flags.resyncPeriod,
         informerObserver: metrics.controller.informer,

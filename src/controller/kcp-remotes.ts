@@ -149,8 +149,31 @@ export class KcpRemotes implements RemoteProvider {
     }
     this.opts.log.info({ export: this.opts.exportName, url: this.vwUrl, workspaceParents: this.parents }, 'kcp: serving the workspaces that bind the export');
     await this.refreshPaths();
-    this.refreshTimer = setInterval(() => void this.refreshPaths(), this.opts.pathRefreshMs ?? 60_000);
+    this.refreshTimer = setInterval(() => void this.tick(), this.opts.pathRefreshMs ?? 60_000);
     this.refreshTimer.unref();
+    await this.watch();
+  }
+
+  /** Every refresh period: the parents' Workspaces again, and the endpoint slice (the virtual workspace may move). */
+  private async tick(): Promise<void> {
+    await this.refreshPaths();
+    const url = await this.endpoint();
+    if (!url || url === this.vwUrl || this.stopped) return;
+    this.opts.log.warn({ export: this.opts.exportName, from: this.vwUrl, to: url }, 'kcp: the virtual workspace moved; serving its workspaces from the new URL');
+    // Every workspace is served again from the new URL: its remote goes (what
+    // runs for it is left as it is) and comes back with its first request there.
+    await Promise.all([...this.caches.values()].map(({ all }) => all.stop()));
+    this.caches.clear();
+    for (const cluster of [...this.served.keys()]) await this.sink.removeRemote(cluster);
+    this.served.clear();
+    this.pending.clear();
+    this.wildcard?.close();
+    this.vwUrl = url;
+    await this.watch();
+  }
+
+  /** One wildcard cache per kind on the virtual workspace; resolves once they have listed. */
+  private async watch(): Promise<void> {
     this.wildcard = await this.connect('*', this.metricsName);
     for (const kind of this.kinds) {
       const shares = new Map<string, Share>();

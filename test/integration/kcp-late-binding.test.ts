@@ -8,9 +8,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
-  bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startKcp,
+  FaultProxy, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startKcp,
   KCP_PROVIDER_PATH,
   type Environment, type Kcp,
 } from '../../src/localenv/index.js';
@@ -20,6 +20,7 @@ import { IR, NS, runCli, setRunConfig, waitFor, type ControllerProcess } from '.
 let env: Environment;
 let kcp: Kcp;
 let controller: ControllerProcess;
+let relay: FaultProxy | undefined;
 
 before(async () => {
   // No Tekton: the request below is decided (Rejected) without running anything.
@@ -31,6 +32,7 @@ before(async () => {
 
 after(async () => {
   await controller?.kill('SIGKILL');
+  await relay?.close();
   await Promise.all([kcp?.stop(), env?.stop()]);
 });
 
@@ -43,6 +45,7 @@ test('no workspace binds the export yet: the controller is ready and waits; the 
     '--metrics-bind-address', '0',
     '--health-probe-bind-address', '127.0.0.1:0',
     '--log-level', 'debug',
+    '--kcp-refresh-interval', '2s',
   ]);
   const waiting = await controller.waitForLog((l) => l.msg === 'kcp: the APIExport has no virtual workspace URL yet; looking again', 60_000);
   assert.match(String(waiting.why), /lists no endpoint/);
@@ -68,4 +71,32 @@ test('no workspace binds the export yet: the controller is ready and waits; the 
     return r.status?.conditions?.[0]?.reason === 'Rejected' ? r : undefined;
   }, 60_000);
   assert.match(done.status?.conditions?.[0]?.message ?? '', /namespace "team" on remote "root:late" is not on the allowList/);
+});
+
+test('the virtual workspace moves (its endpoint slice names another URL): the controller follows it and serves on from there', { timeout: 180_000 }, async () => {
+  const admin = kcp.identities.admin.kubeConfig(KCP_PROVIDER_PATH).makeApiClient(CustomObjectsApi);
+  const ref = { group: 'apis.kcp.io', version: 'v1alpha1', plural: 'apiexportendpointslices', name: 'appstudio.redhat.com' };
+  const slice = (await admin.getClusterCustomObject(ref)) as { status?: { endpoints?: Array<{ url: string }> } };
+  const old = slice.status!.endpoints![0]!.url;
+  // The same virtual workspace behind another port (a TCP relay, so kcp's own certificate still serves): a move the controller must follow.
+  const kcpUrl = new URL(old);
+  relay = new FaultProxy({ host: kcpUrl.hostname, port: Number(kcpUrl.port) });
+  await relay.listen();
+  const moved = old.replace(`:${kcpUrl.port}/`, `:${relay.port}/`);
+  assert.notEqual(moved, old);
+  await admin.patchClusterCustomObjectStatus({ ...ref, body: { status: { endpoints: [{ url: moved }] } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  const followed = await controller.waitForLog((l) => l.msg === 'kcp: the virtual workspace moved; serving its workspaces from the new URL', 30_000);
+  assert.deepEqual([followed.from, followed.to], [old, moved]);
+  // Served from there: a new request in the workspace is decided.
+  const api = kcp.identities.requester.kubeConfig('root:late').makeApiClient(CustomObjectsApi);
+  await api.createNamespacedCustomObject({ ...IR, namespace: 'team', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'after-move', namespace: 'team' }, spec: { request: 'sign-image' } } });
+  const done = await waitFor('the request decided after the move', async () => {
+    const r = (await api.getNamespacedCustomObject({ ...IR, namespace: 'team', name: 'after-move' })) as InternalRequest;
+    return r.status?.conditions?.[0]?.reason === 'Rejected' ? r : undefined;
+  }, 60_000).catch((e: Error) => {
+    const since = controller.lines.indexOf(followed);
+    throw new Error(`${e.message}; the controller's log since the move:\n${controller.lines.slice(since).filter((l) => l.level !== "debug" && l.level !== 20).slice(0, 40).map((l) => JSON.stringify(l)).join('\n')}`);
+  });
+  assert.match(done.status?.conditions?.[0]?.message ?? '', /on remote "root:late"/);
+  assert.ok(controller.lines.some((l) => l.msg === 'remote cluster added' && l.server === `${moved}/clusters/${done.metadata.annotations?.['kcp.io/cluster']}`), 'the workspace is served through the new URL');
 });
