@@ -75,7 +75,7 @@ function passReport(p: PassResult, controllerUser: string): string {
   const sim = real ? 'simulated kubelet' : 'simulated executor';
   const lines: string[] = [];
   lines.push(
-    `Pass ${p.pass} (${p.label}): ${w.requests} requests (${w.allowed} allowed over ${w.namespaces} namespaces, ${w.rejected} from non-allowed ones), ` +
+    `Pass ${p.pass} (${p.label}): ${w.requests} requests (${w.allowed} allowed over ${w.namespaces} ${p.kcp ? 'kcp workspaces' : 'namespaces'}, ${w.rejected} from non-allowed ones), ` +
       `${w.mode === 'burst' ? `burst, ${w.concurrency} creates in flight` : `${w.rate}/s`}, ` +
       (real ? `real Tekton, simulated step ${w.executorDelayMs} ms` : `simulated executor delay ${w.executorDelayMs} ms`),
   );
