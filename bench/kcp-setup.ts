@@ -27,7 +27,7 @@ import { requesterClient } from './workload.js';
 export const KCP_NAMESPACE = 'bench';
 export const KCP_DENIED_NAMESPACE = 'bench-outside';
 /** Workspaces made at once while setting up. */
-const BATCH = 10;
+export const KCP_SETUP_BATCH = 10;
 
 export interface KcpSetup {
   kcp: Kcp;
@@ -56,10 +56,10 @@ export function workspacePaths(n: number): string[] {
 /** Runs f over items, `batch` at a time, logging progress after each batch. */
 async function inBatches<T>(what: string, items: T[], f: (x: T) => Promise<void>, log: (m: string) => void): Promise<number> {
   const t0 = Date.now();
-  for (let i = 0; i < items.length; i += BATCH) {
-    await Promise.all(items.slice(i, i + BATCH).map(f));
-    const done = Math.min(items.length, i + BATCH);
-    if (done === items.length || done % (BATCH * 2) === 0) log(`kcp: ${what} ${done}/${items.length} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  for (let i = 0; i < items.length; i += KCP_SETUP_BATCH) {
+    await Promise.all(items.slice(i, i + KCP_SETUP_BATCH).map(f));
+    const done = Math.min(items.length, i + KCP_SETUP_BATCH);
+    if (done === items.length || done % (KCP_SETUP_BATCH * 2) === 0) log(`kcp: ${what} ${done}/${items.length} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   }
   return Date.now() - t0;
 }

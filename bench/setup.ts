@@ -15,7 +15,7 @@ import type { Kcp } from '../src/localenv/index.js';
 import { AuditReader } from './audit.js';
 import { ControllerProcess, DEFAULT_CONTROLLER_CMD } from './controller-process.js';
 import type { HeapSampler } from './heapstat.js';
-import { asControllerUser, setUpKcpWorkspaces, startBenchKcp, type KcpSetup } from './kcp-setup.js';
+import { asControllerUser, KCP_SETUP_BATCH, setUpKcpWorkspaces, startBenchKcp, type KcpSetup } from './kcp-setup.js';
 import { useKeepAlive } from './keepalive.js';
 import type { Observer } from './observer.js';
 import { benchPipeline } from './pipeline.js';
@@ -116,7 +116,7 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
     let denied = opts.rejectedShare > 0 ? ['bench-outside-0', 'bench-outside-1'] : [];
     let k: KcpSetup | undefined;
     if (kcp && opts.kcp) {
-      log(`kcp ${kcp.version} ready after ${kcp.startupMs} ms; ${opts.kcp.workspaces} tenant workspaces next, ${10} at a time`);
+      log(`kcp ${kcp.version} ready after ${kcp.startupMs} ms; ${opts.kcp.workspaces} tenant workspaces next, ${KCP_SETUP_BATCH} at a time`);
       k = await setUpKcpWorkspaces(kcp, opts.kcp.workspaces, opts.rejectedShare > 0, log);
       ({ allowed, denied } = k);
     } else await Promise.all([...allowed, ...denied].map((ns) => grantRequester(env, ns)));
