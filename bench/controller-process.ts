@@ -9,8 +9,9 @@
  *   {node}                the Node.js binary running the benchmark
  *   {repo}                the repository root
  *   {dir}                 the benchmark's working directory (logs, profiles)
- * The same values are also in the child's environment: REMOTE_KUBECONFIG,
- * KUBECONFIG, POD_NAMESPACE (and BENCH_DIR).
+ * The same values are also in the child's environment: REMOTE_KUBECONFIG
+ * (with --kcp: KCP_KUBECONFIG, and {remoteKubeconfig} is kcp's provider
+ * workspace), KUBECONFIG, POD_NAMESPACE (and BENCH_DIR).
  *
  * The command runs under /bin/sh in its own process group; its stdout and
  * stderr go to {dir}/controller-<n>.log and are scanned for the "ready" line
@@ -73,6 +74,8 @@ export interface ControllerProcessOptions {
   /** Index in the log file name (controller-<n>.log). */
   index: number;
   extraEnv?: Record<string, string>;
+  /** --kcp: {remoteKubeconfig} is kcp's provider workspace, and goes to KCP_KUBECONFIG instead of REMOTE_KUBECONFIG. */
+  kcp?: boolean;
 }
 
 export class ControllerProcess {
@@ -107,7 +110,7 @@ export class ControllerProcess {
       cwd: opts.vars.repo,
       env: {
         ...process.env,
-        REMOTE_KUBECONFIG: opts.vars.remoteKubeconfig,
+        [opts.kcp ? 'KCP_KUBECONFIG' : 'REMOTE_KUBECONFIG']: opts.vars.remoteKubeconfig,
         KUBECONFIG: opts.vars.internalKubeconfig,
         POD_NAMESPACE: opts.vars.namespace,
         BENCH_DIR: opts.vars.dir,

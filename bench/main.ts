@@ -57,6 +57,8 @@ interface Flags {
   keep?: boolean;
   heapSnapshot?: boolean;
   quiet?: boolean;
+  kcp?: boolean;
+  workspaces?: number;
 }
 
 export function benchCommand(): Command {
@@ -106,6 +108,13 @@ export function benchCommand(): Command {
     .addOption(new Option('--drain <s>', 'after all requests are terminal, wait at most this long for their PipelineRuns to be deleted').default(15).argParser(int(0)))
     .addOption(new Option('--ready-timeout <s>', 'how long the controller may take to log its ready line').default(120).argParser(int(1)))
     .addOption(new Option('--heap-snapshot', 'scale mode: once settled, take a heap snapshot of the controller (default command only) and print its summary by constructor; the file stays in {dir} with --keep'))
+    .addOption(
+      new Option(
+        '--kcp',
+        'the remote side is a real kcp: N tenant workspaces (--workspaces) bind the APIExport, the controller serves them with --kcp-kubeconfig (in place of --remote-kubeconfig in --controller-cmd), requests are spread round-robin over them',
+      ).conflicts(['scale', 'noisyNeighbour']),
+    )
+    .addOption(new Option('--workspaces <n>', 'with --kcp: tenant workspaces (default 100)').argParser(int(1, 10_000)))
     .addOption(new Option('--keep', "keep the environment's directory (logs, audit logs, {dir}) after the run"))
     .addOption(new Option('--quiet', 'no progress messages on stderr'));
 }
@@ -136,6 +145,7 @@ export function toOptions(f: Flags): BenchOptions {
     keep: f.keep ?? false,
     heapSnapshot: f.heapSnapshot ?? false,
     quiet: f.quiet ?? false,
+    kcp: f.kcp ? { workspaces: f.workspaces ?? 100 } : undefined,
   };
 }
 
@@ -143,6 +153,7 @@ async function main(argv: string[]): Promise<number> {
   const cmd = benchCommand();
   cmd.parse(argv);
   const opts = toOptions(cmd.opts<Flags>());
+  if (opts.kcp === undefined && cmd.opts<Flags>().workspaces !== undefined) throw new Error('--workspaces needs --kcp');
   if (opts.noisyNeighbour && opts.namespaces < 2) throw new Error('--noisy-neighbour needs --namespaces of at least 2');
   const t0 = Date.now();
   const log = opts.quiet ? () => {} : (m: string) => process.stderr.write(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);

@@ -57,7 +57,7 @@ export function cpuSnapshot(s: Setup, controller: ProcTreeSampler): CpuSnapshot 
 export function cpuCost(cores: Record<string, number>, seconds: number, requests: number): { cpuMsPerRequest: Record<string, number>; cpuBoundThroughput: number } {
   const per: Record<string, number> = {};
   let total = 0;
-  for (const k of ['controller', 'remoteApiserver', 'internalApiserver', 'etcd', 'tekton', 'benchmark']) {
+  for (const k of ['controller', 'remoteApiserver', 'internalApiserver', 'etcd', 'tekton', 'kcp', 'benchmark']) {
     const ms = ((cores[k] ?? 0) * seconds * 1000) / Math.max(1, requests);
     per[k] = round(ms, 2);
     total += ms;

@@ -16,6 +16,8 @@ export const PR = { group: 'tekton.dev', version: 'v1', plural: 'pipelineruns' }
 export interface RequestRecord {
   key: string;
   namespace: string;
+  /** With --kcp: the workspace's path (the key stays namespace/name: names are unique in a run). */
+  workspace?: string;
   name: string;
   pass: number;
   /** Expected outcome: true for a request from an allowed namespace. */

@@ -8,7 +8,13 @@ import { apiFigures, correctness, latencies } from './analyze.js';
 import { controllerFigures, cpuBreakdown, cpuCost, cpuSnapshot, exitDescription } from './measure.js';
 import { expectedResults } from './pipeline.js';
 import { readAudit, type RunContext } from './setup.js';
-import { round, sleep } from './stats.js';
+import { mb, round, sleep } from './stats.js';
+import type { ProcTreeSampler } from './procstat.js';
+
+function kcpFigures(sampler: ProcTreeSampler): { rssPeakMB: number; rssEndMB: number } {
+  const end = sampler.sample();
+  return { rssPeakMB: mb(Math.max(sampler.peakSince().rssBytes, end.rssBytes)), rssEndMB: mb(end.rssBytes) };
+}
 import type { PassResult } from './types.js';
 import { runWorkload } from './workload.js';
 
@@ -19,6 +25,7 @@ export async function onePass(run: RunContext, pass: number, ceilingWritesPerSec
   const cpu0 = sampler.sample().cpuSeconds;
   sampler.markPeak();
   heapSampler.markPeak();
+  s.kcp?.sampler.markPeak();
   const errors0 = controller.errorLines;
   const samples0 = controller.errorSamples.length;
   const t0 = performance.now();
@@ -82,6 +89,7 @@ export async function onePass(run: RunContext, pass: number, ceilingWritesPerSec
     controller: controllerFigures(sampler, cpu0, records.length, windowSeconds, heapSampler.peakSince()),
     cpuCores: cpu,
     ...cpuCost(cpu, windowSeconds, records.length),
+    ...(s.kcp ? { kcp: kcpFigures(s.kcp.sampler) } : {}),
     correctness: correctness({
       records,
       controllerUser: opts.controllerUser,

@@ -75,7 +75,7 @@ function passReport(p: PassResult, controllerUser: string): string {
   const sim = real ? 'simulated kubelet' : 'simulated executor';
   const lines: string[] = [];
   lines.push(
-    `Pass ${p.pass} (${p.label}): ${w.requests} requests (${w.allowed} allowed over ${w.namespaces} namespaces, ${w.rejected} from non-allowed ones), ` +
+    `Pass ${p.pass} (${p.label}): ${w.requests} requests (${w.allowed} allowed over ${w.namespaces} ${p.kcp ? 'kcp workspaces' : 'namespaces'}, ${w.rejected} from non-allowed ones), ` +
       `${w.mode === 'burst' ? `burst, ${w.concurrency} creates in flight` : `${w.rate}/s`}, ` +
       (real ? `real Tekton, simulated step ${w.executorDelayMs} ms` : `simulated executor delay ${w.executorDelayMs} ms`),
   );
@@ -98,6 +98,9 @@ function passReport(p: PassResult, controllerUser: string): string {
         `benchmark+${sim} ${cc['benchmark']}, other processes on the machine ${cc['otherProcesses']}; machine busy ${cc['machineBusy']}`,
     ),
   );
+  if (p.kcp) {
+    lines.push(indent(`kcp (the remote side: its API server, etcd and virtual workspaces in one process): CPU ${cc['kcp']} cores, ${p.cpuMsPerRequest['kcp']} ms per request; RSS peak ${p.kcp.rssPeakMB} MB, at the end ${p.kcp.rssEndMB} MB`));
+  }
   const cm = p.cpuMsPerRequest;
   lines.push(
     indent(
@@ -162,6 +165,15 @@ export function formatReport(r: BenchResult): string {
   out.push(`Tekton: ${m.tekton.description}`);
   out.push(`controller: ${m.controllerCmd}`);
   out.push(`environment: control planes ready in ${r.environment.startupMs} ms, project installed in ${r.environment.setupMs} ms`);
+  if (r.kcp) {
+    const k = r.kcp;
+    const s = (ms: number) => (ms / 1000).toFixed(1);
+    out.push(
+      `remote: real kcp ${k.version} (ready after ${s(k.startupMs)} s), ${k.workspaces} tenant workspaces set up in ${s(k.workspacesMs.total)} s ` +
+        `(create ${s(k.workspacesMs.create)} s, bind ${s(k.workspacesMs.bind)} s, namespaces+grants ${s(k.workspacesMs.namespacesAndGrants)} s); ` +
+        `kcp RSS at controller ready ${k.rssAtControllerReadyMB ?? '-'} MB; the plain remote apiserver idles`,
+    );
+  }
   if (r.ceiling) {
     const c = r.ceiling;
     out.push('');

@@ -55,6 +55,9 @@ export function newResult(opts: BenchOptions, s: Setup, git: { commit: string; d
       dir: opts.keep ? s.env.dir : null,
     },
     environment: { startupMs: s.env.startupMs, setupMs: s.setupMs },
+    kcp: s.kcp
+      ? { version: s.kcp.kcp.version, workspaces: s.kcp.paths.length, startupMs: s.kcp.kcp.startupMs, workspacesMs: s.kcp.workspacesMs, rssAtControllerReadyMB: null }
+      : null,
     ceiling: null,
     controllerStart: null,
     passes: [],

@@ -32,7 +32,7 @@ import { precreateFinished, scaleMode } from './scale.js';
 import { readAudit, setUp, SimulationThread, startController, type RunContext } from './setup.js';
 import { mb, round, sleep } from './stats.js';
 import type { BenchOptions, BenchResult } from './types.js';
-import { requesterClient } from './workload.js';
+import { requesterClient, type Requester } from './workload.js';
 
 const NS = CONTROLLER_NAMESPACE;
 
@@ -66,7 +66,14 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
           ? SimulationThread.kubelet(adminKubeconfig, opts.executorDelayMs, log)
           : SimulationThread.executor(adminKubeconfig, opts.executorDelayMs, log);
       await simulation.ready();
-      const requester = await requesterClient(s.env.remote.identities.requester!.kubeConfig());
+      const kcpRequesters = s.kcp?.requesters;
+      const requester: Requester = kcpRequesters
+        ? (ws) => {
+            const c = ws === undefined ? undefined : kcpRequesters.get(ws);
+            if (!c) throw new Error(`no requester client for workspace ${ws ?? '(none)'}`);
+            return c;
+          }
+        : await requesterClient(s.env.remote.identities.requester!.kubeConfig());
 
       let precreate: { count: number; seconds: number; names: Set<string> } | undefined;
       if (opts.scale !== undefined) precreate = await precreateFinished(s, opts.scale, runId, log);
@@ -87,6 +94,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       const readyMs = await controller.waitReady(opts.readyTimeoutSeconds * 1000);
       const atReady = sampler.sample();
       log(`controller ready after ${readyMs.toFixed(0)} ms`);
+      if (result.kcp && s.kcp) result.kcp.rssAtControllerReadyMB = mb(s.kcp.sampler.sample().rssBytes);
       const run: RunContext = { opts, s, observer, controller, sampler, heapSampler, requester, runId, log };
 
       if (opts.scale !== undefined && precreate) {
@@ -119,7 +127,8 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
     }
     await observer?.stop();
     await simulation?.stop();
-    await s.env.stop();
+    s.kcp?.sampler.stop();
+    await s.stop();
   }
   const cpu = process.cpuUsage(benchCpu0);
   result.observer = {

@@ -71,7 +71,7 @@ export async function scaleMode(
   const rec: RequestRecord = { key: `${ns}/${name}`, namespace: ns, name, pass: 0, allowed: true, prUids: new Set(), prNames: new Set() };
   observer.track(rec);
   rec.sentAt = performance.now();
-  const created = await requester.create(ns, requestBody(ns, name, 0));
+  const created = await (typeof requester === 'function' ? requester(undefined) : requester).create(ns, requestBody(ns, name, 0));
   rec.ackAt = performance.now();
   if (created.metadata.uid) observer.setUid(rec, created.metadata.uid);
   const deadline = performance.now() + 120_000;

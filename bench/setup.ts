@@ -9,11 +9,13 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../src/util/repo.js';
-import { CONTROLLER_NAMESPACE, startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../src/localenv/index.js';
+import { CONTROLLER_NAMESPACE, KCP_CONTROLLER_USERNAME, startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../src/localenv/index.js';
 import type { AuditWindow } from './analyze.js';
+import type { Kcp } from '../src/localenv/index.js';
 import { AuditReader } from './audit.js';
 import { ControllerProcess, DEFAULT_CONTROLLER_CMD } from './controller-process.js';
 import type { HeapSampler } from './heapstat.js';
+import { asControllerUser, KCP_SETUP_BATCH, setUpKcpWorkspaces, startBenchKcp, type KcpSetup } from './kcp-setup.js';
 import { useKeepAlive } from './keepalive.js';
 import type { Observer } from './observer.js';
 import { benchPipeline } from './pipeline.js';
@@ -21,7 +23,7 @@ import { ProcTreeSampler } from './procstat.js';
 import type { SimulationWorkerData } from './simulation-worker.js';
 import { sleep } from './stats.js';
 import type { BenchOptions } from './types.js';
-import type { requesterClient } from './workload.js';
+import type { Requester } from './workload.js';
 
 const NS = CONTROLLER_NAMESPACE;
 
@@ -75,11 +77,19 @@ export interface Setup {
   setupMs: number;
   /** CPU of the environment's own processes. */
   envProcs: Array<{ name: string; sampler: ProcTreeSampler }>;
+  /** With --kcp: the kcp and its workspaces (the remote side; the plain remote apiserver then idles). */
+  kcp?: KcpSetup;
+  /** The controller's username on the remote side's audit log, when it is not opts.controllerUser (kcp). */
+  remoteControllerUser?: { from: string; to: string };
+  /** Stops the environment (and kcp). */
+  stop(): Promise<void>;
 }
 
 export async function setUp(opts: BenchOptions, log: (m: string) => void): Promise<Setup> {
   if (opts.keep) process.env['ENVTEST_KEEP'] = '1';
-  const env = await startEnvironment({
+  let kcp: Kcp | undefined;
+  const kcpStarting = opts.kcp ? startBenchKcp(log).then((k) => (kcp = k)) : undefined;
+  const envStarting = startEnvironment({
     audit: true,
     tekton:
       opts.tekton === 'real'
@@ -92,19 +102,32 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
         : undefined,
     log: opts.quiet ? undefined : (m) => log(m),
   });
+  const started = await Promise.allSettled([envStarting, kcpStarting]);
+  if (started.some((x) => x.status === 'rejected')) {
+    await Promise.allSettled([kcp?.stop(), started[0].status === 'fulfilled' ? started[0].value.stop() : undefined]);
+    throw (started.find((x) => x.status === 'rejected') as PromiseRejectedResult).reason;
+  }
+  const env = (started[0] as PromiseFulfilledResult<Environment>).value;
+  const stop = async () => void (await Promise.allSettled([env.stop(), kcp?.stop()]));
   const t0 = Date.now();
   try {
     await installProject(env);
-    const allowed = Array.from({ length: opts.namespaces }, (_, i) => `bench-team-${i}`);
-    const denied = opts.rejectedShare > 0 ? ['bench-outside-0', 'bench-outside-1'] : [];
-    await Promise.all([...allowed, ...denied].map((ns) => grantRequester(env, ns)));
+    let allowed = Array.from({ length: opts.namespaces }, (_, i) => `bench-team-${i}`);
+    let denied = opts.rejectedShare > 0 ? ['bench-outside-0', 'bench-outside-1'] : [];
+    let k: KcpSetup | undefined;
+    if (kcp && opts.kcp) {
+      log(`kcp ${kcp.version} ready after ${kcp.startupMs} ms; ${opts.kcp.workspaces} tenant workspaces next, ${KCP_SETUP_BATCH} at a time`);
+      k = await setUpKcpWorkspaces(kcp, opts.kcp.workspaces, opts.rejectedShare > 0, log);
+      ({ allowed, denied } = k);
+    } else await Promise.all([...allowed, ...denied].map((ns) => grantRequester(env, ns)));
     const internalAdmin = await useKeepAlive(env.internal.identities.admin.kubeConfig());
-    const remoteAdmin = await useKeepAlive(env.remote.identities.admin.kubeConfig());
+    const remoteAdmin = k ? k.observerAdmin : await useKeepAlive(env.remote.identities.admin.kubeConfig());
     await applyObjects(internalAdmin, [
       benchPipeline(),
       { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: allowed } } as KubernetesObject,
     ]);
-    if (!env.remote.auditLogPath || !env.internal.auditLogPath) throw new Error('the environment has no audit logs');
+    const remoteAudit = k ? kcp?.auditLogPath : env.remote.auditLogPath;
+    if (!remoteAudit || !env.internal.auditLogPath) throw new Error('the environment has no audit logs');
     const dir = join(env.dir, 'bench');
     mkdirSync(dir, { recursive: true });
     // The harness lists its processes in <dir>/pids: etcd, remote apiserver, internal apiserver.
@@ -116,6 +139,7 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
     for (const [name, p] of [['tektonController', t?.controller], ['tektonResolvers', t?.resolvers], ['tektonWebhook', t?.webhook]] as const) {
       if (p?.pid) envProcs.push({ name, sampler: new ProcTreeSampler(p.pid, 1000, 60_000) });
     }
+    if (kcp?.process.pid) envProcs.push({ name: 'kcp', sampler: new ProcTreeSampler(kcp.process.pid, 1000, 60_000) });
     return {
       env,
       dir,
@@ -123,18 +147,21 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
       internalAdmin,
       allowed,
       denied,
-      readers: { remote: new AuditReader('remote', env.remote.auditLogPath), internal: new AuditReader('internal', env.internal.auditLogPath) },
+      readers: { remote: new AuditReader('remote', remoteAudit), internal: new AuditReader('internal', env.internal.auditLogPath) },
       setupMs: Date.now() - t0,
       envProcs,
+      ...(k ? { kcp: k, remoteControllerUser: { from: KCP_CONTROLLER_USERNAME, to: opts.controllerUser } } : {}),
+      stop,
     };
   } catch (e) {
-    await env.stop();
+    await stop();
     throw e;
   }
 }
 
 export function readAudit(s: Setup): AuditWindow {
-  return { remote: s.readers.remote.readNew(), internal: s.readers.internal.readNew() };
+  const remote = s.readers.remote.readNew();
+  return { remote: s.remoteControllerUser ? asControllerUser(remote, s.remoteControllerUser.to) : remote, internal: s.readers.internal.readNew() };
 }
 
 export function startController(opts: BenchOptions, s: Setup, index: number): ControllerProcess {
@@ -144,12 +171,20 @@ export function startController(opts: BenchOptions, s: Setup, index: number): Co
     mkdirSync(join(s.dir, 'heap'), { recursive: true });
     command = command.replace('{node} ', '{node} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir {dir}/heap ');
   }
+  let remoteKubeconfig = s.env.remote.identities.controller.kubeconfigPath;
+  if (s.kcp) {
+    // The same controller, serving kcp's workspaces instead of one remote cluster.
+    if (!/--remote-kubeconfig[ =]\{remoteKubeconfig\}/.test(command)) throw new Error('--kcp needs "--remote-kubeconfig {remoteKubeconfig}" in --controller-cmd (it becomes --kcp-kubeconfig)');
+    command = command.replace(/--remote-kubeconfig([ =])\{remoteKubeconfig\}/, '--kcp-kubeconfig$1{remoteKubeconfig}');
+    remoteKubeconfig = s.kcp.controllerKubeconfig;
+  }
   return new ControllerProcess({
     command,
     readyLog: opts.readyLog,
     index,
+    ...(s.kcp ? { kcp: true } : {}),
     vars: {
-      remoteKubeconfig: s.env.remote.identities.controller.kubeconfigPath,
+      remoteKubeconfig,
       internalKubeconfig: s.env.internal.identities.controller.kubeconfigPath,
       namespace: NS,
       node: process.execPath,
@@ -167,7 +202,8 @@ export interface RunContext {
   controller: ControllerProcess;
   sampler: ProcTreeSampler;
   heapSampler: HeapSampler;
-  requester: Awaited<ReturnType<typeof requesterClient>>;
+  /** The requester's client: one, or (kcp) one per workspace. */
+  requester: Requester;
   runId: string;
   log: (m: string) => void;
 }

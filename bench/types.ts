@@ -38,6 +38,8 @@ export interface BenchOptions {
   keep: boolean;
   /** Scale mode: take a heap snapshot of the controller once settled and summarise it (the default command only). */
   heapSnapshot: boolean;
+  /** `--kcp`: the remote side is a real kcp; requests are spread over `workspaces` tenant workspaces (undefined: a plain cluster). */
+  kcp: { workspaces: number } | undefined;
   quiet: boolean;
 }
 
@@ -101,6 +103,8 @@ export interface PassResult {
    */
   cpuBoundThroughput: number;
   correctness: Correctness;
+  /** With --kcp: kcp's process tree over the pass (RSS sampled every second). */
+  kcp?: { rssPeakMB: number; rssEndMB: number };
   /** Of the ceiling's writes/s: writes/s of all identities in this pass (needs --ceiling). */
   fractionOfCeiling: { remote: number; internal: number } | null;
 }
@@ -159,6 +163,14 @@ export interface BenchResult {
     dir: string | null;
   };
   environment: { startupMs: number; setupMs: number };
+  /** With --kcp: the kcp, its workspaces and how long they took to set up. */
+  kcp: {
+    version: string;
+    workspaces: number;
+    startupMs: number;
+    workspacesMs: { create: number; bind: number; namespacesAndGrants: number; total: number };
+    rssAtControllerReadyMB: number | null;
+  } | null;
   ceiling: CeilingResult | null;
   controllerStart: {
     readyMs: number;

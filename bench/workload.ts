@@ -10,6 +10,11 @@ import { sleep } from './stats.js';
 
 export const BENCH_PIPELINE = 'bench';
 
+/** Who creates the requests: one client, or (--kcp) the requester's client of each workspace. */
+export type Requester = ResourceClient<InternalRequest> | ((workspace: string | undefined) => ResourceClient<InternalRequest>);
+
+const clientOf = (r: Requester, workspace: string | undefined): ResourceClient<InternalRequest> => (typeof r === 'function' ? r(workspace) : r);
+
 export interface WorkloadOptions {
   pass: number;
   runId: string;
@@ -18,6 +23,7 @@ export interface WorkloadOptions {
   rate: number | undefined;
   /** Creates in flight at most. */
   concurrency: number;
+  /** Namespaces, or with --kcp "<workspace path>/<namespace>". */
   allowedNamespaces: string[];
   deniedNamespaces: string[];
   rejectedShare: number;
@@ -107,7 +113,14 @@ export async function createUntilDone(client: ResourceClient<InternalRequest>, b
   return undefined;
 }
 
-export async function runWorkload(client: ResourceClient<InternalRequest>, observer: Observer, o: WorkloadOptions): Promise<WorkloadOutcome> {
+/** A request's record: its namespace, and workspace where the target names one ("root:ws/ns"). */
+function newRecord(target: string, name: string, pass: number, allowed: boolean): RequestRecord {
+  const i = target.lastIndexOf('/');
+  const namespace = i < 0 ? target : target.slice(i + 1);
+  return { key: `${namespace}/${name}`, namespace, ...(i < 0 ? {} : { workspace: target.slice(0, i) }), name, pass, allowed, prUids: new Set(), prNames: new Set() };
+}
+
+export async function runWorkload(requester: Requester, observer: Observer, o: WorkloadOptions): Promise<WorkloadOutcome> {
   const records: RequestRecord[] = [];
   let allowedIdx = 0;
   let deniedIdx = 0;
@@ -119,7 +132,7 @@ export async function runWorkload(client: ResourceClient<InternalRequest>, obser
         ? o.deniedNamespaces[deniedIdx++ % o.deniedNamespaces.length]!
         : o.allowedNamespaces[allowedIdx++ % o.allowedNamespaces.length]!;
     const name = `${o.runId}-p${o.pass}-${String(i).padStart(5, '0')}`;
-    const rec: RequestRecord = { key: `${namespace}/${name}`, namespace, name, pass: o.pass, allowed: !rejected, prUids: new Set(), prNames: new Set() };
+    const rec = newRecord(namespace, name, o.pass, !rejected);
     records.push(rec);
     observer.track(rec);
   }
@@ -135,20 +148,19 @@ export async function runWorkload(client: ResourceClient<InternalRequest>, obser
     }
     while (inflight.size >= maxInflight) await Promise.race(inflight);
     const rec = records[i]!;
-    const p = createOne(client, observer, rec, requestBody(rec.namespace, rec.name, i)).finally(() => inflight.delete(p));
+    const p = createOne(clientOf(requester, rec.workspace), observer, rec, requestBody(rec.namespace, rec.name, i)).finally(() => inflight.delete(p));
     inflight.add(p);
   }
   await Promise.all(inflight);
   let lone: WorkloadOutcome['lone'];
   if (o.noisyNeighbour) {
     // The flood is created (and mostly still queued): now one request from another tenant.
-    const namespace = o.allowedNamespaces[1]!;
     const name = `${o.runId}-p${o.pass}-lone`;
-    const rec: RequestRecord = { key: `${namespace}/${name}`, namespace, name, pass: o.pass, allowed: true, prUids: new Set(), prNames: new Set() };
+    const rec = newRecord(o.allowedNamespaces[1]!, name, o.pass, true);
     const floodTerminalAtCreate = records.filter((r) => r.terminalAt !== undefined).length;
     records.push(rec);
     observer.track(rec);
-    await createOne(client, observer, rec, requestBody(namespace, name, records.length));
+    await createOne(clientOf(requester, rec.workspace), observer, rec, requestBody(rec.namespace, name, records.length));
     lone = { record: rec, floodTerminalAtCreate };
   }
   // The creates are done when the last one is answered.

@@ -4,7 +4,9 @@
  * correctness and for the presence of every figure in its JSON — never for
  * speed, which depends on the machine; a run with N=10 on real Tekton
  * (`--tekton real`), checked for correctness and for which Tekton the report
- * names. Plus the correctness rules themselves on made-up records.
+ * names; a run with N=30 over three kcp workspaces (`--kcp`), checked for
+ * correctness and for the kcp figures. Plus the correctness rules themselves
+ * on made-up records.
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -123,6 +125,35 @@ describe('npm run bench', () => {
     assert.deepEqual(notOurs, [], 'requests by Tekton counted as the controller\'s');
     assert.equal(p.api.stateWritesPerAllowed.max, 4);
     assert.ok(isNum(p.cpuMsPerRequest['tekton']) && p.cpuMsPerRequest['tekton'] > 0);
+  });
+});
+
+describe('npm run bench -- --kcp', () => {
+  test('--kcp --workspaces 3, N=30: correct across the workspaces, and the JSON has the kcp figures', { timeout: 180_000 }, async () => {
+    const json = join(tmp, 'kcp.json');
+    const out = await run(['--kcp', '--workspaces', '3', '--requests', '30', '--burst', '--json', json, '--quiet'], 170_000);
+    assert.equal(out.code, 0, `exit code ${out.code}\n${out.stdout}\n${out.stderr.slice(-3000)}`);
+    assert.match(out.stdout, /RESULT: OK/);
+    assert.match(out.stdout, /^remote: real kcp v\d+\.\d+\.\d+ .*3 tenant workspaces set up in/m);
+    const r = JSON.parse(readFileSync(json, 'utf8')) as BenchResult;
+    assert.equal(r.ok, true, r.failures.join('\n'));
+    assert.ok(r.kcp, 'the kcp section');
+    assert.equal(r.kcp.workspaces, 3);
+    assert.ok(isNum(r.kcp.startupMs) && isNum(r.kcp.workspacesMs.total) && r.kcp.workspacesMs.total > 0);
+    assert.ok(isNum(r.kcp.rssAtControllerReadyMB) && r.kcp.rssAtControllerReadyMB > 50);
+    const p = r.passes[0]!;
+    // 27 allowed over the three workspaces' namespace "bench", 3 from their "bench-outside"; the audit of PipelineRun creates is the internal cluster's.
+    assertAllCorrect(p.correctness, 27, 3);
+    assert.equal(p.workload.namespaces, 3);
+    assert.ok(p.kcp && isNum(p.kcp.rssPeakMB) && p.kcp.rssPeakMB > 50);
+    assert.ok(isNum(p.cpuMsPerRequest['kcp']) && p.cpuMsPerRequest['kcp'] > 0);
+    assert.ok(isNum(p.cpuCores['kcp']));
+    assert.ok(isNum(p.throughput) && p.throughput > 0);
+    assert.equal(p.latencyMs.createToTerminal.count, 27);
+    // kcp's audit log: the controller's status writes through the virtual workspace are counted as its own.
+    const rows = p.api.rows;
+    assert.ok(rows.some((x) => x.cluster === 'remote' && x.resource === 'internalrequests/status' && x.count > 0), JSON.stringify(rows));
+    assert.ok(isNum(p.api.stateWritesPerAllowed.mean) && p.api.stateWritesPerAllowed.mean >= 2);
   });
 });
 

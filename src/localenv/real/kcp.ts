@@ -84,6 +84,8 @@ export interface Kcp {
   caPem: string;
   /** kcp's stdout+stderr. */
   logPath: string;
+  /** With `audit: true`: kcp's JSON-lines audit log (level Metadata, one line per completed request). */
+  auditLogPath?: string;
   /** e.g. "v0.28.1". */
   version: string;
   identities: KcpIdentities;
@@ -107,6 +109,8 @@ export interface StartKcpOptions {
   log?: LogFn;
   /** Give up waiting for /readyz after this long (default 180 s: kcp's first start takes ~30 s alone). */
   readyTimeoutMs?: number;
+  /** Write a Metadata-level audit log (Kcp.auditLogPath), as startEnvironment({ audit: true }) does for its apiservers. */
+  audit?: boolean;
 }
 
 export async function startKcp(opts: StartKcpOptions = {}): Promise<Kcp> {
@@ -148,6 +152,14 @@ export async function startKcp(opts: StartKcpOptions = {}): Promise<Kcp> {
     watchdog = startWatchdog(pidFile, keep ? undefined : dir);
     if (!keep) removeOnExit(dir);
     const logPath = join(dir, 'kcp.log');
+    const auditArgs: string[] = [];
+    let auditLogPath: string | undefined;
+    if (opts.audit) {
+      auditLogPath = join(dir, 'audit.log');
+      const policy = join(dir, 'audit-policy.yaml');
+      writeFileSync(policy, 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived"]\nrules:\n  - level: Metadata\n');
+      auditArgs.push(`--audit-policy-file=${policy}`, `--audit-log-path=${auditLogPath}`, '--audit-log-format=json', '--audit-log-mode=blocking');
+    }
     const p = new ManagedProcess(
       'kcp',
       assets.kcpBinary,
@@ -159,6 +171,7 @@ export async function startKcp(opts: StartKcpOptions = {}): Promise<Kcp> {
         `--embedded-etcd-client-port=${etcdClientPort}`,
         `--embedded-etcd-peer-port=${etcdPeerPort}`,
         `--token-auth-file=${tokenFile}`,
+        ...auditArgs,
       ],
       logPath,
       () => writePidFile(pidFile, [p.pid]),
@@ -171,6 +184,7 @@ export async function startKcp(opts: StartKcpOptions = {}): Promise<Kcp> {
       rootDir,
       caPem: '',
       logPath,
+      ...(auditLogPath ? { auditLogPath } : {}),
       version: assets.kcpVersion,
       identities: {} as KcpIdentities,
       process: p,
