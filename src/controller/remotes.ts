@@ -168,7 +168,8 @@ export class RemoteSet implements RemoteSink {
       ...(this.opts.kinds ? { kinds: this.opts.kinds } : {}),
     });
     this.byName.set(name, remote);
-    this.opts.log.info({ remote: name, server: spec.cluster.server, origin: remote.origin, mode: spec.mode?.mode ?? 'watch' }, old ? 'remote cluster replaced' : 'remote cluster added');
+    const workspace = remote.workspace;
+    this.opts.log.info({ remote: name, ...(workspace ? { workspace } : {}), server: spec.cluster.server, origin: remote.origin, mode: spec.mode?.mode ?? 'watch' }, old ? 'remote cluster replaced' : 'remote cluster added');
     if (this.hooks.started()) remote.start();
     return remote;
   }

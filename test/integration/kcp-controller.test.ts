@@ -106,8 +106,12 @@ describe('the controller on kcp (real kcp, real Tekton, pods simulated)', () => 
     const clusterA = ra.metadata.annotations?.['kcp.io/cluster'] ?? (await get(a, 'build-1')).metadata.annotations?.['kcp.io/cluster'];
     const clusterB = rb.metadata.annotations?.['kcp.io/cluster'] ?? (await get(b, 'build-1')).metadata.annotations?.['kcp.io/cluster'];
     assert.ok(clusterA && clusterB && clusterA !== clusterB, `two logical clusters (${clusterA}, ${clusterB})`);
-    const added = controller.lines.filter((l) => l.msg === 'remote cluster added').map((l) => l.remote);
-    assert.ok(added.includes(clusterA) && added.includes(clusterB), `both workspaces served as remotes: ${JSON.stringify(added)}`);
+    const added = controller.lines.filter((l) => l.msg === 'remote cluster added');
+    assert.deepEqual(
+      [clusterA, clusterB].map((id) => added.find((l) => l.remote === id)?.workspace),
+      ['root:team-a', 'root:team-b'],
+      `both workspaces served as remotes, logged with their paths: ${JSON.stringify(added)}`,
+    );
     clusters.push(clusterA!, clusterB!);
   });
 

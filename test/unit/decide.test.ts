@@ -377,3 +377,12 @@ test('a kcp workspace: the rules see its path, the run and its keys keep its log
   const other = statusOf(decide({ ...o, workspace: 'root:org:other' }));
   assert.match(other.status.conditions?.[0]?.message ?? '', /namespace "team-a" on remote "root:org:other"/);
 });
+
+test('kcp workspaces in rules: a glob over paths grants the workspaces under it, and only those', () => {
+  const cfg = config({ rules: [{ name: 'org-teams', namespaces: ['root:org:*/build'], pipelines: ['sign'] }] });
+  const under = decide(observe({ remote: 'c1', workspace: 'root:org:team-x', request: request({}, { namespace: 'build' }), config: cfg }));
+  assert.deepEqual(types(under), ['createPipelineRun', 'writeStatus']);
+  const outside = statusOf(decide(observe({ remote: 'c2', workspace: 'root:partners:team-x', request: request({}, { namespace: 'build' }), config: cfg })));
+  assert.equal(outside.status.conditions?.[0]?.reason, 'Rejected');
+  assert.match(outside.status.conditions?.[0]?.message ?? '', /remote "root:partners:team-x"/);
+});
