@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CustomObjectsApi, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
-import { type Environment, applyObjects } from '../../src/localenv/index.js';
+import { type Environment, applyObjects, KCP_PROVIDER_PATH } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { phaseOf } from '../../src/api/conditions.js';
@@ -106,6 +106,19 @@ export async function startController(env: Environment, extra: string[] = []): P
   cp.healthPort = Number(String(serving.address).split(':').pop());
   await cp.waitForLog((l) => l.msg === 'caches synced; starting workers');
   return cp;
+}
+
+/** The controller as its CLI process, serving a kcp export through the provider workspace (as its own kcp identity); not waited for. */
+export function runKcpController(env: Environment, kcp: { identities: { controller: { writeKubeconfig(target?: string): string } } }, extra: string[] = []): ControllerProcess {
+  return runCli([
+    'controller',
+    '--kcp-kubeconfig', kcp.identities.controller.writeKubeconfig(KCP_PROVIDER_PATH),
+    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
+    '--namespace', NS,
+    '--health-probe-bind-address', '127.0.0.1:0',
+    '--log-level', 'debug',
+    ...extra,
+  ]);
 }
 
 export async function waitFor<T>(what: string, f: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {

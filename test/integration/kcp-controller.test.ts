@@ -11,12 +11,11 @@ import assert from 'node:assert/strict';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startKcp,
-  KCP_PROVIDER_PATH,
   type Environment, type Kcp, type KcpWorkspace,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { ANNOTATION_WORKSPACE, LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
-import { IR, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, runCli, sample, scrape, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { IR, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, runKcpController, sample, scrape, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 const TEAM = 'team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -69,15 +68,7 @@ before(async () => {
     for (const ns of [TEAM, 'other']) await ensureNamespace(kcp.identities.admin.kubeConfig(ws.path), ns);
     await grantKcpRequester(kcp, ws.path);
   }
-  controller = runCli([
-    'controller',
-    '--kcp-kubeconfig', kcp.identities.controller.writeKubeconfig(KCP_PROVIDER_PATH),
-    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
-    '--namespace', NS,
-    '--metrics-bind-address', '127.0.0.1:0',
-    '--health-probe-bind-address', '127.0.0.1:0',
-    '--log-level', 'debug',
-  ]);
+  controller = runKcpController(env, kcp, ['--metrics-bind-address', '127.0.0.1:0']);
   await controller.waitForLog((l) => l.msg === 'caches synced; starting workers', 60_000);
   await controller.waitForLog((l) => l.msg === 'kcp: serving the workspaces that bind the export', 60_000);
   metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());

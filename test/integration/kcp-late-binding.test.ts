@@ -15,7 +15,7 @@ import {
   type Environment, type Kcp,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { IR, NS, runCli, setRunConfig, waitFor, type ControllerProcess } from './helpers.js';
+import { IR, runKcpController, setRunConfig, waitFor, type ControllerProcess } from './helpers.js';
 
 let env: Environment;
 let kcp: Kcp;
@@ -37,16 +37,7 @@ after(async () => {
 });
 
 test('no workspace binds the export yet: the controller is ready and waits; the first workspace that binds is served without a restart', { timeout: 240_000 }, async () => {
-  controller = runCli([
-    'controller',
-    '--kcp-kubeconfig', kcp.identities.controller.writeKubeconfig(KCP_PROVIDER_PATH),
-    '--kubeconfig', env.internal.identities.controller.kubeconfigPath,
-    '--namespace', NS,
-    '--metrics-bind-address', '0',
-    '--health-probe-bind-address', '127.0.0.1:0',
-    '--log-level', 'debug',
-    '--kcp-refresh-interval', '2s',
-  ]);
+  controller = runKcpController(env, kcp, ['--metrics-bind-address', '0', '--kcp-refresh-interval', '2s']);
   const waiting = await controller.waitForLog((l) => l.msg === 'kcp: the APIExport has no virtual workspace URL yet; looking again', 60_000);
   assert.match(String(waiting.why), /lists no endpoint/);
   const serving = await controller.waitForLog((l) => l.msg === 'serving health probes');
