@@ -23,7 +23,7 @@ import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { phaseOf } from '../api/conditions.js';
 import { requesterLoop } from '../api/readers.js';
 import { SAMPLE_CONFIG, SAMPLE_PIPELINE, sample, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
-import { startControllerProcess, stopControllerProcess, waitForReady, type ControllerChild } from './local-processes.js';
+import { startControllerProcess, stopControllerProcess, stopOnSignals, waitForReady, type ControllerChild } from './local-processes.js';
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
 const NAMESPACE = 'team';
@@ -50,14 +50,7 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
       if (controller) await stopControllerProcess(controller).catch(() => {});
       await Promise.all([env?.stop().catch(() => {}), kcp?.stop().catch(() => {})]);
     })());
-  let onStop: (() => void) | undefined;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (onStop) return onStop();
-    process.stderr.write(`\n${signal}: stopping everything\n`);
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals = stopOnSignals(cleanup);
 
   try {
     const pipeline = withSimulatedSteps(sample(SAMPLE_PIPELINE));
@@ -155,7 +148,7 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
       out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get pipelineruns,taskruns`);
       out(`  tail -f ${controller.logPath} ${kcp.logPath}`);
       out('Ctrl-C stops every process started here.');
-      await new Promise<void>((resolve) => (onStop = resolve));
+      await signals.stopped();
     }
     await cleanup();
     if (!allGood) process.exitCode = 1;

@@ -171,3 +171,19 @@ export async function followSamples(env: Environment, scenarios: readonly Scenar
   }
 }
 
+/**
+ * Ctrl-C (or SIGTERM) at any point stops every process the local run
+ * started: while it waits in `stopped()` (--keep), a signal ends the wait and
+ * the normal teardown runs; before that, a signal runs `cleanup` and exits.
+ */
+export function stopOnSignals(cleanup: () => Promise<void>): { stopped(): Promise<void> } {
+  let onStop: (() => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (onStop) return onStop();
+    process.stderr.write(`\n${signal}: stopping everything\n`);
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return { stopped: () => new Promise<void>((resolve) => (onStop = resolve)) };
+}

@@ -33,7 +33,7 @@ import {
   writePidFile,
 } from '../localenv/index.js';
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
-import { followSamples, startControllerProcess, stopControllerProcess, trackSamples, waitForReady, type ControllerChild } from './local-processes.js';
+import { followSamples, startControllerProcess, stopControllerProcess, stopOnSignals, trackSamples, waitForReady, type ControllerChild } from './local-processes.js';
 import { APPROVAL_NAMESPACE, APPROVAL_RULE, approverRbac, catalogFiles, demoConfig, FAIL_PARAM, RequesterView, scenarios as sampleScenarios, UNLISTED_NAMESPACE, type Scenario } from './local-samples.js';
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
@@ -141,17 +141,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       watchdog?.kill('SIGKILL');
     })());
 
-  // Ctrl-C (or SIGTERM) at any point stops every process started here.
-  // While --keep waits, onStop ends the wait (and the normal teardown runs);
-  // before that, a signal tears everything down and exits at once.
-  let onStop: (() => void) | undefined;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (onStop) return onStop();
-    process.stderr.write(`\n${signal}: stopping everything\n`);
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals = stopOnSignals(cleanup);
 
   try {
     // The samples are read first, so a broken one fails before anything starts.
@@ -307,9 +297,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} edit internalservicesconfig ${CONFIG_NAME}`);
       out();
       out('Ctrl-C stops every process started here.');
-      await new Promise<void>((resolve) => {
-        onStop = resolve;
-      });
+      await signals.stopped();
       out();
       out('stopping everything…');
     }
