@@ -11,6 +11,7 @@ import {
   VERSION,
 } from './types.js';
 import type { Schema } from './schema.js';
+import { REQUEST_DEFINITION, requestDefinitionSpecSchema, requestDefinitionStatusSchema } from './request-definition.js';
 
 interface Names {
   group: string;
@@ -117,9 +118,27 @@ export const internalRequestApprovalCrd = crd(
   true,
 );
 
+export const requestDefinitionCrd = crd(
+  REQUEST_DEFINITION,
+  "A service's own request kind, served by the controller beside InternalRequest: its names on the remote side, the Pipeline it runs, and how its spec fields map to the Pipeline's params. Lives in the controller's namespace on the internal cluster.",
+  requestDefinitionSpecSchema as unknown as Schema,
+  requestDefinitionStatusSchema,
+  [
+    { name: 'Kind', type: 'string', jsonPath: '.spec.kind' },
+    { name: 'Group', type: 'string', jsonPath: '.spec.group' },
+    { name: 'Pipeline', type: 'string', jsonPath: '.spec.request' },
+    { name: 'Resolver', type: 'string', jsonPath: '.spec.pipelineRef.resolver' },
+    { name: 'Served', type: 'string', jsonPath: '.status.conditions[?(@.type=="Served")].status' },
+    { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Served")].reason' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+  true,
+);
+
 /** File name under config/crd/bases → CRD object, in the kubebuilder naming style. */
 export const crdFiles: Record<string, object> = {
   [`${INTERNAL_REQUEST.group}_${INTERNAL_REQUEST.plural}.yaml`]: internalRequestCrd,
   [`${INTERNAL_SERVICES_CONFIG.group}_${INTERNAL_SERVICES_CONFIG.plural}.yaml`]: internalServicesConfigCrd,
   [`${INTERNAL_REQUEST_APPROVAL.group}_${INTERNAL_REQUEST_APPROVAL.plural}.yaml`]: internalRequestApprovalCrd,
+  [`${REQUEST_DEFINITION.group}_${REQUEST_DEFINITION.plural}.yaml`]: requestDefinitionCrd,
 };

@@ -48,7 +48,7 @@ export const MAX_PARAMS_BYTES = 1048576;
 /** The longest single param value. */
 export const MAX_PARAM_VALUE_BYTES = 262144;
 
-const timeoutsSchema = schema({
+export const timeoutsSchema = schema({
   type: 'object',
   description: "Timeouts for the PipelineRun, as Tekton defines them; 0s means no timeout (only where the internal cluster's configuration allows it). tasks + finally must not exceed pipeline.",
   'x-kubernetes-validations': [

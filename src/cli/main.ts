@@ -3,6 +3,7 @@
 import { controllerCommand } from './controller.js';
 import { requestCommand } from './request/commands.js';
 import { localCommand } from './local.js';
+import { kindsCommand } from './kinds.js';
 import { newProgram, runProgram } from './program.js';
 import { InternalServicesError } from '../errors.js';
 
@@ -21,4 +22,5 @@ const program = newProgram('internal-services', 'Internal Services: run Pipeline
 program.addCommand(controllerCommand().exitOverride());
 program.addCommand(requestCommand());
 program.addCommand(localCommand().exitOverride());
+program.addCommand(kindsCommand());
 void runProgram(program, process.argv, report);

@@ -40,6 +40,7 @@ import { Admission } from './admission.js';
 import { RunIndex } from './run-index.js';
 import { KubeconfigRemote, RemoteSet } from './remotes.js';
 import { earlierOf, KeyLocks } from './followers.js';
+import { RequestDefinitions } from './definitions.js';
 import * as views from './views.js';
 
 export { EVENTS_MODES, eventWanted, type EventsMode } from './status-writer.js';
@@ -73,6 +74,8 @@ export class Controller {
   private readonly admission: Admission;
   private readonly keyLocks = new KeyLocks();
   private readonly configSource: ConfigSource;
+  /** The RequestDefinitions, turned into the typed kinds served (unless opts.definitions is false). */
+  readonly definitions: RequestDefinitions | undefined;
   private workers: Promise<void>[] = [];
   private started = false;
   private stopping = false;
@@ -148,6 +151,18 @@ export class Controller {
       debugOff: () => this.sweep(),
     });
     this.configs = this.configSource.informer;
+    if (opts.definitions !== false) {
+      this.definitions = new RequestDefinitions({
+        internal: opts.internal,
+        namespace: opts.namespace,
+        log: this.log.child({ component: 'request-definitions' }),
+        informer: inf,
+        builtIn: kinds,
+        apply: (all) => this.setKinds(all),
+        failing: (kind) => views.failingKind(this.remotes.values(), kind.kind),
+        now: this.now,
+      });
+    }
     // The --remote-kubeconfig remote: the one-kubeconfig provider adds it now, before the caches start.
     if (opts.remote) void new KubeconfigRemote(this, { name: opts.remoteName ?? DEFAULT_REMOTE, cluster: opts.remote, ...(opts.remoteMode ? { mode: opts.remoteMode } : {}) }).start();
   }
@@ -166,6 +181,12 @@ export class Controller {
     return this.remotes.removeRemote(name);
   }
 
+  /** Serves these request kinds from now on, on every remote (see RemoteSet.setKinds); the RequestDefinitions call it. */
+  setKinds(kinds: readonly RequestKind[]): Promise<void> {
+    checkKinds(kinds);
+    return this.remotes.setKinds(kinds);
+  }
+
   /** The caches of the internal cluster. */
   private get internalInformers() {
     return [this.pipelineRuns, this.pipelines, this.configs, this.resolutions, this.tasks, this.approvals];
@@ -182,9 +203,13 @@ export class Controller {
   async startCaches(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    // The defined kinds first, so that the remotes list them from the start.
+    await this.definitions?.start();
     const all = this.informers;
     for (const i of all) i.start();
-    await Promise.all(all.map((i) => i.waitForSync()));
+    // Waited for: the internal caches and each remote's built-in kind. A
+    // typed kind whose CRD is missing on a remote must not hold the rest up.
+    await Promise.all([...this.internalInformers, ...[...this.remotes.values()].map((r) => r.requests)].map((i) => i.waitForSync()));
   }
 
   /** Starts the workers (after startCaches): from here on the controller acts. */
@@ -224,7 +249,8 @@ export class Controller {
 
   /** /readyz: see views.readiness. */
   readiness(): ReadinessCheck[] {
-    return views.readiness([...this.remotes.values()], this.internalInformers, { namespace: this.opts.namespace, present: this.configPresent, problems: this.configSource.problems() });
+    const checks = views.readiness([...this.remotes.values()], this.internalInformers, { namespace: this.opts.namespace, present: this.configPresent, problems: this.configSource.problems() });
+    return this.definitions ? [...checks, this.definitions.readiness()] : checks;
   }
 
   /** Unfinished requests without a PipelineRun, per remote, by phase ("none": not looked at yet), for a gauge. */
@@ -270,7 +296,7 @@ export class Controller {
       new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
     ]);
     if (timedOut) this.log.warn({ graceMs }, 'in-flight work did not finish in time');
-    await Promise.all([...this.internalInformers.map((i) => i.stop()), this.remotes.stopAll()]);
+    await Promise.all([...this.internalInformers.map((i) => i.stop()), this.remotes.stopAll(), this.definitions?.stop()]);
     this.opts.internal.close();
   }
 
@@ -282,8 +308,7 @@ export class Controller {
   private requeueLive(only?: Remote): void {
     const ttl = this.config().ttlSecondsAfterFinished !== undefined;
     for (const remote of only ? [only] : this.remotes.values()) {
-      if (!remote.synced) continue;
-      for (const [key, r] of remote.entries()) if (ttl || !isFinished(r)) this.queue.add(key);
+      for (const [key, r] of remote.entries(true)) if (ttl || !isFinished(r)) this.queue.add(key);
     }
   }
 

@@ -309,6 +309,9 @@ export class KcpRemotes implements RemoteProvider {
       workspace: () => this.paths.get(cluster),
       cluster: conn,
       origin: `kcp APIExport ${this.opts.exportName}`,
+      // The kinds of the export, watched here; a kind defined later by a
+      // RequestDefinition is not part of the export (docs/request-kinds.md).
+      kinds: (kind) => this.kinds.includes(kind),
       cache: (kind, handlers) => {
         const s = this.caches.get(kind.kind)!.shares.get(cluster)!;
         s.handlers = handlers;

@@ -52,6 +52,11 @@ export interface ControllerOptions {
   events?: EventsMode;
   /** The request kinds served on every remote (default: InternalRequest alone); see request-kind.ts. */
   kinds?: readonly RequestKind[];
+  /**
+   * Serve the typed kinds of the RequestDefinitions in the controller's
+   * namespace (default true); `kinds` are then the built-in ones beside them.
+   */
+  definitions?: boolean;
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
 }

@@ -45,6 +45,8 @@ export interface RemoteSpec {
    * out by cluster); by default the remote lists and watches its own.
    */
   cache?: (kind: RequestKind, handlers: InformerHandlers<InternalRequest>) => RequestCache;
+  /** Which of the controller's kinds it serves (default: all); a provider that keeps the caches serves those it watches. */
+  kinds?: (kind: RequestKind) => boolean;
 }
 
 /** What the request path reads of a cache of requests: an Informer, or a provider's share of one. */
@@ -86,6 +88,13 @@ export class Remote {
   /** The remote refused a TTL delete (403): logged once. */
   ttlDenied = false;
 
+  private readonly spec: RemoteSpec;
+  private readonly handlers: (kind: RequestKind) => InformerHandlers<InternalRequest>;
+  private readonly log: Logger;
+  private readonly inf: Omit<InformerOptions<InternalRequest>, 'transform'>;
+  private readonly transform: ((r: InternalRequest) => InternalRequest) | undefined;
+  private running = false;
+
   constructor(
     spec: RemoteSpec,
     handlers: (kind: RequestKind) => InformerHandlers<InternalRequest>,
@@ -99,22 +108,62 @@ export class Remote {
     this.workspaceOf = spec.workspace;
     this.events = new EventRecorder(spec.cluster, 'internal-services-controller', opts.instance, log);
     const { instance: _i, kinds = [INTERNAL_REQUEST_KIND], transform, ...inf } = opts;
-    const rlog = log.child({ remote: spec.name });
+    this.spec = spec;
+    this.handlers = handlers;
+    this.log = log.child({ remote: spec.name });
+    this.inf = inf;
+    this.transform = transform;
     const caches = new Map<string, KindCache>();
-    for (const kind of kinds) {
-      const client = spec.cluster.resource<InternalRequest>(kind.resource);
-      const read = kind.builtIn ? transform : (obj: InternalRequest) => (transform ?? ((r: InternalRequest) => r))(kind.toRequest(obj as never));
-      const requests: RequestCache = spec.cache
-        ? spec.cache(kind, handlers(kind))
-        : new Informer<InternalRequest>(`remote/${spec.name}/${kind.resource.plural}`, client, handlers(kind), kind.builtIn ? rlog : rlog.child({ kind: kind.kind }), {
-            ...inf,
-            ...(read ? { transform: read } : {}),
-            mode: spec.mode?.mode ?? 'watch',
-            ...(spec.mode?.pollIntervalMs ? { pollIntervalMs: spec.mode.pollIntervalMs } : {}),
-          });
-      caches.set(kind.kind, { kind, client, requests });
-    }
+    for (const kind of kinds) if (this.serves(kind)) caches.set(kind.kind, this.cacheOf(kind));
     this.kinds = caches;
+  }
+
+  /** Whether this remote serves a kind (a provider that keeps the caches may serve only some). */
+  private serves(kind: RequestKind): boolean {
+    return !this.spec.kinds || this.spec.kinds(kind);
+  }
+
+  private cacheOf(kind: RequestKind): KindCache {
+    const spec = this.spec;
+    const client = spec.cluster.resource<InternalRequest>(kind.resource);
+    const transform = this.transform;
+    const read = kind.builtIn ? transform : (obj: InternalRequest) => (transform ?? ((r: InternalRequest) => r))(kind.toRequest(obj as never));
+    const requests: RequestCache = spec.cache
+      ? spec.cache(kind, this.handlers(kind))
+      : new Informer<InternalRequest>(`remote/${spec.name}/${kind.resource.plural}`, client, this.handlers(kind), kind.builtIn ? this.log : this.log.child({ kind: kind.kind }), {
+          ...this.inf,
+          ...(read ? { transform: read } : {}),
+          mode: spec.mode?.mode ?? 'watch',
+          ...(spec.mode?.pollIntervalMs ? { pollIntervalMs: spec.mode.pollIntervalMs } : {}),
+        });
+    return { kind, client, requests };
+  }
+
+  /**
+   * Serves these kinds from now on: a new kind gets its cache (listed from
+   * the start), a kind no longer given loses it (its requests are then left
+   * as they are), and a kind given as a new object (its definition changed)
+   * is listed again and read the new way. Until every kind's cache has
+   * listed, the remote is not synced, so nothing of it is decided or swept.
+   * Returns the caches stopped, to await.
+   */
+  setKinds(kinds: readonly RequestKind[]): Promise<void> {
+    const caches = this.kinds as Map<string, KindCache>;
+    const wanted = new Map(kinds.filter((k) => this.serves(k)).map((k) => [k.kind, k]));
+    const stopping: Promise<void>[] = [];
+    for (const [name, c] of [...caches]) {
+      const next = wanted.get(name);
+      if (next === c.kind) continue;
+      caches.delete(name);
+      stopping.push(c.requests.stop());
+    }
+    for (const [name, kind] of wanted) {
+      if (caches.has(name)) continue;
+      const c = this.cacheOf(kind);
+      caches.set(name, c);
+      if (this.running) c.requests.start();
+    }
+    return Promise.all(stopping).then(() => undefined);
   }
 
   /** For a kcp workspace: its path, when known (see RemoteSpec.workspace). */
@@ -155,9 +204,18 @@ export class Remote {
     return kind.builtIn ? base : `${base}/${kind.kind}`;
   }
 
-  /** Every cached request with its key. */
-  *entries(): IterableIterator<[string, InternalRequest]> {
-    for (const k of this.kinds.values()) for (const r of k.requests.list()) yield [this.keyOf(r, k.kind), r];
+  /** Every cached request with its key (syncedOnly: of the kinds whose cache has a full list). */
+  *entries(syncedOnly = false): IterableIterator<[string, InternalRequest]> {
+    for (const k of this.kinds.values()) {
+      if (syncedOnly && !k.requests.synced) continue;
+      for (const r of k.requests.list()) yield [this.keyOf(r, k.kind), r];
+    }
+  }
+
+  /** The cache of a key's kind, when it has a full list: only then is the key decided. */
+  listed(key: string): KindCache | undefined {
+    const k = this.kindOf(key);
+    return k && k.requests.synced ? k : undefined;
   }
 
   /** The cached request of a key. */
@@ -189,15 +247,18 @@ export class Remote {
     return n;
   }
 
+  /** The built-in kind's cache is required when this is the only remote; a typed kind's never is (its CRD may be missing here). */
   readiness(only: boolean): ReadinessCheck[] {
-    return this.informers().map((i) => i.readiness(only));
+    return [...this.kinds.values()].map((k) => k.requests.readiness(only && k.kind.builtIn));
   }
 
   start(): void {
+    this.running = true;
     for (const i of this.informers()) i.start();
   }
 
   async stop(): Promise<void> {
+    this.running = false;
     await Promise.all(this.informers().map((i) => i.stop()));
     this.cluster.close();
   }

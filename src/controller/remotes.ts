@@ -86,10 +86,36 @@ export class RemoteSet implements RemoteSink {
   /** remote/namespace/idempotency key[/Kind] -> keys of the requests that carry it (a key is shared within one kind only). */
   private readonly byIdempotencyKey = new Map<string, Set<string>>();
 
+  private kinds: readonly RequestKind[] | undefined;
+
   constructor(
     private readonly hooks: RemoteSetHooks,
     private readonly opts: RemoteSetOptions,
-  ) {}
+  ) {
+    this.kinds = opts.kinds;
+  }
+
+  /** The request kinds served now. */
+  get servedKinds(): readonly RequestKind[] {
+    return this.kinds ?? [];
+  }
+
+  /**
+   * Serves these request kinds on every remote from now on (and on those
+   * added later); see Remote.setKinds. The idempotency index forgets the
+   * kinds that go or change; a changed kind's cache lists again and fills it.
+   */
+  async setKinds(kinds: readonly RequestKind[]): Promise<void> {
+    const before = new Map((this.kinds ?? []).map((k) => [k.kind, k]));
+    this.kinds = kinds;
+    const now = new Map(kinds.map((k) => [k.kind, k]));
+    const gone = [...before].filter(([name, k]) => now.get(name) !== k).map(([name]) => name);
+    for (const name of gone) {
+      const suffix = `/${name}`;
+      for (const k of [...this.byIdempotencyKey.keys()]) if (k.endsWith(suffix)) this.byIdempotencyKey.delete(k);
+    }
+    await Promise.all([...this.byName.values()].map((r) => r.setKinds(kinds)));
+  }
 
   get size(): number {
     return this.byName.size;
@@ -152,11 +178,11 @@ export class RemoteSet implements RemoteSink {
           index(r, false);
           enqueueWithFollowers(r);
         },
-        // Every full list (the first included): look at every request again,
-        // and sweep PipelineRuns whose request is gone (only ever after a full
-        // list of every kind of this remote).
+        // Every full list of a kind (the first included): look at every
+        // request again, and sweep PipelineRuns whose request is gone (a key
+        // is decided only once its kind's cache has a full list).
         onResync: () => {
-          if (this.byName.get(name) !== remote || !remote.synced) return;
+          if (this.byName.get(name) !== remote || !remote.kinds.get(kind.kind)?.requests.synced) return;
           this.hooks.resynced(remote);
         },
       };
@@ -165,7 +191,7 @@ export class RemoteSet implements RemoteSink {
       ...this.opts.informer,
       transform: slimRequest,
       instance: this.opts.instance,
-      ...(this.opts.kinds ? { kinds: this.opts.kinds } : {}),
+      ...(this.kinds ? { kinds: this.kinds } : {}),
     });
     this.byName.set(name, remote);
     const workspace = remote.workspace;
@@ -198,7 +224,7 @@ export class RemoteSet implements RemoteSink {
   /** The remote of a request key, if it is served and fully listed. */
   listed(key: string): Remote | undefined {
     const r = this.byName.get(splitKey(key).remote);
-    return r && r.synced ? r : undefined;
+    return r && r.listed(key) ? r : undefined;
   }
 
   /** The cached request of a key (`remote/namespace/name[/Kind]`). */

@@ -107,3 +107,15 @@ export function readiness(remotes: readonly RemoteView[], internal: Iterable<Cac
   if (config.problems.length) checks.push({ name: 'config-rules', ok: false, required: false, detail: config.problems.join('; ') });
   return checks;
 }
+
+/** The remotes whose cache of a kind cannot list it now, and why (for a RequestDefinition's status). */
+export function failingKind(remotes: Iterable<{ name: string; kinds: ReadonlyMap<string, { requests: { readiness(required: boolean): ReadinessCheck; health: { failures: number } } }> }>, kind: string): Array<{ remote: string; why: string }> {
+  const out: Array<{ remote: string; why: string }> = [];
+  for (const r of remotes) {
+    const c = r.kinds.get(kind);
+    if (!c || c.requests.health.failures === 0) continue;
+    const check = c.requests.readiness(false);
+    out.push({ remote: r.name, why: check.detail ?? 'its list fails' });
+  }
+  return out.sort((a, b) => a.remote.localeCompare(b.remote));
+}
