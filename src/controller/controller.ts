@@ -205,8 +205,9 @@ export class Controller {
     this.started = true;
     // The defined kinds first, so that the remotes list them from the start.
     await this.definitions?.start();
-    const all = this.informers;
-    for (const i of all) i.start();
+    // Remotes are started as remotes (a kind defined later starts with them).
+    for (const r of this.remotes.values()) r.start();
+    for (const i of this.internalInformers) i.start();
     // Waited for: the internal caches and each remote's built-in kind. A
     // typed kind whose CRD is missing on a remote must not hold the rest up.
     await Promise.all([...this.internalInformers, ...[...this.remotes.values()].map((r) => r.requests)].map((i) => i.waitForSync()));
@@ -391,13 +392,22 @@ export class Controller {
       this.queue.addAfter(key, UNREACHABLE_RETRY_MS);
       return;
     }
-    const request = fresh ?? this.currentRequest(key);
+    let request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
     const config = this.config();
     let prs = this.runs.forRequest(key);
     const uid = request?.metadata.uid;
     const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
     const needPipeline = request && !isFinished(request) && !ours;
+    // A typed kind's request is read afresh before anything can run for it:
+    // a watch opened under an older CRD of the kind serves its objects pruned
+    // by the older schema (a field added since is missing), a read is served
+    // under the CRD of now.
+    if (needPipeline && request && !fresh && !kind.kind.builtIn) {
+      const got = await kind.client.tryGet(request.metadata.namespace ?? '', request.metadata.name ?? '');
+      if (!got || got.metadata.uid !== uid) return; // gone or replaced: its delete event brings the key back
+      request = kind.kind.toRequest(got as never);
+    }
     const pipelineName = installedPipelineName(request?.spec);
     let pipeline = needPipeline && pipelineName ? this.pipelines.get(`${ns}/${pipelineName}`) : undefined;
     let failedTasks: string[] | undefined;
