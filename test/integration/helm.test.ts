@@ -26,8 +26,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,18 +44,9 @@ import {
   waitForCrds,
   SimulatedTektonExecutor,
 } from '../../src/localenv/index.js';
-import { repoRoot } from '../../src/util/repo.js';
+import { find, Helm, installHelm, kindsOf, kubectlOk as kubectlOkWith, parseDocs, ROOT, run, type Obj, type Run, type Values } from './helm-helpers.js';
 import { createRequest, expectAccess as expectAccessOn, messageOf, runCli, testPipeline, waitFor, waitForPhase, type AccessCheck, type ControllerProcess } from './helpers.js';
 
-type Obj = {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  [k: string]: any;
-};
-type Values = Record<string, unknown>;
-
-const ROOT = repoRoot();
 const CHART = join(ROOT, 'charts', 'internal-services');
 const CHART_CRDS = join(CHART, 'crds');
 const DASHBOARD_FILE = join(CHART, 'files', 'grafana-dashboard.json');
@@ -67,91 +57,17 @@ const MONITORING_API = 'monitoring.coreos.com/';
 const SAMPLE_CONFIG = (parseYaml(readFileSync(join(ROOT, 'config', 'samples', 'appstudio_v1alpha1_internalservicesconfig.yaml'), 'utf8')) as { spec: Values }).spec;
 
 const tmp = mkdtempSync(join(tmpdir(), 'internal-services-helm-test-'));
-let helmPath: string;
+let helmCli: Helm;
 let kubectlPath: string;
 let env: Environment;
 
 // ---------------------------------------------------------------- processes
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; onStderrLine?: (l: string) => void } = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let partial = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (opts.onStderrLine) {
-        partial += d.toString();
-        let i: number;
-        while ((i = partial.indexOf('\n')) >= 0) {
-          opts.onStderrLine(partial.slice(0, i));
-          partial = partial.slice(i + 1);
-        }
-      }
-    });
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-    p.stdin.end(opts.input ?? '');
-  });
-}
-
-/** hack/helm/install.sh: the cached helm, or one built now from its Go module. */
-async function installHelm(): Promise<string> {
-  const script = join(ROOT, 'hack', 'helm', 'install.sh');
-  const started = Date.now();
-  const r = await run('bash', [script], { onStderrLine: (l) => process.stderr.write(`${l}\n`) });
-  if (r.code !== 0) {
-    throw new Error(`${script} failed (exit code ${String(r.code)}), so there is no helm to test the chart with. It builds helm from the Go module helm.sh/helm/v3 with the machine's Go toolchain (or set HELM_BINARY to a helm v3). Its output:\n${r.stderr.slice(-4000)}`);
-  }
-  const path = r.stdout.trim().split('\n').pop() ?? '';
-  if (!path || !existsSync(path)) throw new Error(`${script} printed no usable helm path (stdout: ${JSON.stringify(r.stdout)})`);
-  const seconds = (Date.now() - started) / 1000;
-  if (seconds > 5) console.log(`helm ready in ${seconds.toFixed(0)} s (${path})`);
-  return path;
-}
-
 /** helm with its own cache/config/data directories (nothing of the user's is read or written). */
-function helm(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return run(helmPath, args, {
-    env: { HELM_CACHE_HOME: join(tmp, 'helm-cache'), HELM_CONFIG_HOME: join(tmp, 'helm-config'), HELM_DATA_HOME: join(tmp, 'helm-data'), ...extraEnv },
-  });
-}
-
-async function helmOk(args: string[]): Promise<string> {
-  const r = await helm(args);
-  assert.equal(r.code, 0, `helm ${args.join(' ')} failed:\n${r.stderr}\n${r.stdout}`);
-  return r.stdout;
-}
-
-async function kubectlOk(args: string[], input?: string): Promise<string> {
-  const r = await run(kubectlPath, args, input === undefined ? {} : { input });
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed:\n${r.stderr}\n${r.stdout}`);
-  return r.stdout;
-}
-
-function parseDocs(yaml: string): Obj[] {
-  return parseAllDocuments(yaml)
-    .map((d) => {
-      assert.deepEqual(d.errors, [], 'rendered YAML parses');
-      return d.toJS() as Obj | null;
-    })
-    .filter((o): o is Obj => o !== null && o !== undefined);
-}
-
-let valuesFiles = 0;
-function valuesFile(values: Values): string {
-  const f = join(tmp, `values-${++valuesFiles}.json`);
-  writeFileSync(f, JSON.stringify(values));
-  return f;
-}
+const helm = (args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> => helmCli.run(args, extraEnv);
+const helmOk = (args: string[]): Promise<string> => helmCli.ok(args);
+const kubectlOk = (args: string[], input?: string): Promise<string> => kubectlOkWith(kubectlPath, args, input);
+const valuesFile = (values: Values): string => helmCli.valuesFile(values);
 
 // ------------------------------------------------------------------ value sets
 
@@ -233,14 +149,6 @@ async function render(name: CaseName): Promise<Obj[]> {
   return objects;
 }
 
-function find(objects: Obj[], kind: string, name?: string): Obj {
-  const o = objects.find((x) => x.kind === kind && (name === undefined || x.metadata.name === name));
-  assert.ok(o, `${kind} ${name ?? ''} not rendered; have: ${objects.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')}`);
-  return o;
-}
-
-const kindsOf = (objects: Obj[]): string[] => objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
-
 function deploymentOf(objects: Obj[]): { d: Obj; pod: any; c: any } {
   const d = find(objects, 'Deployment');
   const pod = d['spec'].template.spec;
@@ -318,7 +226,7 @@ async function expectAccess(plane: ControlPlane, sa: { namespace: string; name: 
 const each = (verbs: string[], c: Omit<Check, 'verb'>): Check[] => verbs.map((verb) => ({ ...c, verb }));
 
 before(async () => {
-  helmPath = await installHelm();
+  helmCli = new Helm(await installHelm(), tmp);
   // remote: the default remote; remote-2: a remote from a kubeconfig Secret;
   // remote-3: a bare apiserver for `helm install` from zero.
   env = await startEnvironment({ remotes: 3 });
