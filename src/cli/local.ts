@@ -38,6 +38,7 @@ import { APPROVAL_NAMESPACE, APPROVAL_RULE, approverRbac, catalogFiles, demoConf
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
 import { runLocalKcp } from './local-kcp.js';
+import { followTyped, installTypedSample, submitTyped, TYPED_SAMPLE_NAME } from './local-typed.js';
 import { SAMPLE_CONFIG, SAMPLE_PIPELINE, SAMPLE_REQUEST, STEP_DURATION, sample, samplePath, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
 const REQUESTS_TIMEOUT_MS = 90_000;
 
@@ -190,6 +191,10 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
     progress(`remote namespaces ${allowed}, ${APPROVAL_NAMESPACE} and ${UNLISTED_NAMESPACE} created; user "${requesterId.username}" granted the internal-services-requester ClusterRole in each`);
     progress(`user "${approverId.username}" (group release-managers) may approve under rule "${APPROVAL_RULE}" on the internal cluster`);
 
+    const typed = await installTypedSample(env, allowed, requesterId.username);
+    progress(`a service's own kind: ${typed.kind} (${typed.resource.plural}.${typed.resource.group}), RequestDefinition and Pipeline from config/samples/kinds/signing;`);
+    progress(`  its CRD and RBAC rendered from them (internal-services kinds render) and applied on the remote cluster; "${requesterId.username}" may create ${typed.resource.plural} in ${allowed}`);
+
     // --- what Tekton does, as it happens ---
     taskRunWatch = await watchTaskRuns(internalAdmin);
 
@@ -227,9 +232,14 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       progress(`submitted ${s.namespace}/${s.name} as "${requesterId.username}" (${s.story})`);
     }
 
+    const refusal = await submitTyped(typed, requester, allowed);
+    progress(`submitted ${typed.kind} ${allowed}/${TYPED_SAMPLE_NAME} as "${requesterId.username}" (typed fields: image, tags, signer)`);
+    progress(`a malformed ${typed.kind} was refused by the remote apiserver before the controller could see it: ${refusal}`);
+
     // --- every status of every sample, as a requester would read it, until each is final ---
     const done = await followSamples(env, scenarios, tracker, approverId.kubeconfigPath, controller, progress, REQUESTS_TIMEOUT_MS);
     const latest = tracker.latest;
+    const typedDone = await followTyped(typed, requester, allowed, REQUESTS_TIMEOUT_MS);
 
     // --- outcome ---
     out();
@@ -255,12 +265,25 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       }
       for (const p of v.problems) out(`      expected otherwise: ${p}`);
     }
+    const tc = typedDone?.status?.conditions?.[0];
+    const typedResults = Object.entries(typedDone?.status?.results ?? {});
+    const typedOk = tc?.reason === 'Succeeded' && typedResults.some(([k]) => k === 'signature') && !typedResults.some(([k]) => k === 'log');
+    if (typedOk) good++;
+    out();
+    out(`  ${typedOk ? '[ok]        ' : '[UNEXPECTED]'} ${typed.kind} ${allowed}/${TYPED_SAMPLE_NAME} — a service's own kind: typed fields, its own Pipeline, the same status contract`);
+    out(`      its fields (kubectl explain ${typed.resource.plural}.spec):`);
+    for (const f of typed.fields) out(`                 ${f.name.padEnd(7)} ${f.type.padEnd(28)} ${f.required ? 'required' : 'optional'}  ${f.description}`);
+    out(`      condition: Succeeded=${tc?.status ?? '?'}, reason ${tc?.reason ?? '?'}`);
+    out(`      message:   ${tc?.message ?? ''}`);
+    out('      results:   (the ones its RequestDefinition names; "log" stays internal)');
+    for (const [k, val] of typedResults) out(`                 ${k} = ${val}`);
     out();
     out('("a waiting requester" is the release tooling\'s loop: it reads only conditions[0].reason; empty or Running = wait,');
     out(' Succeeded = success, anything else = failure. Where a request stands is in its Progressing condition; see docs/api.md.)');
     if (!done) out('Not every request finished in time.');
-    const allGood = good === scenarios.length;
-    out(allGood ? `All ${scenarios.length} requests ended as expected.` : `${scenarios.length - good} of ${scenarios.length} requests did NOT end as expected (controller log: ${controller.logPath}).`);
+    const total = scenarios.length + 1;
+    const allGood = good === total;
+    out(allGood ? `All ${total} requests ended as expected.` : `${total - good} of ${total} requests did NOT end as expected (controller log: ${controller.logPath}).`);
 
     if (keep) {
       const remoteAdminKc = env.remote.identities.admin.kubeconfigPath;
@@ -278,6 +301,8 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       out();
       out('Look around:');
       out('  kubectl --kubeconfig $REMOTE get internalrequests -A');
+      out(`  kubectl --kubeconfig $REMOTE get ${typed.resource.plural} -A -o wide; kubectl --kubeconfig $REMOTE explain ${typed.resource.plural}.spec`);
+      out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get requestdefinitions`);
       out(`  kubectl --kubeconfig $REMOTE -n ${allowed} get events`);
       out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get pipelines,pipelineruns,internalservicesconfigs`);
       out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get taskruns,pods        # TaskRuns stay: no garbage collector here`);
@@ -301,7 +326,7 @@ export async function runLocal(flags: LocalFlags): Promise<void> {
       out();
       out('stopping everything…');
     }
-    if (!allGood) throw new Error(`${scenarios.length - good} sample request(s) did not end as expected`);
+    if (!allGood) throw new Error(`${total - good} sample request(s) did not end as expected`);
   } finally {
     await cleanup();
     // Nothing else should hold the event loop, but never linger after the work is done.

@@ -93,8 +93,20 @@ test('internal-services local runs the sample requests end to end and exits 0', 
 
   assert.match(ok, /a waiting requester read: (wait \(new\) → )?wait \(Running\) → SUCCESS/);
   assert.match(fails, /a waiting requester read: (wait \(new\) → )?wait \(Running\) → FAILURE/);
+  // The typed kind beside them: its fields, its outcome and only the results its definition names; a malformed one refused by the apiserver.
+  const ti = stdout.indexOf('SigningRequest managed-team-1-tenant/sign-typed ');
+  assert.ok(ti >= 0, `no outcome printed for the SigningRequest\n${output}`);
+  const typed = stdout.slice(stdout.lastIndexOf('\n', ti) + 1).split('\n\n')[0]!;
+  assert.match(typed, /^\s*\[ok\]/, typed);
+  assert.match(typed, /signer +object \{identity, keyRef\} +required +Which key signs/);
+  assert.match(typed, /tags +\[\]string +optional/);
+  assert.match(typed, /Succeeded=True, reason Succeeded/);
+  assert.match(typed, /signature = sig\(quay\.io\/example\/app@sha256:[0-9a-f]{64}\)/);
+  assert.match(typed, /signed-by = release-bot with release-key/);
+  assert.doesNotMatch(typed, /log = /);
+  assert.match(stdout, /a malformed SigningRequest was refused by the remote apiserver before the controller could see it: .*spec\.tags/);
   for (const b of [ok, git, approval, refused, notAllowed, missing, fails]) assert.match(b, /^\s*\[ok\]/, b);
-  assert.match(stdout, /All 7 requests ended as expected\./);
+  assert.match(stdout, /All 8 requests ended as expected\./);
   // Progress was shown while the requests ran, as the requester reads it.
   assert.match(stdout, /managed-team-1-tenant\/sign-allowed: conditions\[0\]\.reason Running: PipelineRun internal-services\/ir-[0-9a-f-]+ is running  => a waiting requester keeps waiting/);
 
