@@ -425,6 +425,7 @@ export const approvalSpecSchema = schema({
         namespace: { type: 'string', maxLength: 63 },
         name: { type: 'string', maxLength: 253 },
         uid: { type: 'string', maxLength: 64 },
+        kind: { type: 'string', maxLength: 63, description: "The request's Kind when it is not InternalRequest" },
       },
     },
     rule: { type: 'string', maxLength: 128, description: 'The rule that requires approval (its name, or rules[i]); approvers are authorized per rule: verb "approve" on rules.appstudio.redhat.com with this resource name.' },

@@ -7,6 +7,6 @@
 import { newProgram, runProgram } from './program.js';
 import { reportError, requestSubcommands } from './request/commands.js';
 
-const program = newProgram('kubectl internalrequest', 'Create InternalRequests, wait for them and get their results (Internal Services)');
+const program = newProgram('kubectl internalrequest', 'Create InternalRequests (or, with --kind, requests of a typed kind), wait for them and get their results (Internal Services)');
 for (const c of requestSubcommands()) program.addCommand(c);
 void runProgram(program, process.argv, reportError);

@@ -11,6 +11,11 @@ import { DEFAULT_REMOTE } from '../policy/tenant.js';
 
 const SHOWN_VALUE = 1024;
 
+/**
+ * `kind`: the request's Kind when it is not the built-in InternalRequest
+ * (api/request-key.ts); recorded in spec.request.kind, so that approvers
+ * (`approve --kind`) tell apart two kinds' requests of one name.
+ */
 export function approvalFor(
   req: InternalRequest,
   namespace: string,
@@ -37,7 +42,7 @@ export function approvalFor(
       ...ownedBy(req, remote, kind),
     },
     spec: {
-      request: { ...(remote !== DEFAULT_REMOTE ? { remote } : {}), namespace: ns, name: req.metadata.name ?? '', uid },
+      request: { ...(remote !== DEFAULT_REMOTE ? { remote } : {}), namespace: ns, name: req.metadata.name ?? '', uid, ...(kind ? { kind } : {}) },
       rule,
       pipeline: pipeline.slice(0, 4096),
       ...(what.serviceAccount ? { serviceAccount: what.serviceAccount } : {}),

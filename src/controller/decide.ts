@@ -501,7 +501,8 @@ type Gate =
 function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: PipelineRun, what: { serviceAccount?: string | undefined; params: Record<string, string> }, existing: InternalRequestApproval | undefined): Gate {
   const rule = grant.approval.rule;
   const where = `${grant.rule} of ${o.config.source}`;
-  const ref = requestRef(o.remote ?? DEFAULT_REMOTE, req);
+  const kind = kindLabel(o.kind);
+  const ref = `${requestRef(o.remote ?? DEFAULT_REMOTE, req)}${kind ? ` --kind ${kind}` : ''}`;
   const awaiting = (note: string | undefined, expiresAt: string): Action[] => {
     const message =
       `waiting for approval under ${where}: someone allowed to approve it (verb "approve" on rules.appstudio.redhat.com ${JSON.stringify(rule)} in namespace ${JSON.stringify(o.namespace)} of the internal cluster) ` +
@@ -512,7 +513,7 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
   };
   const until = (expiresAt: string): Action => ({ type: 'requeueAfter', ms: Math.max(1000, Date.parse(expiresAt) - o.now.getTime() + 500) });
   if (!existing) {
-    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs), kindLabel(o.kind));
+    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs), kind);
     const expiresAt = approval.spec.expiresAt!;
     return { state: 'waiting', actions: [{ type: 'createApproval', approval }, ...awaiting(undefined, expiresAt), until(expiresAt)] };
   }

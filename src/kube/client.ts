@@ -10,6 +10,7 @@
 import https from 'node:https';
 import {
   ApiException,
+  ApisApi,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -42,6 +43,8 @@ export class Cluster {
   readonly custom: CustomObjectsApi;
   readonly core: CoreV1Api;
   readonly coordination: CoordinationV1Api;
+  /** API discovery: the groups and their versions (CustomObjectsApi.getAPIResources lists one group version's resources). */
+  readonly apis: ApisApi;
   readonly watcher: Watch;
   readonly server: string;
   /** Sees every request's outcome; watches report themselves here when they end. */
@@ -90,6 +93,7 @@ export class Cluster {
     this.custom = new CustomObjectsApi(config);
     this.core = new CoreV1Api(config);
     this.coordination = new CoordinationV1Api(config);
+    this.apis = new ApisApi(config);
     this.watcher = new Watch(kc);
   }
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
 import { effectiveConfig } from '../../src/controller/config.js';
-import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED } from '../../src/tekton/pipelinerun.js';
+import { ANNOTATION_ON_REVOKE, ANNOTATION_REQUEST_KIND, ANNOTATION_REVOKED } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { assertPhase, config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus } from './fixtures.js';
 
@@ -120,6 +120,15 @@ test('approval required: nothing runs; the approval says what would run; the req
   assertPhase(w.status, 'AwaitingApproval');
   assert.match(msg(a), /^waiting for approval under rules\[0\] \("signing"\) of InternalServicesConfig internal-services\/config: someone allowed to approve it \(verb "approve" on rules\.appstudio\.redhat\.com "signing" in namespace "internal-services" of the internal cluster\) runs "kubectl internalrequest approve managed-x\/req"/);
   assert.equal((a[2] as { ms: number }).ms, 3_600_500);
+});
+
+test('approval of a typed kind: spec.request.kind names it, and the approver is told to pass --kind', () => {
+  const signing = { kind: 'SigningRequest', builtIn: false, checkShape: () => undefined };
+  const a = decide(observe({ request: inNs('managed-x'), config: APPROVAL_RULES, kind: signing }));
+  const ap = approvalOf(a);
+  assert.deepEqual(ap.spec.request, { namespace: 'managed-x', name: 'req', uid: 'u-1', kind: 'SigningRequest' });
+  assert.equal(ap.metadata.annotations?.[ANNOTATION_REQUEST_KIND], 'SigningRequest');
+  assert.match(msg(a), /runs "kubectl internalrequest approve managed-x\/req --kind SigningRequest" \(or "deny managed-x\/req --kind SigningRequest --message …"\)/);
 });
 
 test('approval: approved and trusted → runs, recording who; not trusted → still waits, saying why; denied or expired → Rejected', () => {

@@ -1,16 +1,55 @@
-/** `approve` and `deny`: an approver's decision, run against the internal cluster. */
+/**
+ * `approve` and `deny`: an approver's decision, run against the internal
+ * cluster. With --kind, on the approval of a typed kind's request: its
+ * spec.request.kind (or, from before that field, its request-kind
+ * annotation) names the Kind. --kind is a Kind as it is; any other name is
+ * looked up in the RequestDefinitions of the approvals' namespace (the kind's
+ * CRD is on the remote side, not here).
+ */
 import { Command, Option } from 'commander';
+import { KIND_PATTERN, kindNames, REQUEST_DEFINITION, type RequestDefinition } from '../../api/request-definition.js';
 import { INTERNAL_REQUEST_APPROVAL, type InternalRequestApproval } from '../../api/types.js';
-import { LABEL_REQUEST_NAMESPACE } from '../../tekton/pipelinerun.js';
+import { ANNOTATION_REQUEST_KIND, LABEL_REQUEST_NAMESPACE } from '../../tekton/pipelinerun.js';
 import { DEFAULT_REMOTE } from '../../policy/tenant.js';
-import { statusCode } from '../../kube/client.js';
-import { CliError, ExitCode } from './logic.js';
-import { apiError, type TargetFlags } from './target.js';
+import { describeError, statusCode } from '../../kube/client.js';
+import { chooseKind, namesBuiltIn, parseKindFlag, type ServedResource } from './kind.js';
+import { CliError, ExitCode, requestRef } from './logic.js';
+import { apiError, type Target, type TargetFlags } from './target.js';
 import { given, run, stdout, withTarget, withTargetOptions } from './shared.js';
 
 interface DecideFlags extends TargetFlags {
   message?: string;
   approvalsNamespace: string;
+  kind?: string;
+}
+
+/** The Kind of an approval's request; undefined for an InternalRequest. */
+export function approvalKindOf(a: Pick<InternalRequestApproval, 'spec' | 'metadata'>): string | undefined {
+  return a.spec.request.kind || a.metadata.annotations?.[ANNOTATION_REQUEST_KIND] || undefined;
+}
+
+/** A RequestDefinition as a resource --kind may name (its defaults filled in). */
+export function definedResource(d: Pick<RequestDefinition, 'spec'>): ServedResource {
+  const n = kindNames(d.spec);
+  return { ...n, namespaced: true, status: true };
+}
+
+/** The Kind --kind names for approvals (undefined: InternalRequest). */
+async function approvalKind(t: Target, flag: string | undefined): Promise<string | undefined> {
+  const q = parseKindFlag(flag);
+  if (!q || namesBuiltIn(q)) return undefined;
+  if (q.group === undefined && new RegExp(KIND_PATTERN).test(q.name)) return q.name;
+  const text = flag!.trim();
+  let defs: RequestDefinition[];
+  try {
+    defs = (await t.cluster.resource<RequestDefinition>(REQUEST_DEFINITION).list(t.namespace)).items;
+  } catch (e) {
+    throw new CliError(
+      'CLI_KIND_UNKNOWN',
+      `cannot read the RequestDefinitions in namespace "${t.namespace}" of ${t.where} to find which kind --kind ${text} is (${describeError(e)}); give the Kind itself, as the waiting request's message shows it (e.g. --kind SigningRequest)`,
+    );
+  }
+  return chooseKind(text, q, defs.map(definedResource), `the RequestDefinitions in namespace "${t.namespace}" of ${t.where}`).kind;
 }
 
 /**
@@ -30,28 +69,38 @@ export function decideCommand(result: 'Approved' | 'Denied'): Command {
     )
     .argument('<request>', 'the request: NAME (with -n, its namespace on the remote cluster), NAMESPACE/NAME, or REMOTE/NAMESPACE/NAME for a remote other than the default one')
     .addOption(new Option('-m, --message <text>', result === 'Approved' ? 'a note recorded with the approval' : 'why (the requester sees it)'))
-    .addOption(new Option('--approvals-namespace <namespace>', "the controller's namespace on the internal cluster").default('internal-services'));
+    .addOption(new Option('--approvals-namespace <namespace>', "the controller's namespace on the internal cluster").default('internal-services'))
+    .addOption(new Option('--kind <kind>', "the request's kind when it is not InternalRequest: its Kind (e.g. SigningRequest), or a name its RequestDefinition gives it"));
   withTargetOptions(cmd);
   return cmd.action(
     run(async (ref: string, flags: DecideFlags) => {
       if (result === 'Denied' && !given(flags.message)) throw new CliError('CLI_USAGE', 'deny needs --message: the requester reads it');
       const parts = ref.split('/');
       if (parts.length > 3 || parts.some((p) => !p)) throw new CliError('CLI_USAGE', `${JSON.stringify(ref)}: give the request as NAME (with -n), NAMESPACE/NAME or REMOTE/NAMESPACE/NAME`);
-      return withTarget({ ...flags, namespace: flags.approvalsNamespace }, async (t) => {
+      return withTarget({ kubeconfig: flags.kubeconfig, context: flags.context, namespace: flags.approvalsNamespace }, async (t) => {
+        const kind = await approvalKind(t, flags.kind);
         const remote = parts.length === 3 ? parts[0]! : DEFAULT_REMOTE;
         const ns = parts.length >= 2 ? parts[parts.length - 2]! : (flags.namespace ?? '');
         const name = parts[parts.length - 1]!;
         if (!ns) throw new CliError('CLI_USAGE', 'give the request as NAMESPACE/NAME, or its namespace with -n');
         const approvals = t.cluster.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
-        let found: InternalRequestApproval | undefined;
+        let waiting: InternalRequestApproval[];
         try {
           const l = await approvals.list(t.namespace, { labelSelector: `${LABEL_REQUEST_NAMESPACE}=${ns}` });
           // Approvals made before remotes had names carry no remote: the default one.
-          found = l.items.find((a) => a.spec.request.name === name && (a.spec.request.remote ?? DEFAULT_REMOTE) === remote && !a.status?.decision);
+          waiting = l.items.filter((a) => a.spec.request.name === name && (a.spec.request.remote ?? DEFAULT_REMOTE) === remote && !a.status?.decision);
         } catch (e) {
           throw apiError(e, t, `list InternalRequestApprovals in namespace "${t.namespace}"`);
         }
-        if (!found) throw new CliError('CLI_REQUEST_NOT_FOUND', `no request ${ref.includes('/') ? ref : `${ns}/${name}`} is waiting for approval (no undecided InternalRequestApproval for it in namespace "${t.namespace}" of ${t.where})`);
+        const found = waiting.find((a) => approvalKindOf(a) === kind);
+        if (!found) {
+          const others = [...new Set(waiting.map((a) => approvalKindOf(a) ?? 'InternalRequest'))];
+          const hint = others.length ? `; there is one for the ${others.join(' and the ')} of that name: ${others[0] === 'InternalRequest' ? 'leave --kind out' : `give --kind ${others[0]}`}` : '';
+          throw new CliError(
+            'CLI_REQUEST_NOT_FOUND',
+            `no ${kind ?? 'request'} ${ref.includes('/') ? ref : `${ns}/${name}`} is waiting for approval (no undecided InternalRequestApproval for it in namespace "${t.namespace}" of ${t.where})${hint}`,
+          );
+        }
         let me: { username?: string; groups?: string[] };
         try {
           const review = (await t.cluster.custom.createClusterCustomObject({
@@ -72,7 +121,7 @@ export function decideCommand(result: 'Approved' | 'Denied'): Command {
           const err = apiError(e, t, `${verb} ${ns}/${name}`);
           throw new CliError(statusCode(e) === 422 || statusCode(e) === 403 ? 'CLI_CLUSTER_ACCESS' : err.code, err.message, err.exitCode);
         }
-        stdout(`internalrequest ${ns}/${name} ${result === 'Approved' ? 'approved' : 'denied'} by ${me.username} (rule ${found.spec.rule})\n`);
+        stdout(`${requestRef({ kind: kind ?? 'InternalRequest', metadata: { namespace: ns, name } })} ${result === 'Approved' ? 'approved' : 'denied'} by ${me.username} (rule ${found.spec.rule})\n`);
         return ExitCode.Succeeded;
       });
     }),

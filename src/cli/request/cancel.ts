@@ -1,8 +1,8 @@
 /** `cancel`: deleting requests; the controller then cancels and removes their PipelineRuns. */
 import { Command, Option } from 'commander';
-import { CliError, combineExitCodes, ExitCode } from './logic.js';
+import { CliError, combineExitCodes, ExitCode, requestRef } from './logic.js';
 import { apiError } from './target.js';
-import { reportError, run, selectRequests, stderr, stdout, withTarget, withTargetOptions, type SelectFlags } from './shared.js';
+import { reportError, run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './shared.js';
 
 interface CancelFlags extends SelectFlags {
   ignoreNotFound?: boolean;
@@ -14,6 +14,7 @@ export function cancelCommand(): Command {
     .argument('[names...]', 'request names')
     .addOption(new Option('-l, --selector <selector>', 'label selector'))
     .addOption(new Option('--ignore-not-found', 'a request that does not exist is not an error'));
+  withKindOption(cmd);
   withTargetOptions(cmd);
   return cmd.action(
     run(async (names: string[], flags: CancelFlags) =>
@@ -28,20 +29,21 @@ export function cancelCommand(): Command {
           }
         } else targets = [...new Set(names)];
         let code: number = ExitCode.Succeeded;
+        const kind = t.kind.kind;
         for (const name of targets) {
           try {
             const existing = await t.requests.tryGet(t.namespace, name);
             if (!existing) {
               if (!flags.ignoreNotFound) {
-                stderr(`error: no InternalRequest "${name}" in namespace "${t.namespace}" [CLI_REQUEST_NOT_FOUND]`);
+                stderr(`error: no ${kind} "${name}" in namespace "${t.namespace}" [CLI_REQUEST_NOT_FOUND]`);
                 code = ExitCode.BadInput;
               }
               continue;
             }
             await t.requests.delete(t.namespace, name, existing.metadata?.uid);
-            stdout(`internalrequest ${t.namespace}/${name} cancelled (deleted)\n`);
+            stdout(`${requestRef({ kind, metadata: { namespace: t.namespace, name } })} cancelled (deleted)\n`);
           } catch (e) {
-            code = combineExitCodes([code, reportError(apiError(e, t, `delete InternalRequest ${t.namespace}/${name}`))]);
+            code = combineExitCodes([code, reportError(apiError(e, t, `delete ${kind} ${t.namespace}/${name}`))]);
           }
         }
         return code;

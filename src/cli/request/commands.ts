@@ -1,6 +1,8 @@
 /**
  * The requester's commands: `internal-services request <cmd>` and, with the
- * same subcommands, `kubectl internalrequest <cmd>` (kubectl-internalrequest.ts).
+ * same subcommands, `kubectl internalrequest <cmd>` (kubectl-internalrequest.ts),
+ * for InternalRequests and, with --kind, for requests of typed kinds (kind.ts,
+ * discovery.ts; a typed kind's spec comes from fields.ts).
  * One module per group of verbs: create.ts, wait.ts, get.ts (get, list),
  * cancel.ts, approval.ts (approve, deny); what they share (options, output,
  * running an action to an exit code) is in shared.ts, the pure parts in
@@ -18,7 +20,7 @@ import { getCommand, listCommand } from './get.js';
 import { waitCommand } from './wait.js';
 
 export { reportError } from './shared.js';
-export { buildRequest, idempotencyLabelValue } from './create.js';
+export { buildRequest, buildTypedRequest, idempotencyLabelValue, typedRequestBody } from './create.js';
 
 /** The subcommands, configured to throw CommanderError (exit 2) instead of exiting on bad flags. */
 export function requestSubcommands(): Command[] {
@@ -30,7 +32,7 @@ export function requestSubcommands(): Command[] {
 /** `internal-services request …` */
 export function requestCommand(): Command {
   const cmd = new Command('request')
-    .description("The requester's side: create InternalRequests on the remote cluster, wait for them, get their results")
+    .description("The requester's side: create InternalRequests (or, with --kind, requests of a typed kind) on the remote cluster, wait for them, get their results")
     .exitOverride();
   for (const c of requestSubcommands()) cmd.addCommand(c);
   return cmd;

@@ -1,12 +1,12 @@
-/** `get` and `list` (alias `ls`): requests as a table, or as objects with -o json|yaml. */
+/** `get` and `list` (alias `ls`): requests (of the kind --kind names) as a table, or as objects with -o json|yaml. */
 import { Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
-import type { InternalRequest } from '../../api/types.js';
 import { PHASES } from '../../api/conditions.js';
 import { statusCode } from '../../kube/client.js';
-import { CliError, ExitCode, outcomeOf, requestTable } from './logic.js';
+import { kindPlural } from './kind.js';
+import { CliError, ExitCode, outcomeOf, requestTable, type RequestObject } from './logic.js';
 import { apiError, type Target } from './target.js';
-import { run, selectRequests, stderr, stdout, withTarget, withTargetOptions, type SelectFlags } from './shared.js';
+import { run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './shared.js';
 
 interface GetFlags extends SelectFlags {
   output: string;
@@ -15,7 +15,7 @@ interface GetFlags extends SelectFlags {
   phase?: string;
 }
 
-function printRequests(reqs: InternalRequest[], flags: GetFlags, asList: boolean): void {
+function printRequests(t: Target, reqs: RequestObject[], flags: GetFlags, asList: boolean): void {
   const format = flags.output;
   if (format === 'json' || format === 'yaml') {
     const data = !asList && reqs.length === 1 ? reqs[0] : { apiVersion: 'v1', kind: 'List', items: reqs };
@@ -23,7 +23,7 @@ function printRequests(reqs: InternalRequest[], flags: GetFlags, asList: boolean
     return;
   }
   if (reqs.length === 0) {
-    stderr(`No InternalRequests found${flags.allNamespaces ? '' : ` in namespace "${flags.namespace ?? ''}"`}.`);
+    stderr(`No ${kindPlural(t.kind.kind)} found${flags.allNamespaces ? '' : ` in namespace "${flags.namespace ?? ''}"`}.`);
     return;
   }
   stdout(requestTable(reqs, Date.now(), { allNamespaces: !!flags.allNamespaces, wide: format === 'wide' }));
@@ -33,17 +33,17 @@ function checkTableFormat(output: string): void {
   if (!['table', 'wide', 'json', 'yaml'].includes(output)) throw new CliError('CLI_OUTPUT_INVALID', `--output "${output}" is not table, wide, json or yaml`);
 }
 
-async function listRequests(t: Target, flags: GetFlags): Promise<InternalRequest[]> {
+async function listRequests(t: Target, flags: GetFlags): Promise<RequestObject[]> {
   try {
     const l = await t.requests.list(flags.allNamespaces ? undefined : t.namespace, flags.selector ? { labelSelector: flags.selector } : {});
-    return (l.items as InternalRequest[]).sort((a, b) => {
+    return l.items.sort((a, b) => {
       const ka = `${a.metadata.namespace}/${a.metadata.name}`;
       const kb = `${b.metadata.namespace}/${b.metadata.name}`;
       return ka < kb ? -1 : ka > kb ? 1 : 0;
     });
   } catch (e) {
     if (statusCode(e) === 400) throw new CliError('CLI_LABEL_INVALID', `label selector "${flags.selector ?? ''}" is not valid: ${apiError(e, t, 'list').message}`);
-    throw apiError(e, t, `list InternalRequests${flags.allNamespaces ? ' in all namespaces' : ` in namespace "${t.namespace}"`}`);
+    throw apiError(e, t, `list ${kindPlural(t.kind.kind)}${flags.allNamespaces ? ' in all namespaces' : ` in namespace "${t.namespace}"`}`);
   }
 }
 
@@ -52,6 +52,7 @@ function addGetOptions(cmd: Command): Command {
     .addOption(new Option('-l, --selector <selector>', 'label selector'))
     .addOption(new Option('-A, --all-namespaces', 'requests of every namespace you may list'))
     .addOption(new Option('-o, --output <format>', 'table, wide, json or yaml').default('table'));
+  withKindOption(cmd);
   return withTargetOptions(cmd);
 }
 
@@ -64,12 +65,12 @@ export function getCommand(): Command {
       return withTarget(flags, async (t) => {
         flags.namespace = t.namespace;
         if (names.length === 0) {
-          printRequests(await listRequests(t, flags), flags, true);
+          printRequests(t, await listRequests(t, flags), flags, true);
           return ExitCode.Succeeded;
         }
         if (flags.selector || flags.allNamespaces) throw new CliError('CLI_USAGE', 'give request names or -l/-A, not both');
         const reqs = await selectRequests(t, names, undefined, 'get');
-        printRequests(reqs, flags, names.length > 1);
+        printRequests(t, reqs, flags, names.length > 1);
         return ExitCode.Succeeded;
       });
     }),
@@ -93,7 +94,7 @@ export function listCommand(): Command {
         if (flags.awaitingApproval && flags.phase && flags.phase !== 'AwaitingApproval') {
           throw new CliError('CLI_USAGE', `--awaiting-approval and --phase ${flags.phase} contradict each other; give one`);
         }
-        printRequests(phase ? all.filter((r) => outcomeOf(r) === phase) : all, flags, true);
+        printRequests(t, phase ? all.filter((r) => outcomeOf(r) === phase) : all, flags, true);
         return ExitCode.Succeeded;
       });
     }),

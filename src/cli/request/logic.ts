@@ -6,7 +6,7 @@
  */
 import { stringify as toYaml } from 'yaml';
 import { describeRequested } from '../../controller/requested.js';
-import { DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestSpec } from '../../api/types.js';
+import { API_VERSION, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestSpec, type InternalRequestStatus, type ObjectMeta } from '../../api/types.js';
 import { phaseMessageOf, phaseOf, type Outcome as ConditionOutcome, type Phase } from '../../api/conditions.js';
 import { InternalServicesError, type ErrorCode } from '../../errors.js';
 import { parseDuration } from '../../util/duration.js';
@@ -31,6 +31,24 @@ export class CliError extends InternalServicesError {
     super(code, message);
     this.name = 'CliError';
   }
+}
+
+/**
+ * A request of any kind as the commands read it: an InternalRequest, or an
+ * object of a typed kind, whose spec is its own but whose status is
+ * InternalRequest's (the same contract).
+ */
+export interface RequestObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec?: unknown;
+  status?: InternalRequestStatus;
+}
+
+/** An object without apiVersion and kind (as some list items come) counts as an InternalRequest. */
+export function isInternalRequest(r: RequestObject): r is InternalRequest {
+  return (r.kind || 'InternalRequest') === 'InternalRequest' && (r.apiVersion || API_VERSION) === API_VERSION;
 }
 
 // --- params, labels, positional arguments ---------------------------------
@@ -282,17 +300,18 @@ export function formatResultsByName(byName: Record<string, Record<string, string
 
 // --- progress lines --------------------------------------------------------
 
-export function requestRef(req: InternalRequest): string {
-  return `internalrequest ${req.metadata.namespace ?? ''}/${req.metadata.name ?? ''}`;
+/** `internalrequest team-a/x`, `signingrequest team-a/y`: a request in progress lines. */
+export function requestRef(req: Pick<RequestObject, 'kind' | 'metadata'>): string {
+  return `${(req.kind || 'InternalRequest').toLowerCase()} ${req.metadata.namespace ?? ''}/${req.metadata.name ?? ''}`;
 }
 
 /** Changes when a progress line is due: the outcome, or the PipelineRun it runs as. */
-export function progressKey(req: InternalRequest): string {
+export function progressKey(req: RequestObject): string {
   return `${outcomeOf(req)}|${req.status?.pipelineRun ?? ''}`;
 }
 
 /** One line for a CI log: where the request stands, with the PipelineRun and the condition message. */
-export function progressLine(req: InternalRequest): string {
+export function progressLine(req: RequestObject): string {
   const o = outcomeOf(req);
   const msg = phaseMessageOf(req);
   const ref = requestRef(req);
@@ -338,16 +357,17 @@ function oneLine(s: string, max: number): string {
   return [...flat].length > max ? `${[...flat].slice(0, max - 1).join('')}…` : flat;
 }
 
-/** The `get`/`list` table. */
-export function requestTable(reqs: readonly InternalRequest[], now: number, opts: { allNamespaces?: boolean; wide?: boolean } = {}): string {
-  const headers = [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'PIPELINE', 'STATUS', 'AGE', ...(opts.wide ? ['PIPELINERUN'] : []), 'MESSAGE'];
+/** The `get`/`list` table; PIPELINE only for InternalRequests (a typed kind's RequestDefinition names its Pipeline). */
+export function requestTable(reqs: readonly RequestObject[], now: number, opts: { allNamespaces?: boolean; wide?: boolean } = {}): string {
+  const pipelines = reqs.every(isInternalRequest);
+  const headers = [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', ...(pipelines ? ['PIPELINE'] : []), 'STATUS', 'AGE', ...(opts.wide ? ['PIPELINERUN'] : []), 'MESSAGE'];
   const rows = reqs.map((r) => {
     const created = r.metadata.creationTimestamp ? Date.parse(r.metadata.creationTimestamp) : NaN;
     const msg = phaseMessageOf(r);
     return [
       ...(opts.allNamespaces ? [r.metadata.namespace ?? ''] : []),
       r.metadata.name ?? '',
-      describeRequested(r.spec),
+      ...(pipelines && isInternalRequest(r) ? [describeRequested(r.spec)] : []),
       outcomeOf(r),
       Number.isNaN(created) ? '<unknown>' : formatAge(now - created),
       ...(opts.wide ? [r.status?.pipelineRun ?? ''] : []),

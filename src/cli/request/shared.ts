@@ -1,15 +1,17 @@
 /**
  * What the requester's commands share: stdout/stderr (stdout carries only
  * data; progress and errors go to stderr, one line each), the options every
- * verb or every waiting verb takes, running an action to an exit code, and
- * finding the requests a verb is given by name or label selector.
+ * verb or every waiting verb takes, running an action to an exit code,
+ * opening the target (with the kind --kind names), and finding the requests
+ * a verb is given by name or label selector.
  */
 import { Command, Option } from 'commander';
-import type { InternalRequest } from '../../api/types.js';
 import { InternalServicesError } from '../../errors.js';
 import { statusCode } from '../../kube/client.js';
-import { CliError, ExitCode, parseDurationFlag } from './logic.js';
-import { apiError, openTarget, type Target, type TargetFlags } from './target.js';
+import { resolveKind } from './discovery.js';
+import { KIND_FORMS, kindPlural } from './kind.js';
+import { CliError, ExitCode, parseDurationFlag, type RequestObject } from './logic.js';
+import { apiError, forKind, openTarget, type Target, type TargetFlags } from './target.js';
 
 export const stderr = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -20,6 +22,15 @@ export const stdout = (text: string): void => {
 
 export function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
+}
+
+/** --kind: which kind of request (create, wait, get, list, cancel; approve and deny say it their own way). */
+export function withKindOption(cmd: Command): Command {
+  return cmd.addOption(new Option('--kind <kind>', `which kind of request: ${KIND_FORMS} (default: InternalRequest)`));
+}
+
+export interface KindFlags {
+  kind?: string;
 }
 
 /** --kubeconfig, --context, -n: on every subcommand, like kubectl. */
@@ -62,10 +73,11 @@ export function reportError(e: unknown): number {
   return ExitCode.Error;
 }
 
-export async function withTarget<T>(flags: TargetFlags, fn: (t: Target) => Promise<T>): Promise<T> {
+/** Runs fn on the target; with --kind, on requests of the kind it names there. */
+export async function withTarget<T>(flags: TargetFlags & KindFlags, fn: (t: Target) => Promise<T>): Promise<T> {
   const t = await openTarget(flags);
   try {
-    return await fn(t);
+    return await fn(given(flags.kind) ? forKind(t, await resolveKind(t.cluster, flags.kind, t)) : t);
   } finally {
     t.close();
   }
@@ -94,37 +106,38 @@ export function withWaitOptions(cmd: Command): Command {
     .addOption(new Option('--poll-interval <duration>', 'how often to check each request when watching is not possible').default('5s'));
 }
 
-export interface SelectFlags extends TargetFlags {
+export interface SelectFlags extends TargetFlags, KindFlags {
   selector?: string;
 }
 
-/** The named requests (each must exist), or those matching -l (at least one). */
-export async function selectRequests(t: Target, names: string[], selector: string | undefined, verb: string): Promise<InternalRequest[]> {
+/** The named requests (each must exist), or those matching -l (at least one), of the target's kind. */
+export async function selectRequests(t: Target, names: string[], selector: string | undefined, verb: string): Promise<RequestObject[]> {
   if (names.length > 0 && selector) throw new CliError('CLI_USAGE', `give request names or -l SELECTOR to ${verb}, not both`);
   if (names.length === 0 && !selector) throw new CliError('CLI_USAGE', `give the names of the requests to ${verb}, or -l SELECTOR`);
+  const kind = t.kind.kind;
   if (selector) {
-    let items: InternalRequest[];
+    let items: RequestObject[];
     try {
-      items = (await t.requests.list(t.namespace, { labelSelector: selector })).items as InternalRequest[];
+      items = (await t.requests.list(t.namespace, { labelSelector: selector })).items;
     } catch (e) {
       if (statusCode(e) === 400) throw new CliError('CLI_LABEL_INVALID', `label selector "${selector}" is not valid: ${apiError(e, t, 'list').message}`);
-      throw apiError(e, t, `list InternalRequests in namespace "${t.namespace}"`);
+      throw apiError(e, t, `list ${kindPlural(kind)} in namespace "${t.namespace}"`);
     }
-    if (items.length === 0) throw new CliError('CLI_REQUEST_NOT_FOUND', `no InternalRequests in namespace "${t.namespace}" match -l ${selector}`);
+    if (items.length === 0) throw new CliError('CLI_REQUEST_NOT_FOUND', `no ${kindPlural(kind)} in namespace "${t.namespace}" match -l ${selector}`);
     return items.sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
   }
-  const out: InternalRequest[] = [];
+  const out: RequestObject[] = [];
   const missing: string[] = [];
   for (const name of [...new Set(names)]) {
-    let got: InternalRequest | undefined;
+    let got: RequestObject | undefined;
     try {
-      got = (await t.requests.tryGet(t.namespace, name)) as InternalRequest | undefined;
+      got = await t.requests.tryGet(t.namespace, name);
     } catch (e) {
-      throw apiError(e, t, `get InternalRequest ${t.namespace}/${name}`);
+      throw apiError(e, t, `get ${kind} ${t.namespace}/${name}`);
     }
     if (got) out.push(got);
     else missing.push(name);
   }
-  if (missing.length) throw new CliError('CLI_REQUEST_NOT_FOUND', `no InternalRequest ${missing.map((n) => `"${n}"`).join(', ')} in namespace "${t.namespace}"`);
+  if (missing.length) throw new CliError('CLI_REQUEST_NOT_FOUND', `no ${kind} ${missing.map((n) => `"${n}"`).join(', ')} in namespace "${t.namespace}"`);
   return out;
 }

@@ -9,9 +9,9 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { INTERNAL_REQUEST, type InternalRequest } from '../../api/types.js';
 import { describeError, fromKubeConfig, statusCode, type Cluster, type ResourceClient } from '../../kube/client.js';
-import { CliError } from './logic.js';
+import { BUILT_IN_KIND, type KindRef } from './kind.js';
+import { CliError, type RequestObject } from './logic.js';
 
 export interface TargetFlags {
   kubeconfig?: string;
@@ -22,7 +22,10 @@ export interface TargetFlags {
 export interface Target {
   kc: KubeConfig;
   cluster: Cluster;
-  requests: ResourceClient<InternalRequest>;
+  /** The kind of request the command works on (--kind; default InternalRequest). */
+  kind: KindRef;
+  /** Its objects. */
+  requests: ResourceClient<RequestObject>;
   namespace: string;
   /** `cluster "x" (https://…), context "y"`, for messages. */
   where: string;
@@ -83,7 +86,12 @@ export async function openTarget(flags: TargetFlags): Promise<Target> {
   } catch (e) {
     throw new CliError('CLI_KUBECONFIG', `cannot use the credentials of ${where}: ${(e as Error).message}`);
   }
-  return { kc, cluster, requests: cluster.resource<InternalRequest>(INTERNAL_REQUEST), namespace, where, close: () => cluster.close() };
+  return { kc, cluster, kind: BUILT_IN_KIND, requests: cluster.resource<RequestObject>(BUILT_IN_KIND), namespace, where, close: () => cluster.close() };
+}
+
+/** The target, working on requests of another kind. */
+export function forKind(t: Target, kind: KindRef): Target {
+  return { ...t, kind, requests: t.cluster.resource<RequestObject>(kind) };
 }
 
 /**
@@ -91,7 +99,7 @@ export async function openTarget(flags: TargetFlags): Promise<Target> {
  * context, and what was attempted. 422/409 on create are the server refusing
  * the request itself; 404 is left to callers that expect it.
  */
-export function apiError(e: unknown, t: Pick<Target, 'where' | 'namespace'>, doing: string): CliError {
+export function apiError(e: unknown, t: Pick<Target, 'where' | 'namespace'> & { kind?: Pick<KindRef, 'kind'> }, doing: string): CliError {
   if (e instanceof CliError) return e;
   const code = statusCode(e);
   const detail = describeError(e);
@@ -101,7 +109,7 @@ export function apiError(e: unknown, t: Pick<Target, 'where' | 'namespace'>, doi
   if (code === 404) {
     return new CliError(
       'CLI_CLUSTER_ACCESS',
-      `cannot ${doing} on ${t.where}: ${detail} (does namespace "${t.namespace}" exist, and is the InternalRequest API installed?)`,
+      `cannot ${doing} on ${t.where}: ${detail} (does namespace "${t.namespace}" exist, and is the ${(t.kind ?? BUILT_IN_KIND).kind} API installed?)`,
     );
   }
   if (code === 409 || code === 422) return new CliError('CLI_REQUEST_REFUSED', `the API server refused to ${doing}: ${detail}`);

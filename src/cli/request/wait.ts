@@ -5,7 +5,6 @@
  */
 import { Command, Option } from 'commander';
 import { idempotencyKeyOf } from '../../controller/idempotency.js';
-import type { InternalRequest } from '../../api/types.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
 import {
   combineExitCodes,
@@ -13,6 +12,7 @@ import {
   ExitCode,
   formatResults,
   formatResultsByName,
+  isInternalRequest,
   outcomeOf,
   parseOutput,
   progressKey,
@@ -20,20 +20,23 @@ import {
   requestRef,
   resultsOf,
   type FinalOutcome,
+  type RequestObject,
 } from './logic.js';
 import type { Target } from './target.js';
 import { waitForRequests, type Tracked } from './waiter.js';
-import { run, selectRequests, stderr, stdout, waitSettings, withTarget, withTargetOptions, withWaitOptions, type SelectFlags, type WaitFlags } from './shared.js';
+import { run, selectRequests, stderr, stdout, waitSettings, withKindOption, withTarget, withTargetOptions, withWaitOptions, type SelectFlags, type WaitFlags } from './shared.js';
 
 /**
  * Waits with progress lines; prints final lines for requests that ended,
  * an error line for those gone or timed out; returns each request's outcome.
  */
-export async function waitWithProgress(t: Target, initial: InternalRequest[], flags: WaitFlags, printInitial: boolean): Promise<Array<{ tracked: Tracked; outcome: FinalOutcome }>> {
+export async function waitWithProgress(t: Target, initial: RequestObject[], flags: WaitFlags, printInitial: boolean): Promise<Array<{ tracked: Tracked; outcome: FinalOutcome }>> {
   const { timeoutMs, pollIntervalMs } = waitSettings(flags);
   const started = Date.now();
   for (const r of initial) {
     // Giving up before the run can time out is how work ends up done twice: say so.
+    // (A typed kind's timeouts are its RequestDefinition's, not in the request.)
+    if (!isInternalRequest(r)) continue;
     const t = r.spec?.timeouts?.pipeline ?? r.spec?.pipeline?.timeouts?.pipeline;
     const ms = t ? parseDuration(t) : undefined;
     if (ms !== undefined && ms > timeoutMs) {
@@ -44,7 +47,7 @@ export async function waitWithProgress(t: Target, initial: InternalRequest[], fl
     }
   }
   const last = new Map<string, string>();
-  const report = (r: InternalRequest): void => {
+  const report = (r: RequestObject): void => {
     const key = progressKey(r);
     const name = r.metadata.name ?? '';
     if (last.get(name) === key) return;
@@ -85,6 +88,7 @@ export function waitCommand(): Command {
     .addOption(new Option('-l, --selector <selector>', 'label selector, e.g. release=r1,app=x'))
     .addOption(new Option('-o, --output <format>', 'results on stdout: json, yaml, or value=KEY (one request only); several requests print {name: results}').default('json'));
   withWaitOptions(cmd);
+  withKindOption(cmd);
   withTargetOptions(cmd);
   return cmd.action(
     run(async (names: string[], flags: WaitCmdFlags) => {

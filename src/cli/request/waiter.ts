@@ -1,5 +1,5 @@
 /**
- * Waiting for InternalRequests to finish: list, then watch from the list's
+ * Waiting for requests (of any kind: their status is the same) to finish: list, then watch from the list's
  * resourceVersion (re-listing when the watch ends normally or expires); if
  * listing or watching fails (no watch permission, a proxy that cuts
  * streams, network trouble), poll each request with GET instead for the rest
@@ -7,16 +7,17 @@
  * and created anew under the same name, is "gone".
  */
 import { isFinished } from '../../api/conditions.js';
-import type { InternalRequest } from '../../api/types.js';
 import { describeError, statusCode } from '../../kube/client.js';
 import { formatDuration } from '../../util/duration.js';
+import { kindPlural } from './kind.js';
+import type { RequestObject } from './logic.js';
 import { apiError, type Target } from './target.js';
 
 export interface Tracked {
   name: string;
   uid: string | undefined;
   /** Latest state seen. */
-  request: InternalRequest;
+  request: RequestObject;
   gone: boolean;
 }
 
@@ -25,7 +26,7 @@ export interface WaitOptions {
   deadline: number;
   pollIntervalMs: number;
   /** Called with every new state of a tracked request. */
-  onUpdate(req: InternalRequest): void;
+  onUpdate(req: RequestObject): void;
   /** Called once when a tracked request disappears. */
   onGone(name: string): void;
   /** Notes for stderr (falling back to polling, transient errors). */
@@ -33,7 +34,7 @@ export interface WaitOptions {
 }
 
 /** Waits until every request is finished or gone, or the deadline passes; returns the last state of each. */
-export async function waitForRequests(target: Target, initial: readonly InternalRequest[], opts: WaitOptions): Promise<Tracked[]> {
+export async function waitForRequests(target: Target, initial: readonly RequestObject[], opts: WaitOptions): Promise<Tracked[]> {
   const w = new Waiter(target, initial, opts);
   return w.run();
 }
@@ -43,7 +44,7 @@ class Waiter {
 
   constructor(
     private readonly t: Target,
-    initial: readonly InternalRequest[],
+    initial: readonly RequestObject[],
     private readonly o: WaitOptions,
   ) {
     for (const r of initial) {
@@ -67,7 +68,7 @@ class Waiter {
     this.o.onGone(x.name);
   }
 
-  private see(obj: InternalRequest): void {
+  private see(obj: RequestObject): void {
     const x = this.tracked.get(obj.metadata?.name ?? '');
     if (!x || x.gone || isFinished(x.request)) return;
     if (x.uid !== undefined && obj.metadata.uid !== x.uid) {
@@ -86,9 +87,9 @@ class Waiter {
           await this.listAndWatch();
         } catch (e) {
           const code = statusCode(e);
-          if (code === 401) throw apiError(e, this.t, 'watch InternalRequests');
+          if (code === 401) throw apiError(e, this.t, `watch ${kindPlural(this.t.kind.kind)}`);
           watching = false;
-          this.o.onNote(`watching InternalRequests in ${this.t.namespace} failed (${describeError(e)}); polling every ${formatDuration(this.o.pollIntervalMs)} instead`);
+          this.o.onNote(`watching ${kindPlural(this.t.kind.kind)} in ${this.t.namespace} failed (${describeError(e)}); polling every ${formatDuration(this.o.pollIntervalMs)} instead`);
         }
       } else {
         await this.pollOnce();
@@ -148,7 +149,7 @@ class Waiter {
               if (status?.code === 410) return stop();
               return finish(Object.assign(new Error(`watch error: ${status?.message ?? JSON.stringify(obj)}`), { statusCode: status?.code }));
             }
-            const req = obj as InternalRequest;
+            const req = obj as RequestObject;
             if (type === 'DELETED') {
               const x = this.tracked.get(req.metadata?.name ?? '');
               if (x && (x.uid === undefined || x.uid === req.metadata?.uid)) this.markGone(x);
@@ -180,8 +181,8 @@ class Waiter {
         else this.see(got);
       } catch (e) {
         const code = statusCode(e);
-        if (code === 401 || code === 403) throw apiError(e, this.t, `get InternalRequest ${this.t.namespace}/${x.name}`);
-        this.o.onNote(`cannot read InternalRequest ${this.t.namespace}/${x.name} (${describeError(e)}); retrying`);
+        if (code === 401 || code === 403) throw apiError(e, this.t, `get ${this.t.kind.kind} ${this.t.namespace}/${x.name}`);
+        this.o.onNote(`cannot read ${this.t.kind.kind} ${this.t.namespace}/${x.name} (${describeError(e)}); retrying`);
       }
     }
   }
