@@ -48,6 +48,9 @@ export function run(cmd: string, args: string[], opts: { input?: string; env?: N
     });
     p.on('error', reject);
     p.on('close', (code) => resolve({ code, stdout, stderr }));
+    // A command that exits without reading its stdin (helm lint) closes the
+    // pipe first: the write then fails with EPIPE, which is no error of the run.
+    p.stdin.on('error', () => {});
     p.stdin.end(opts.input ?? '');
   });
 }
