@@ -385,10 +385,10 @@ export class Controller {
     // for them are left as they are, like those of a remote not served.
     const kind = remote.kindOf(key);
     if (!kind) return;
-    // A remote that is failing (its cache cannot list or watch): its requests
+    // A remote that is failing (the kind's cache cannot list or watch): its requests
     // are looked at again later rather than tying up workers with calls that
     // time out, so that the other remotes are served meanwhile.
-    if (remote.failures >= UNREACHABLE_AFTER) {
+    if (kind.requests.health.failures >= UNREACHABLE_AFTER) {
       this.queue.addAfter(key, UNREACHABLE_RETRY_MS);
       return;
     }

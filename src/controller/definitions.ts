@@ -124,7 +124,7 @@ export class RequestDefinitions {
     if (!listed) this.opts.log.warn({ waitedMs: waitMs }, 'RequestDefinitions could not be listed yet; serving the built-in request kinds meanwhile');
     else await this.update();
     // The status names remotes that cannot list a kind: looked at again now and then.
-    this.statusTimer = setInterval(() => this.schedule(), 30_000);
+    this.statusTimer = setInterval(() => this.schedule(), 10_000);
     this.statusTimer.unref();
   }
 

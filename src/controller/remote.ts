@@ -229,15 +229,21 @@ export class Remote {
     return true;
   }
 
-  /** Failed list/watch attempts in a row, the most of any kind's cache. */
+  /**
+   * Failed list/watch attempts in a row, the most of the built-in kinds'
+   * caches: whether the remote answers. A typed kind's cache failing (its
+   * CRD missing there) is that kind's trouble, shown on its definition.
+   */
   get failures(): number {
     let n = 0;
-    for (const k of this.kinds.values()) n = Math.max(n, k.requests.health.failures);
+    for (const k of this.kinds.values()) if (k.kind.builtIn) n = Math.max(n, k.requests.health.failures);
     return n;
   }
 
+  /** The built-in kinds are listed and answer (see failures). */
   get healthy(): boolean {
-    return this.synced && this.failures === 0;
+    for (const k of this.kinds.values()) if (k.kind.builtIn && !k.requests.synced) return false;
+    return this.failures === 0;
   }
 
   /** How many requests the caches hold. */

@@ -139,7 +139,9 @@ before(async () => {
   requester = env.remote.identities.requester!.kubeConfig();
   requesterUser = env.remote.identities.requester?.username ?? 'requester';
   for (const ns of ['team-a', 'team-b']) await grantRequester(env, ns);
-  await applyObjects(internalAdmin, [samplePipeline(), ticketPipeline, sampleDefinition(), ticketDefinition] as never);
+  // A third kind whose CRD is never installed on the remote: it must hold nothing else up.
+  const auditDefinition = { ...ticketDefinition, metadata: { name: 'auditrequests', namespace: NS }, spec: { group: 'audit.example.com', kind: 'AuditRequest', request: 'open-ticket' } };
+  await applyObjects(internalAdmin, [samplePipeline(), ticketPipeline, sampleDefinition(), ticketDefinition, auditDefinition] as never);
   // debug: PipelineRuns are kept once finished, for the test to read their params.
   await setRunConfig(internalAdmin, { allowList: ['team-a', 'team-b'], debug: true });
   await renderAndApply('signingrequests');
@@ -166,6 +168,9 @@ describe('typed request kinds (real control planes, real Tekton, pods simulated)
     const d = await definitionServed('signingrequests', 'True', 'Served');
     assert.equal(d.status?.resource, 'signingrequests.signing.example.com/v1alpha1');
     await definitionServed('ticketrequests', 'True', 'Served');
+    // The kind whose CRD the remote lacks: named in its status, while the others are served (below).
+    const audit = await definitionServed('auditrequests', 'False', 'NotListable');
+    assert.match(audit.status?.conditions?.[0]?.message ?? '', /not listable on remote default .*install its CRD there/);
     const rendered = readFileSync(join(SAMPLE, 'remote', 'crd.yaml'), 'utf8');
     const onCluster = (await api(remoteAdmin).getClusterCustomObject({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name: 'signingrequests.signing.example.com' })) as { spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, { description?: string; type: string }>; required: string[] } } } } }> } };
     const spec = onCluster.spec.versions[0]!.schema.openAPIV3Schema.properties.spec;
