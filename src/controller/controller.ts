@@ -9,9 +9,11 @@
  * our PipelineRuns and our own writes not yet in the cache in run-index.ts,
  * and the read-only views for metrics and /readyz in views.ts.
  *
- * A little over 400 lines: the constructor wires the parts together and the
- * public methods (metrics, health, lifecycle) are one-line delegations kept
- * so that src/cli/controller.ts and the tests need no change.
+ * Over 400 lines: the constructor wires the parts together (the
+ * RequestDefinitions among them), the public methods (metrics, health,
+ * lifecycle, setKinds) are one-line delegations kept so that
+ * src/cli/controller.ts and the tests need no change, and reconcileOne
+ * gathers the observation in one readable piece.
  */
 import type { Logger } from 'pino';
 import type { InternalRequest, InternalRequestApproval, InternalServicesConfig } from '../api/types.js';
