@@ -94,7 +94,7 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.match(ok, /a waiting requester read: (wait \(new\) → )?wait \(Running\) → SUCCESS/);
   assert.match(fails, /a waiting requester read: (wait \(new\) → )?wait \(Running\) → FAILURE/);
   // The typed kind beside them: its fields, its outcome and only the results its definition names; a malformed one refused by the apiserver.
-  const ti = stdout.indexOf('SigningRequest managed-team-1-tenant/sign-typed ');
+  const ti = stdout.lastIndexOf('SigningRequest managed-team-1-tenant/sign-typed —');
   assert.ok(ti >= 0, `no outcome printed for the SigningRequest\n${output}`);
   const typed = stdout.slice(stdout.lastIndexOf('\n', ti) + 1).split('\n\n')[0]!;
   assert.match(typed, /^\s*\[ok\]/, typed);
