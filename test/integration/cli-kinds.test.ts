@@ -11,7 +11,6 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +18,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { repoRoot } from '../../src/api/crd-render.js';
 import { applyManifests, applyObjects, grantRequester, installProject, loadManifests, startEnvironment, type Environment } from '../../src/localenv/index.js';
 import type { InternalRequestApproval, InternalRequestStatus } from '../../src/api/types.js';
-import { api, CLI, NS } from './helpers.js';
+import { api, NS } from './helpers.js';
+import { expectCode, startCli, type Run, type Running } from './cli-run.js';
 
 const SR = { group: 'signing.example.com', version: 'v1alpha1', plural: 'signingrequests' };
 const APPROVALS = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequestapprovals' };
@@ -33,48 +33,13 @@ let tmp: string;
 let remoteAdmin: KubeConfig;
 let internalAdmin: KubeConfig;
 
-interface Run {
-  code: number | string;
-  stdout: string;
-  stderr: string;
-}
-
-interface Running {
-  done: Promise<Run>;
-  waitForStderr(re: RegExp, timeoutMs?: number): Promise<void>;
-}
 
 /** `internal-services request ARGS` as `kubeconfig`'s user (default: the remote requester). */
 function start(args: string[], kubeconfig = env!.remote.identities.requester!.kubeconfigPath, stdin?: string): Running {
-  const proc = spawn(process.execPath, [CLI, 'request', ...args], { env: { ...process.env, HOME: tmp, KUBECONFIG: kubeconfig }, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-  if (stdin !== undefined) proc.stdin!.end(stdin);
-  let out = '';
-  let err = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const killer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-  const done = new Promise<Run>((resolve) =>
-    proc.on('close', (code, sig) => {
-      clearTimeout(killer);
-      resolve({ code: code ?? sig ?? -1, stdout: out, stderr: err });
-    }),
-  );
-  return {
-    done,
-    async waitForStderr(re, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!re.test(err)) {
-        if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`stderr never matched ${re}; stderr:\n${err}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    },
-  };
+  return startCli(['request', ...args], { env: { HOME: tmp, KUBECONFIG: kubeconfig }, killAfterMs: 60_000, ...(stdin !== undefined ? { stdin } : {}) });
 }
 const request = (args: string[], kubeconfig?: string, stdin?: string): Promise<Run> => start(args, kubeconfig, stdin).done;
 
-function expectCode(r: Run, code: number, what: string): void {
-  assert.equal(r.code, code, `${what}: exit ${String(r.code)}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
 
 interface SigningRequest {
   apiVersion: string;

@@ -11,7 +11,6 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +19,8 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { repoRoot } from '../../src/api/crd-render.js';
 import { startEnvironment, type Environment, applyObjects, ensureNamespace, grantRequester, installProject } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { CLI, getRequest, IR, NS, simulatedStep, startController, testPipeline, waitForPhase, type ControllerProcess } from './helpers.js';
+import { startCli, expectCode, type Run, type Running } from './cli-run.js';
+import { getRequest, IR, NS, simulatedStep, startController, testPipeline, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const KUBECTL_ENTRY = join(repoRoot(), 'dist', 'src', 'cli', 'kubectl-internalrequest.js');
 const ALLOWED = ['cli-a', 'cli-b', 'cli-poll'];
@@ -70,62 +70,16 @@ const pipelines = [
   testPipeline('hold', { tasks: [{ name: 'wait', taskSpec: { steps: [simulatedStep('w', { SIMULATED_DURATION: 'never' })] } }] }),
 ];
 
-interface Run {
-  code: number | string;
-  stdout: string;
-  stderr: string;
-}
-
-interface Running {
-  done: Promise<Run>;
-  waitForStderr(re: RegExp, timeoutMs?: number): Promise<void>;
-}
 
 /** Runs `bin argv` (default: `node main.js argv`) as the requester and collects its output. */
-function start(argv: string[], opts: { env?: NodeJS.ProcessEnv; bin?: string } = {}): Running {
-  const proc = spawn(opts.bin ?? process.execPath, opts.bin ? argv : [CLI, ...argv], {
-    env: { ...process.env, HOME: tmp, KUBECONFIG: requesterKubeconfig, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  const waiters: Array<() => void> = [];
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => {
-    err += d.toString();
-    waiters.splice(0).forEach((w) => w());
-  });
-  const killer = setTimeout(() => proc.kill('SIGKILL'), 90_000);
-  const done = new Promise<Run>((resolve) =>
-    proc.on('close', (code, sig) => {
-      clearTimeout(killer);
-      waiters.splice(0).forEach((w) => w());
-      resolve({ code: code ?? sig ?? -1, stdout: out, stderr: err });
-    }),
-  );
-  return {
-    done,
-    async waitForStderr(re, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!re.test(err)) {
-        if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`stderr never matched ${re}; stderr:\n${err}`);
-        await new Promise<void>((r) => {
-          waiters.push(r);
-          setTimeout(r, 200);
-        });
-      }
-    },
-  };
-}
+const start = (argv: string[], opts: { env?: NodeJS.ProcessEnv; bin?: string } = {}): Running =>
+  startCli(argv, { ...opts, env: { HOME: tmp, KUBECONFIG: requesterKubeconfig, ...opts.env } });
 
 /** `internal-services request …` */
 const request = (args: string[], o: { env?: NodeJS.ProcessEnv } = {}): Promise<Run> => start(['request', ...args], o).done;
 /** The kubectl plugin entry, run directly. */
 const plugin = (args: string[], o: { env?: NodeJS.ProcessEnv } = {}): Promise<Run> => start([KUBECTL_ENTRY, ...args], { ...o, bin: process.execPath }).done;
 
-function expectCode(r: Run, code: number, what: string): void {
-  assert.equal(r.code, code, `${what}: exit ${String(r.code)}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
 
 /** The request name from the "created" progress line. */
 function createdName(r: Run, ns: string): string {
