@@ -49,6 +49,11 @@ export { EVENTS_MODES, eventWanted, type EventsMode } from './status-writer.js';
 export type { ControllerMetrics, ControllerOptions } from './options.js';
 import type { ControllerOptions } from './options.js';
 
+/** Whether a plan acts on the request's spec: runs it, asks an approver about it, or ends it. */
+function actsOnSpec(actions: readonly Action[]): boolean {
+  return actions.some((a) => a.type === 'createPipelineRun' || a.type === 'createApproval' || (a.type === 'writeStatus' && a.status.conditions?.[0]?.status !== 'Unknown'));
+}
+
 /** Failed list/watch attempts in a row after which a remote counts as unreachable, and how soon its requests are looked at again. */
 const UNREACHABLE_AFTER = 2;
 const UNREACHABLE_RETRY_MS = 5_000;
@@ -394,22 +399,13 @@ export class Controller {
       this.queue.addAfter(key, UNREACHABLE_RETRY_MS);
       return;
     }
-    let request = fresh ?? this.currentRequest(key);
+    const request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
     const config = this.config();
     let prs = this.runs.forRequest(key);
     const uid = request?.metadata.uid;
     const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
     const needPipeline = request && !isFinished(request) && !ours;
-    // A typed kind's request is read afresh before anything can run for it:
-    // a watch opened under an older CRD of the kind serves its objects pruned
-    // by the older schema (a field added since is missing), a read is served
-    // under the CRD of now.
-    if (needPipeline && request && !fresh && !kind.kind.builtIn) {
-      const got = await kind.client.tryGet(request.metadata.namespace ?? '', request.metadata.name ?? '');
-      if (!got || got.metadata.uid !== uid) return; // gone or replaced: its delete event brings the key back
-      request = kind.kind.toRequest(got as never);
-    }
     const pipelineName = installedPipelineName(request?.spec);
     let pipeline = needPipeline && pipelineName ? this.pipelines.get(`${ns}/${pipelineName}`) : undefined;
     let failedTasks: string[] | undefined;
@@ -442,6 +438,16 @@ export class Controller {
       ...(failedTasks ? { failedTasks } : {}),
     });
     let actions: Action[] = decide(observe());
+
+    // A typed kind's request is decided again on a fresh read before its
+    // spec is acted on (a run, an approval, an outcome): a watch opened under
+    // an older CRD of the kind serves its objects pruned by the older schema
+    // (a field added since is missing); a read is served under the CRD of now.
+    if (request && !fresh && !kind.kind.builtIn && actsOnSpec(actions)) {
+      const got = await kind.client.tryGet(request.metadata.namespace ?? '', request.metadata.name ?? '');
+      if (!got || got.metadata.uid !== uid) return; // gone or replaced: its delete event brings the key back
+      return this.reconcileOne(key, kind.kind.toRequest(got as never), attempt);
+    }
 
     // Negative answers from a cache are checked against the cluster before
     // they become a requester-visible outcome.
