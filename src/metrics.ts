@@ -14,7 +14,7 @@ export interface Metrics {
   controller: ControllerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -135,6 +135,19 @@ export function createMetrics(): Metrics {
     },
   });
   new Gauge({
+    name: 'internal_services_pipelineruns_awaiting_results',
+    help: 'Finished PipelineRuns kept because Tekton Results has not stored them (the run and its logs) yet; pruning waits for it, at most resultsStoreTimeout',
+    registers: [registry],
+    collect() {
+      this.set(sources?.awaitingResults?.() ?? 0);
+    },
+  });
+  const prunedUnarchived = new Counter({
+    name: 'internal_services_pipelineruns_pruned_unarchived_total',
+    help: 'Finished PipelineRuns deleted before Tekton Results had stored them, because resultsStoreTimeout ran out (their records or logs may be missing from Results)',
+    registers: [registry],
+  });
+  new Gauge({
     name: 'internal_services_leader',
     help: '1 while this instance is the leader (or runs without leader election)',
     registers: [registry],
@@ -182,6 +195,9 @@ export function createMetrics(): Metrics {
       },
       acted(action, ok) {
         actions.inc({ action, ok: String(ok) });
+      },
+      prunedUnarchived() {
+        prunedUnarchived.inc();
       },
       started(req, seconds, remote) {
         timeToRunning.observe({ request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', remote }, seconds);

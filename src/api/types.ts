@@ -222,6 +222,27 @@ export const internalRequestStatusSchema = schema({
         },
       },
     },
+    archive: {
+      type: 'object',
+      description:
+        'Where Tekton Results keeps the run after the PipelineRun is pruned (when the internal cluster runs Tekton Results): the record of the PipelineRun and of its logs, as Results names them (parent/results/<uid>/records/<uid>).',
+      properties: {
+        record: { type: 'string', maxLength: 1024 },
+        log: { type: 'string', maxLength: 1024 },
+      },
+    },
+    logs: {
+      type: 'object',
+      description:
+        'The run\'s logs, written on request only: the requester sets the annotation internal-services.dev/logs to a new value (kubectl internalrequest logs does), and the controller answers here with the logs of the live PipelineRun, or from Tekton Results once it was pruned. Bounded: the end of the logs is kept.',
+      properties: {
+        request: { type: 'string', maxLength: 253, description: 'The value of the annotation this answers.' },
+        source: { type: 'string', description: 'PipelineRun (read from the live pods) or TektonResults (the archived copy), or None (no logs could be read; see text).' },
+        at: { type: 'string', format: 'date-time' },
+        truncated: { type: 'boolean', description: 'True when only the end of the logs fits.' },
+        text: { type: 'string', maxLength: 65536 },
+      },
+    },
     observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
   },
 } as const);

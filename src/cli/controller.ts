@@ -2,7 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { connect } from '../kube/client.js';
+import { connect, type Cluster } from '../kube/client.js';
+import { ResultsApi } from '../controller/results-archive.js';
 import { Controller, EVENTS_MODES, type EventsMode } from '../controller/controller.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../log.js';
@@ -21,6 +22,9 @@ const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespa
 
 export interface ControllerFlags {
   remoteKubeconfig?: string;
+  resultsUrl?: string;
+  resultsCaFile?: string;
+  resultsLogsOptional?: boolean;
   remoteName: string;
   remoteSecretsSelector?: string;
   remoteSecret?: string[];
@@ -114,6 +118,11 @@ export function controllerCommand(): Command {
         .default('important')
         .choices([...EVENTS_MODES]),
     )
+    .addOption(
+      new Option('--results-url <url>', "Tekton Results' API (https): finished PipelineRuns are pruned only once it has stored them, and requesters' asks for logs are answered from it after pruning; the controller authenticates with its own internal-cluster token").env('RESULTS_URL'),
+    )
+    .addOption(new Option('--results-ca-file <path>', "PEM file of the CA that signed the Results API's certificate (default: the system's CAs)").env('RESULTS_CA_FILE'))
+    .addOption(new Option('--results-logs-optional', 'count a run as stored once Results holds its record, without its logs (for a Results that does not store logs)').env('RESULTS_LOGS_OPTIONAL').default(false))
     .addOption(new Option('--leader-elect', 'elect a leader among replicas with a Lease; only the leader acts').env('LEADER_ELECT').default(false))
     .addOption(new Option('--leader-election-id <name>', 'name of the Lease').env('LEADER_ELECTION_ID').default('internal-services-controller'))
     .addOption(new Option('--leader-election-namespace <name>', 'namespace of the Lease (default: --namespace)').env('LEADER_ELECTION_NAMESPACE'))
@@ -124,6 +133,36 @@ export function controllerCommand(): Command {
     .action(async (flags: ControllerFlags) => {
       await runController(flags);
     });
+}
+
+/** The Results API client of --results-url: its own CA, the internal cluster's bearer token. */
+function resultsApi(flags: ControllerFlags, internal: Cluster): ResultsApi {
+  let url: URL;
+  try {
+    url = new URL(flags.resultsUrl ?? '');
+  } catch {
+    throw new ConfigError('CONFIG_FLAG', `--results-url ${JSON.stringify(flags.resultsUrl)} is not a URL (e.g. https://tekton-results-api-service.tekton-pipelines.svc:8080)`);
+  }
+  if (url.protocol !== 'https:') throw new ConfigError('CONFIG_FLAG', `--results-url must be https (the controller sends its bearer token): ${url.href}`);
+  let ca: string | undefined;
+  if (flags.resultsCaFile) {
+    try {
+      ca = readFileSync(flags.resultsCaFile, 'utf8');
+    } catch (e) {
+      throw new ConfigError('CONFIG_FLAG', `--results-ca-file ${flags.resultsCaFile} cannot be read: ${(e as Error).message}`);
+    }
+  }
+  return new ResultsApi({
+    url: url.href,
+    ...(ca ? { ca } : {}),
+    requireLogs: !flags.resultsLogsOptional,
+    headers: async (): Promise<Record<string, string>> => {
+      const opts = await internal.kc.applyToFetchOptions({});
+      const h = (opts.headers ?? {}) as Record<string, string>;
+      const auth = h['Authorization'] ?? h['authorization'];
+      return auth ? { Authorization: auth } : {};
+    },
+  });
 }
 
 function resolveNamespace(flag: string | undefined): string {
@@ -163,6 +202,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     instance: process.env.POD_NAME ?? hostname(),
     metrics: metrics.controller,
     events: flags.events,
+    ...(flags.resultsUrl ? { results: resultsApi(flags, internal) } : {}),
   });
   const elector = flags.leaderElect
     ? new LeaderElector(internal, {
@@ -219,6 +259,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     configProblems: () => controller.configProblems(),
     waiting: () => controller.waitingByPhase(),
     pastTimeout: () => controller.pipelineRunsPastTimeout(),
+    awaitingResults: () => controller.awaitingResults(),
   });
   const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness())], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;

@@ -28,7 +28,7 @@ import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { WorkQueue } from '../kube/queue.js';
 import { LABEL_REQUEST_UID, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
-import { PIPELINE, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
+import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
 import { ConfigSource } from './config-source.js';
 import { failedTasksOf } from './failed-tasks.js';
@@ -44,6 +44,8 @@ import { KubeconfigRemote, RemoteSet } from './remotes.js';
 import { earlierOf, KeyLocks } from './followers.js';
 import { RequestDefinitions } from './definitions.js';
 import * as views from './views.js';
+import { ANNOTATION_LOGS, fetchRunLogs, LogRelay, ResultsArchive } from './results-archive.js';
+import { FinishedRequest } from './slim.js';
 
 export { EVENTS_MODES, eventWanted, type EventsMode } from './status-writer.js';
 export type { ControllerMetrics, ControllerOptions } from './options.js';
@@ -88,6 +90,9 @@ export class Controller {
   private stopping = false;
   private readonly now: () => Date;
   private readonly log: Logger;
+  /** Tekton Results, when followed (--results-url), and the relay of logs to requesters. */
+  private readonly archive: ResultsArchive | undefined;
+  private readonly logRelay: LogRelay;
 
   constructor(private readonly opts: ControllerOptions) {
     this.log = opts.log;
@@ -98,6 +103,11 @@ export class Controller {
     this.pipelineClient = opts.internal.resource<Pipeline>(PIPELINE);
     this.taskRunClient = opts.internal.resource<TaskRun>(TASKRUN);
     this.trust = approvalTrust(opts.internal, opts.namespace);
+    this.archive = opts.results ? new ResultsArchive(opts.results, this.log) : undefined;
+    const pipelineRunReader = opts.internal.resource<PipelineRun>(PIPELINERUN);
+    this.logRelay = new LogRelay((pipelineRun, archivedLog) =>
+      fetchRunLogs({ namespace: opts.namespace, core: opts.internal.core, taskRuns: this.taskRunClient, pipelineRuns: pipelineRunReader, results: opts.results, log: this.log }, pipelineRun, archivedLog),
+    );
     const kinds = opts.kinds ?? [INTERNAL_REQUEST_KIND];
     checkKinds(kinds);
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
@@ -121,6 +131,7 @@ export class Controller {
         this.admission.started(sent);
       },
       deleted: (pr) => this.runs.deleted(pr),
+      prunedUnarchived: () => m.prunedUnarchived?.(),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
     });
     this.remotes = new RemoteSet(
@@ -248,6 +259,11 @@ export class Controller {
   /** Whether the InternalServicesConfig "config" exists (in the cache). */
   get configPresent(): boolean {
     return this.configSource.present;
+  }
+
+  /** Finished PipelineRuns kept because Tekton Results has not stored them yet (0 without Results). */
+  awaitingResults(): number {
+    return this.archive?.waiting() ?? 0;
   }
 
   /** How many rules of the configuration cannot be used as written (for a gauge; /readyz names them). */
@@ -436,6 +452,9 @@ export class Controller {
       ...(approvalTrustNow ? { approvalTrust: approvalTrustNow } : {}),
       ...(tasks ? { tasks } : {}),
       ...(failedTasks ? { failedTasks } : {}),
+      ...(this.archive ? { archive: (pr: PipelineRun) => this.archive!.verdict(pr) } : {}),
+      logs: (req: InternalRequest) =>
+        this.logRelay.answer(req.metadata.uid ?? '', req.metadata.annotations?.[ANNOTATION_LOGS] ?? '', req.status?.pipelineRun ?? `${ns}/${pipelineRunName(req.metadata.uid ?? '')}`, req.status?.archive?.log),
     });
     let actions: Action[] = decide(observe());
 
@@ -443,7 +462,10 @@ export class Controller {
     // spec is acted on (a run, an approval, an outcome): a watch opened under
     // an older CRD of the kind serves its objects pruned by the older schema
     // (a field added since is missing); a read is served under the CRD of now.
-    if (request && !fresh && !kind.kind.builtIn && actsOnSpec(actions)) {
+    // A finished request is cached in brief (slim.ts): a status write for it
+    // (Results' record, logs a requester asked for) starts from a fresh read.
+    const brief = request !== undefined && request instanceof FinishedRequest && actions.some((a) => a.type === 'writeStatus');
+    if (request && !fresh && ((!kind.kind.builtIn && actsOnSpec(actions)) || brief)) {
       const got = await kind.client.tryGet(request.metadata.namespace ?? '', request.metadata.name ?? '');
       if (!got || got.metadata.uid !== uid) return; // gone or replaced: its delete event brings the key back
       return this.reconcileOne(key, kind.kind.toRequest(got as never), attempt);

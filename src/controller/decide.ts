@@ -15,6 +15,7 @@ import { approvalFor } from './approval.js';
 import type { Grant } from '../policy/grant.js';
 import { formatDuration } from '../util/duration.js';
 import type { ErrorCode } from '../errors.js';
+import { ANNOTATION_LOGS, ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, ANNOTATION_RESULTS_STORED, type ArchiveVerdict, type FetchedLogs } from './results-archive.js';
 import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
 import { checkGraph, followReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
@@ -71,6 +72,17 @@ export interface Observation {
   tasks?: ReadonlyMap<string, Record<string, unknown>>;
   /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
   failedTasks?: string[];
+  /**
+   * When the controller follows Tekton Results (--results-url): whether
+   * Results has stored a finished PipelineRun (see results-archive.ts).
+   * Pruning waits for it, bounded by resultsStoreTimeout.
+   */
+  archive?: (pr: PipelineRun) => ArchiveVerdict;
+  /**
+   * For a request whose internal-services.dev/logs annotation has not been
+   * answered yet: the run's logs, or undefined while they are being fetched.
+   */
+  logs?: (req: InternalRequest) => FetchedLogs | undefined;
   now: Date;
 }
 
@@ -90,7 +102,7 @@ export type Action =
   | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
   | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
   | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
-  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string }
+  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; /** Deleted before Tekton Results stored it (its bound ran out). */ unarchived?: true }
   | { type: 'startResolution'; resolution: ResolutionRequest }
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
@@ -133,7 +145,16 @@ export function decide(o: Observation): Action[] {
   // 1. A finished request is left alone; only our own leftover PipelineRun is
   //    cleaned up (e.g. after a restart between the status write and the delete).
   if (isFinished(req)) {
+    const answer = logsAnswer(o, req);
+    if (answer) return [...actions, answer];
     if (ours && outcomeOf(ours).done && !o.config.debug) {
+      // The request names its Results record before the run goes (one more
+      // status write, only when Results follows the run and the record was
+      // not known when the outcome was written).
+      const rec = archiveOf(ours);
+      if (rec && (req.status?.archive?.record !== rec.record || req.status?.archive?.log !== rec.log)) {
+        return [...actions, { type: 'writeStatus', status: { ...req.status, archive: rec } }];
+      }
       actions.push(removeDone(o, ours, 'the request is finished'));
     }
     actions.push(...new Resolutions(o, uid).cleanup(), ...(o.approvals ?? []).map((a) => deleteApproval(a, 'the request is finished')));
@@ -314,6 +335,9 @@ export function decide(o: Observation): Action[] {
     if (revoked) actions.push({ type: 'cancelPipelineRun', pipelineRun: ours, why: revoked, annotations: { [ANNOTATION_REVOKED]: revoked } });
     if (!showsPhase(req, Phase.Running, runningMessage(ref)) || req.status?.pipelineRun !== ref || req.status?.observedGeneration !== generation) {
       actions.push(running(req, o, ref, ours));
+    } else {
+      const answer = logsAnswer(o, req);
+      if (answer) actions.push(answer);
     }
     actions.push(...new Resolutions(o, uid).cleanup());
     return actions;
@@ -323,7 +347,8 @@ export function decide(o: Observation): Action[] {
   // Written whether or not the Running status was (the run may have ended
   // while the controller was down): status.pipelineRun and status.pipeline
   // always say which PipelineRun ran what.
-  const ran: InternalRequestStatus = { pipelineRun: ref, ...(pipelineStatusOf(ours) ? { pipeline: pipelineStatusOf(ours) } : {}) };
+  const rec = archiveOf(ours);
+  const ran: InternalRequestStatus = { pipelineRun: ref, ...(pipelineStatusOf(ours) ? { pipeline: pipelineStatusOf(ours) } : {}), ...(rec ? { archive: rec } : {}) };
   if (out.succeeded) {
     actions.push(finish(req, o, Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime, ran));
   } else {
@@ -542,22 +567,47 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
   return { state: 'approved', record: { result: 'Approved', rule, by: d.by, at: d.at ?? rfc3339(o.now), ...(d.message ? { message: d.message } : {}) } };
 }
 
-/** Tekton Results marks a run it has seen with these, and `stored: "true"` once it holds it. */
-const RESULTS_SEEN = ['results.tekton.dev/record', 'results.tekton.dev/result'];
-const RESULTS_STORED = 'results.tekton.dev/stored';
+/** Tekton Results marks a run it has seen with these, and (with its logs API off) `stored: "true"` once it holds it. */
+const RESULTS_SEEN = [ANNOTATION_RESULTS_RECORD, 'results.tekton.dev/result'];
+
+/** The Results record (and log record) a run carries, when Results follows it. */
+function archiveOf(pr: PipelineRun): { record: string; log?: string } | undefined {
+  const a = pr.metadata.annotations ?? {};
+  const record = a[ANNOTATION_RESULTS_RECORD];
+  if (!record) return undefined;
+  const log = a[ANNOTATION_RESULTS_LOG];
+  return { record, ...(log ? { log } : {}) };
+}
 
 /**
- * Deletes a finished PipelineRun, unless Tekton Results is in use for it and
- * has not stored it yet: then it waits (bounded by resultsStoreTimeout from
- * the run's completion; after that it is deleted anyway, and the log says so).
+ * The answer to a requester's ask for the logs (a new value of the
+ * internal-services.dev/logs annotation): status.logs, once fetched.
+ */
+function logsAnswer(o: Observation, req: InternalRequest): Action | undefined {
+  const asked = req.metadata.annotations?.[ANNOTATION_LOGS];
+  if (!asked || !o.logs || req.status?.logs?.request === asked) return undefined;
+  const got = o.logs(req);
+  if (!got) return { type: 'requeueAfter', ms: 500 };
+  return { type: 'writeStatus', status: { ...req.status, logs: { request: asked, source: got.source, at: rfc3339(o.now), truncated: got.truncated, text: got.text } } };
+}
+
+/**
+ * Deletes a finished PipelineRun, unless Tekton Results follows it and has
+ * not stored it yet: then it waits (bounded by resultsStoreTimeout from the
+ * run's completion; after that it is deleted anyway, and the log and the
+ * metric internal_services_pipelineruns_pruned_unarchived_total say so).
+ * Results follows a run when the controller was given its API
+ * (o.archive: asked there) or the watcher annotated the run.
  */
 function removeDone(o: Observation, pr: PipelineRun, why: string): Action {
   const a = pr.metadata.annotations ?? {};
-  if (RESULTS_SEEN.some((k) => k in a) && a[RESULTS_STORED] !== 'true') {
-    const done = Date.parse(pr.status?.completionTime ?? '') || o.now.getTime();
-    const left = done + o.config.resultsStoreTimeoutMs - o.now.getTime();
-    if (left > 0) return { type: 'requeueAfter', ms: Math.min(left, 30_000) + 100 };
-    return { type: 'deletePipelineRun', pipelineRun: pr, why: `${why}; Tekton Results had not stored it within ${formatDuration(o.config.resultsStoreTimeoutMs)}` };
-  }
-  return { type: 'deletePipelineRun', pipelineRun: pr, why };
+  const following = o.archive !== undefined || RESULTS_SEEN.some((k) => k in a);
+  if (!following || a[ANNOTATION_RESULTS_STORED] === 'true') return { type: 'deletePipelineRun', pipelineRun: pr, why };
+  const verdict = o.archive?.(pr);
+  if (verdict?.stored) return { type: 'deletePipelineRun', pipelineRun: pr, why: `${why}; Tekton Results holds it as ${verdict.record}` };
+  const done = Date.parse(pr.status?.completionTime ?? '') || o.now.getTime();
+  const left = done + o.config.resultsStoreTimeoutMs - o.now.getTime();
+  if (left > 0) return { type: 'requeueAfter', ms: Math.min(left, o.archive ? 1500 : 30_000) + 100 };
+  const reason = verdict ? `: ${verdict.why}` : '';
+  return { type: 'deletePipelineRun', pipelineRun: pr, unarchived: true, why: `${why}; Tekton Results had not stored it within ${formatDuration(o.config.resultsStoreTimeoutMs)}${reason}` };
 }

@@ -26,6 +26,8 @@ export interface ExecutorOptions {
   created(sent: PipelineRun, created: PipelineRun): void;
   /** A PipelineRun we deleted. */
   deleted(pr: PipelineRun): void;
+  /** A PipelineRun deleted before Tekton Results stored it. */
+  prunedUnarchived?(): void;
   /** Look at a request again after this long. */
   requeueAfter(key: string, ms: number): void;
 }
@@ -149,7 +151,10 @@ export class Executor {
           if (statusCode(e) !== 409) throw e; // 409: precondition failed, a newer object of that name
         }
         this.opts.deleted(action.pipelineRun);
-        log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted');
+        if (action.unarchived) {
+          this.opts.prunedUnarchived?.();
+          log.warn({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted before Tekton Results stored it');
+        } else log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted');
         return true;
       }
     }

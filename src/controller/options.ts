@@ -8,6 +8,7 @@ import type { Cluster } from '../kube/client.js';
 import type { InformerObserver } from '../kube/informer.js';
 import type { QueueObserver } from '../kube/queue.js';
 import type { Action } from './decide.js';
+import type { ResultsApi } from './results-archive.js';
 import type { RemoteMode } from './remote.js';
 import type { RequestKind } from './request-kind.js';
 import type { EventsMode } from './status-writer.js';
@@ -25,6 +26,8 @@ export interface ControllerMetrics {
   finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number, remote: string): void;
   /** Number of requests whose PipelineRun is running. */
   running?(n: number): void;
+  /** A finished PipelineRun was deleted before Tekton Results stored it (resultsStoreTimeout ran out). */
+  prunedUnarchived?(): void;
 }
 
 export interface ControllerOptions {
@@ -57,6 +60,12 @@ export interface ControllerOptions {
    * namespace (default true); `kinds` are then the built-in ones beside them.
    */
   definitions?: boolean;
+  /**
+   * Tekton Results' API (--results-url): finished PipelineRuns are pruned
+   * only once it has stored them (bounded by resultsStoreTimeout), and
+   * requesters' asks for logs are answered from it after pruning.
+   */
+  results?: ResultsApi;
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
 }

@@ -6,6 +6,7 @@
  * dropped, and what is left is kept small (see `slimRequest`), because with
  * a long history in view finished requests are most of the process's memory.
  */
+import { ANNOTATION_LOGS } from './results-archive.js';
 import { FINISHED, isFinished, rfc3339, succeededCondition, SUCCEEDED } from '../api/conditions.js';
 import type { Condition, InternalRequest, ObjectMeta } from '../api/types.js';
 import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, LABEL_IDEMPOTENCY_KEY, specHash } from './idempotency.js';
@@ -57,6 +58,10 @@ interface Extra {
   annotations?: Record<string, string>;
   creationTimestamp?: string;
   lastTransitionTime?: string;
+  /** Where Tekton Results keeps the run (status.archive), when it does. */
+  archive?: { record?: string; log?: string };
+  /** The internal-services.dev/logs value status.logs answered. */
+  logsAnswered?: string;
 }
 
 const strings = new Interner<string>(10_000);
@@ -116,6 +121,14 @@ export class FinishedRequest {
       extra.labels = { [LABEL_IDEMPOTENCY_KEY]: idem };
       extra.annotations = { [ANNOTATION_SPEC_HASH]: specHash(req.spec) };
     }
+    // What a requester's ask for the logs needs (the ask and the answer's
+    // key; the logs themselves are not kept), and Results' record.
+    const asked = md.annotations?.[ANNOTATION_LOGS];
+    if (asked !== undefined) extra.annotations = { ...extra.annotations, [ANNOTATION_LOGS]: asked };
+    const answered = req.status?.logs?.request;
+    if (answered !== undefined) extra.logsAnswered = answered;
+    const archive = req.status?.archive;
+    if (archive?.record) extra.archive = { record: archive.record, ...(archive.log ? { log: archive.log } : {}) };
     const request = req.spec?.request;
     const spec: InternalRequest['spec'] =
       request !== undefined
@@ -170,7 +183,11 @@ export class FinishedRequest {
 
   get status(): NonNullable<InternalRequest['status']> {
     const lastTransitionTime = Number.isNaN(this.finished) ? this.extra?.lastTransitionTime : rfc3339(new Date(this.finished * 1000));
-    return { conditions: [{ type: SUCCEEDED, status: this.outcome.status, reason: this.outcome.reason, message: '', ...(lastTransitionTime !== undefined ? { lastTransitionTime } : {}) } as Condition] };
+    return {
+      conditions: [{ type: SUCCEEDED, status: this.outcome.status, reason: this.outcome.reason, message: '', ...(lastTransitionTime !== undefined ? { lastTransitionTime } : {}) } as Condition],
+      ...(this.extra?.archive ? { archive: this.extra.archive } : {}),
+      ...(this.extra?.logsAnswered !== undefined ? { logs: { request: this.extra.logsAnswered } } : {}),
+    };
   }
 
   /** What is known finished: always (isFinished's fast path, which makes no status object). */

@@ -76,5 +76,9 @@ export interface TaskRun {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
-  status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+  status?: {
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+    podName?: string;
+    steps?: Array<{ name: string; container?: string }>;
+  };
 }

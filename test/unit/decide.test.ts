@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
+import type { ArchiveVerdict, FetchedLogs } from '../../src/controller/results-archive.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { effectiveConfig } from '../../src/controller/config.js';
 import { assertPhase, config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD } from './fixtures.js';
@@ -336,21 +337,58 @@ test('limits: param sizes and timeouts, each refusal naming the param or timeout
   assert.deepEqual(d[0].pipelineRun.spec.timeouts, { pipeline: '30m', tasks: '20m', finally: '5m' });
 });
 
-test('Tekton Results in use: a finished PipelineRun is deleted once Results has stored it, or after resultsStoreTimeout', () => {
-  const finishedReq = request({}, {}, terminal('Succeeded', 'True'));
+test('Tekton Results in use: the request names the record, then the run is deleted once Results has stored it, or after resultsStoreTimeout', () => {
+  const seen = { 'results.tekton.dev/record': 'ns/results/x/records/y' };
+  const archived = { archive: { record: 'ns/results/x/records/y' } };
+  const finishedReq = request({}, {}, { ...terminal('Succeeded', 'True'), ...archived });
   const pr = (annotations: Record<string, string>, completionTime = '2026-11-22T09:59:50Z') => {
     const p = pipelineRun('u-1', done(true, { completionTime }));
     p.metadata.annotations = { ...p.metadata.annotations, ...annotations };
     return p;
   };
-  const seen = { 'results.tekton.dev/record': 'ns/results/x/records/y' };
+  // The record is named in status first (the status keeps what it had).
+  const naming = decide(observe({ request: request({}, {}, terminal('Succeeded', 'True')), pipelineRuns: [pr(seen)] }));
+  assert.deepEqual(types(naming), ['writeStatus']);
+  assert.deepEqual(statusOf(naming).status.archive, { record: 'ns/results/x/records/y' });
+  assert.equal(statusOf(naming).status.conditions?.[0]?.reason, 'Succeeded');
   const waiting = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen)] }));
   assert.deepEqual(types(waiting), ['requeueAfter'], 'not stored yet: kept');
   assert.deepEqual(types(decide(observe({ request: finishedReq, pipelineRuns: [pr({ ...seen, 'results.tekton.dev/stored': 'true' })] }))), ['deletePipelineRun']);
   const late = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen, '2026-11-22T09:50:00Z')] }));
   assert.deepEqual(types(late), ['deletePipelineRun'], 'after 5 minutes it goes anyway');
   assert.match((late[0] as { why: string }).why, /Tekton Results had not stored it within 5m/);
+  assert.equal((late[0] as { unarchived?: boolean }).unarchived, true);
   assert.deepEqual(types(decide(observe({ request: finishedReq, pipelineRuns: [pr({})] }))), ['deletePipelineRun'], 'no Results: deleted at once');
+
+  // With the Results API: its verdict decides, whatever the annotations say.
+  const asking = (verdict: ArchiveVerdict) => ({ archive: () => verdict });
+  const notYet = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen)], ...asking({ stored: false, why: 'Results has not finished storing the logs' }) }));
+  assert.deepEqual(notYet, [{ type: 'requeueAfter', ms: 1600 }], 'asked again shortly');
+  const unannotated = decide(observe({ request: request({}, {}, terminal('Succeeded', 'True')), pipelineRuns: [pr({})], ...asking({ stored: false, why: 'the Results watcher has not recorded the run yet' }) }));
+  assert.deepEqual(types(unannotated), ['requeueAfter'], 'Results configured: a run it has not seen waits too');
+  const stored = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen)], ...asking({ stored: true, record: 'ns/results/x/records/y' }) }));
+  assert.deepEqual(types(stored), ['deletePipelineRun']);
+  assert.match((stored[0] as { why: string }).why, /Tekton Results holds it as ns\/results\/x\/records\/y/);
+  const down = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen, '2026-11-22T09:50:00Z')], ...asking({ stored: false, why: 'Tekton Results at https://r is not reachable: ECONNREFUSED' }) }));
+  assert.match((down[0] as { why: string }).why, /had not stored it within 5m: Tekton Results at https:\/\/r is not reachable/);
+});
+
+test('logs: a new value of internal-services.dev/logs is answered in status.logs once fetched; the outcome stays as it is', () => {
+  const ask = (value: string, answered?: string) => {
+    const r = request({}, {}, { ...terminal('Failed', 'False'), ...(answered ? { logs: { request: answered } } : {}) });
+    r.metadata.annotations = { ...r.metadata.annotations, 'internal-services.dev/logs': value };
+    return r;
+  };
+  const got: FetchedLogs = { source: 'TektonResults', text: '[sign : sign] hello\n', truncated: false };
+  const fetching = decide(observe({ request: ask('1'), logs: () => undefined }));
+  assert.deepEqual(fetching, [{ type: 'requeueAfter', ms: 500 }]);
+  const answer = statusOf(decide(observe({ request: ask('1'), logs: () => got })));
+  assert.equal(answer.status.logs?.request, '1');
+  assert.equal(answer.status.logs?.source, 'TektonResults');
+  assert.equal(answer.status.logs?.text, '[sign : sign] hello\n');
+  assert.equal(answer.status.conditions?.[0]?.reason, 'Failed', 'the requester\'s contract is untouched');
+  assert.deepEqual(decide(observe({ request: ask('1', '1'), logs: () => got })), [], 'answered: nothing more');
+  assert.deepEqual(types(decide(observe({ request: ask('2', '1'), logs: () => got }))), ['writeStatus'], 'a new ask is answered again');
 });
 
 test('ttlSecondsAfterFinished: a finished request is deleted once that long has passed; not before', () => {

@@ -73,10 +73,40 @@ export function ensureKcpBinary(log?: LogFn): Promise<KcpAssets> {
   return pendingKcp;
 }
 
+/** The platform services' binaries (hack/platform/install.sh), by name: results-api, results-watcher, chains-controller, registry. */
+export type PlatformBinaries = Record<string, string>;
+const pendingPlatform = new Map<string, Promise<PlatformBinaries>>();
+
+/**
+ * Runs hack/platform/install.sh for the named components (results, chains,
+ * registry) once per process each; the first run of a component builds it
+ * from its Go module (a minute or two) and caches it.
+ */
+export function ensurePlatformBinaries(component: 'results' | 'chains' | 'registry', log?: LogFn): Promise<PlatformBinaries> {
+  let p = pendingPlatform.get(component);
+  if (p === undefined) {
+    p = runInstallScript(
+      join(repoRoot(), 'hack', 'platform', 'install.sh'),
+      log,
+      (value) => {
+        const rec = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+        const out: PlatformBinaries = {};
+        for (const [k, v] of Object.entries(rec)) if (typeof v === 'string') out[k] = v;
+        if (Object.keys(out).length === 0) throw new Error('no binaries named');
+        return out;
+      },
+      [component],
+    );
+    pendingPlatform.set(component, p);
+    p.catch(() => pendingPlatform.delete(component));
+  }
+  return p;
+}
+
 /** Runs an install script; its stderr is progress (to `log`), the last JSON line of its stdout is parsed. */
-function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T): Promise<T> {
+function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T, args: string[] = []): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     const stderrTail: string[] = [];
     child.stdout.setEncoding('utf8');

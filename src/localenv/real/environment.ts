@@ -17,6 +17,7 @@ import { ensureBinaries, type EnvtestAssets } from './binaries.js';
 import type { LogFn } from '../log.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
 import { startTekton, type TektonOptions, type TektonPlatform } from './tekton.js';
+import { startResults, type ResultsPlatform } from './results.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
 
@@ -34,6 +35,8 @@ export interface Environment {
   startupMs: number;
   /** Real Tekton on the internal cluster (pods simulated), when started with `tekton`. */
   tekton?: TektonPlatform;
+  /** Real Tekton Results (API, watcher, PostgreSQL) on the internal cluster, when started with `results`. */
+  results?: ResultsPlatform;
   /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -54,6 +57,11 @@ export interface StartEnvironmentOptions {
    * the internal cluster, plus a git server on loopback. See tekton.ts.
    */
   tekton?: boolean | TektonOptions;
+  /**
+   * Also run real Tekton Results (API server, watcher, PostgreSQL) on the
+   * internal cluster; implies `tekton`, with the pods' logs served.
+   */
+  results?: boolean;
 }
 
 // Metadata for every request; RequestReceived is omitted so that each
@@ -79,6 +87,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   /** Processes started on top of the control planes (Tekton, git daemon), for the pid file; Tekton stops them. */
   const adopted: ManagedProcess[] = [];
   let tekton: TektonPlatform | undefined;
+  let results: ResultsPlatform | undefined;
   const pidFile = join(dir, 'pids');
   const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
   let watchdog: ChildProcess | undefined;
@@ -92,6 +101,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     // thrown away anyway there is nothing to be graceful about.
     const graceMs = keep ? 3000 : 0;
     // Tekton's stop() ends every process it adopted (its own, the git daemon).
+    await results?.stop().catch(() => {});
     await tekton?.stop().catch(() => {});
     const [etcdProc, ...apiservers] = processes;
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
@@ -175,7 +185,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
 
     const startupMs = Date.now() - started;
     log(`envtest: control planes ready after ${startupMs} ms (remote ${planes[0].url}, internal ${planes[1].url}; dir ${dir})`);
-    if (opts.tekton) {
+    if (opts.tekton || opts.results) {
       const internal = planes[1];
       tekton = await startTekton(
         {
@@ -194,8 +204,25 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
           onChange: refreshPids,
           log,
         },
-        opts.tekton === true ? {} : opts.tekton,
+        { ...(typeof opts.tekton === 'object' ? opts.tekton : {}), ...(opts.results ? { logs: true } : {}) },
       );
+    }
+    if (opts.results) {
+      const internal = planes[1];
+      results = await startResults({
+        dir,
+        admin: internal.identities.admin.kubeConfig(),
+        apiserverUrl: internal.url,
+        apiserverCaPem: internal.caPem,
+        apiIdentity: internal.identities.resultsApi!,
+        watcherIdentity: internal.identities.resultsWatcher!,
+        adopt: (p) => {
+          adopted.push(p);
+          refreshPids();
+        },
+        onChange: refreshPids,
+        log,
+      });
     }
     return {
       dir,
@@ -206,6 +233,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       startupMs,
       etcdUrl,
       ...(tekton ? { tekton } : {}),
+      ...(results ? { results } : {}),
       stop: stopAll,
     };
   } catch (err) {

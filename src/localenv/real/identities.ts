@@ -5,6 +5,7 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RESOLVERS_NAMESPACE, TEKTON_IDENTITIES, TEKTON_NAMESPACE } from './tekton.js';
+import { RESULTS_IDENTITIES, RESULTS_NAMESPACE } from './results-names.js';
 
 /** The namespace and ServiceAccount the controller runs as, on both clusters. */
 export const CONTROLLER_NAMESPACE = 'internal-services';
@@ -42,6 +43,9 @@ export interface ControlPlaneIdentities {
   approver?: Identity;
   /** internal only: user "bystander", group system:authenticated; nothing granted. */
   bystander?: Identity;
+  /** internal only: the ServiceAccounts Tekton Results' API server and watcher run as (results.ts). */
+  resultsApi?: Identity;
+  resultsWatcher?: Identity;
 }
 
 export interface IdentitySpec {
@@ -63,6 +67,8 @@ export const IDENTITIES: Record<'remote' | 'internal', IdentitySpec[]> = {
     { name: 'tektonResolvers', username: TEKTON_IDENTITIES.resolvers, groups: serviceAccountGroups(RESOLVERS_NAMESPACE) },
     { name: 'approver', username: 'release-manager', groups: ['release-managers', 'system:authenticated'] },
     { name: 'bystander', username: 'bystander', groups: ['system:authenticated'] },
+    { name: 'resultsApi', username: RESULTS_IDENTITIES.api, groups: serviceAccountGroups(RESULTS_NAMESPACE) },
+    { name: 'resultsWatcher', username: RESULTS_IDENTITIES.watcher, groups: serviceAccountGroups(RESULTS_NAMESPACE) },
   ],
   remote: [
     { name: 'admin', username: 'admin', groups: ['system:masters'] },

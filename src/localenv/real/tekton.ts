@@ -30,6 +30,8 @@ import type { LogFn } from '../log.js';
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './manifests.js';
 import { freePortsBelow, ManagedProcess, waitUntilReady } from './processes.js';
 import { SimulatedKubelet } from '../simulated/kubelet.js';
+import { SimulatedNode } from '../simulated/node.js';
+import { makeServingCert } from './selfsigned.js';
 import { startGitServer, type GitServer } from './git.js';
 
 export const TEKTON_NAMESPACE = 'tekton-pipelines';
@@ -72,6 +74,12 @@ export interface TektonOptions {
    */
   kubeApiQps?: number;
   kubeApiBurst?: number;
+  /**
+   * Serve the simulated pods' logs through the apiserver (pods/log): a
+   * simulated Node with a log endpoint, each pod bound to it (see
+   * simulated/node.ts). Default false; Tekton Results needs it.
+   */
+  logs?: boolean;
 }
 
 export interface TektonPlatform {
@@ -82,6 +90,8 @@ export interface TektonPlatform {
   webhook: ManagedProcess | undefined;
   /** The simulated kubelet (the one simulated part); undefined when started with kubelet: false. */
   kubelet: SimulatedKubelet | undefined;
+  /** The simulated node serving the pods' logs, when started with logs: true. */
+  node: SimulatedNode | undefined;
   /** git daemon on loopback, for the git resolver. */
   git: GitServer;
   /** Milliseconds from the start of startTekton until everything was ready. */
@@ -151,11 +161,13 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
 
   const processes: ManagedProcess[] = [];
   let kubelet: SimulatedKubelet | undefined;
+  let node: SimulatedNode | undefined;
   let git: GitServer | undefined;
   const stop = async (): Promise<void> => {
     // The kubelet ends its waits at once; the deadline is only a guard, so
     // that a teardown can never hang on it.
     if (kubelet) await Promise.race([kubelet.stop(), new Promise((r) => setTimeout(r, 5000).unref())]);
+    await node?.stop();
     await Promise.all(processes.map((p) => p.stop(2000)));
     await git?.stop();
   };
@@ -249,8 +261,13 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
         ARTIFACT_HUB_API: 'https://artifacthub.invalid/',
       }),
     );
+    if (opts.logs) {
+      const cert = makeServingCert(join(host.dir, 'simulated-node'), 'simulated-node');
+      node = new SimulatedNode(admin, { keyPem: cert.keyPem, certPem: cert.certPem, log });
+      await node.start();
+    }
     if (opts.kubelet ?? true) {
-      kubelet = new SimulatedKubelet(admin, { stepMs: opts.stepMs, log });
+      kubelet = new SimulatedKubelet(admin, { stepMs: opts.stepMs, log, ...(node ? { node } : {}) });
       kubelet.start();
     }
     git = await startGitServer(join(host.dir, 'git'), host.onChange);
@@ -269,7 +286,7 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
     });
     const startupMs = Date.now() - started;
     log(`tekton: ${assets.tektonVersion} controller, resolvers${webhook ? ', webhook' : ''} ready after ${startupMs} ms; pods are SIMULATED (no kubelet)`);
-    return { version: assets.tektonVersion, controller, resolvers, webhook, kubelet, git, startupMs, configDir, stop };
+    return { version: assets.tektonVersion, controller, resolvers, webhook, kubelet, node, git, startupMs, configDir, stop };
   } catch (err) {
     await stop().catch(() => {});
     throw err;

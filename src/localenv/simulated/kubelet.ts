@@ -45,9 +45,21 @@ const MAX_TERMINATION_MESSAGE_BYTES = 4096;
 const TASK_RESULT = 1;
 const INTERNAL_RESULT = 3;
 
+/** What binds a pod to a node before it runs (SimulatedNode, node.ts). */
+export interface PodBinder {
+  /** False when the pod is gone. */
+  bind(pod: V1Pod): Promise<boolean>;
+}
+
 export interface SimulatedKubeletOptions {
   /** Default time each step runs when it does not say (default 100 ms). */
   stepMs?: number;
+  /**
+   * Bind each pod to this node before running it, so that its logs can be
+   * read through the apiserver (see node.ts). Without it pods stay unbound
+   * and pods/log answers that the pod has no node.
+   */
+  node?: PodBinder;
   log?: LogFn;
 }
 
@@ -109,6 +121,7 @@ export class SimulatedKubelet {
   private readonly runs = new Map<string, PodRun>();
   private readonly stepMs: number;
   private readonly log: LogFn;
+  private readonly node: PodBinder | undefined;
   private abort: AbortController | undefined;
   private stopped = false;
   private loop: Promise<void> | undefined;
@@ -122,6 +135,7 @@ export class SimulatedKubelet {
     this.watch = new Watch(kc);
     this.stepMs = opts.stepMs ?? 100;
     this.log = opts.log ?? (() => {});
+    this.node = opts.node;
   }
 
   start(): void {
@@ -316,6 +330,7 @@ export class SimulatedKubelet {
       }
     };
     try {
+      if (this.node && !(await this.node.bind(pod))) return;
       if (!(await write('Running'))) return;
       let failed = false;
       for (const step of steps) {
