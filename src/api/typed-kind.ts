@@ -209,7 +209,7 @@ export function renderKindRbac(spec: RequestDefinitionSpec, controller: { kind: 
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata: { name: `${base}-requester`, labels },
-      rules: [{ apiGroups: [n.group], resources: [n.plural], verbs: ['create', 'get', 'list', 'watch', 'delete'] }],
+      rules: [{ apiGroups: [n.group], resources: [n.plural], verbs: ['create', 'get', 'list', 'watch', 'delete', 'patch'] }],
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',

@@ -157,10 +157,12 @@ function resultsApi(flags: ControllerFlags, internal: Cluster): ResultsApi {
     ...(ca ? { ca } : {}),
     requireLogs: !flags.resultsLogsOptional,
     headers: async (): Promise<Record<string, string>> => {
-      const opts = await internal.kc.applyToFetchOptions({});
-      const h = (opts.headers ?? {}) as Record<string, string>;
+      // The same credentials as for the internal apiserver (a token file is re-read as it rotates).
+      const opts: { headers?: Record<string, unknown> } = {};
+      await internal.kc.applyToHTTPSOptions(opts as never);
+      const h = opts.headers ?? {};
       const auth = h['Authorization'] ?? h['authorization'];
-      return auth ? { Authorization: auth } : {};
+      return typeof auth === 'string' ? { Authorization: auth } : {};
     },
   });
 }

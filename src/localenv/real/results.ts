@@ -29,7 +29,7 @@ import { ensurePlatformBinaries } from './binaries.js';
 import type { Identity } from './identities.js';
 import { applyObjects, ensureNamespace } from './manifests.js';
 import { startPostgres, type Postgres } from './postgres.js';
-import { freePorts, ManagedProcess, waitUntilReady } from './processes.js';
+import { freePorts, freePortsBelow, ManagedProcess, waitUntilReady } from './processes.js';
 import { RESULTS_IDENTITIES, RESULTS_NAMESPACE } from './results-names.js';
 import { makeServingCert } from './selfsigned.js';
 
@@ -109,13 +109,18 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
     { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'tekton-results-watcher' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'tekton-results-watcher' }, subjects: user(RESULTS_IDENTITIES.watcher) },
     cm('tekton-results-config-logging', { 'zap-logger-config': ZAP_CONFIG, 'loglevel.watcher': 'info' }),
     cm('tekton-results-config-leader-election', {}),
-    cm('tekton-results-config-observability', {}),
+    cm('tekton-results-config-observability', { 'metrics.backend-destination': 'prometheus' }),
+    // The watcher's configuration manager refuses to start without it (the
+    // retention agent's settings; nothing here runs that agent).
+    cm('tekton-results-config-results-retention-policy', { runAt: '5 5 * * 0', maxRetention: '30' }),
   ] as KubernetesObject[]);
 
   const postgres = await startPostgres({ logPath: join(dir, 'postgres.log'), onChange: host.onChange });
   host.adopt(postgres.process);
   const cert = makeServingCert(join(dir, 'tls'), 'tekton-results-api', [`tekton-results-api-service.${RESULTS_NAMESPACE}.svc`]);
-  const [port, promPort, watcherMetrics, watcherProbes, watcherProfiling] = (await freePorts(5)) as [number, number, number, number, number];
+  const [port, promPort] = (await freePorts(2)) as [number, number];
+  // knative reads its ports as 16-bit signed numbers: below 32768.
+  const [watcherMetrics, watcherProbes, watcherProfiling] = (await freePortsBelow(3)) as [number, number, number];
   const url = `https://127.0.0.1:${port}`;
 
   // --- API: settings in ./config (env-file syntax), read from its working directory ---
@@ -195,7 +200,6 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
     'results watcher',
     watcherBin,
     [
-      '-kubeconfig', host.watcherIdentity.kubeconfigPath,
       '-api_addr', `127.0.0.1:${port}`,
       '-auth_mode', 'token',
       '-token', host.watcherIdentity.token,
@@ -209,6 +213,8 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
     {
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
       HOME: dir,
+      // It parses its flags before knative would add -kubeconfig; knative reads this instead.
+      KUBECONFIG: host.watcherIdentity.kubeconfigPath,
       // The watcher trusts /etc/tls/tls.crt or, without it, the system's CAs; Go reads those from SSL_CERT_FILE.
       SSL_CERT_FILE: cert.certPath,
       SYSTEM_NAMESPACE: RESULTS_NAMESPACE,
@@ -233,6 +239,10 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
     watcher.start();
     await waitUntilReady('Tekton Results watcher running its reconcilers', readyTimeoutMs, [watcher], async () => {
       const text = readFileSync(watcher.logPath, 'utf8');
+      // knative then serves its health probes on the fixed port 8080, which
+      // Tekton's webhook holds already; the watcher logs that only when it
+      // stops and keeps reconciling meanwhile (its reconcilers do not hang
+      // on the probes), so nothing here depends on that port.
       return text.includes('Starting controllers') ? true : 'reconcilers not started yet';
     });
   } catch (e) {
