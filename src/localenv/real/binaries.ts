@@ -1,7 +1,9 @@
 /**
  * Locates (and on first use builds) the binaries of the test control plane by
  * running hack/envtest/install.sh, which prints one JSON line describing them;
- * and kcp's, with hack/kcp/install.sh, only for what needs kcp.
+ * kcp's, with hack/kcp/install.sh, only for what needs kcp; and the platform
+ * services' (an OCI registry, …) with hack/platform/install.sh, only for what
+ * needs them.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -73,10 +75,37 @@ export function ensureKcpBinary(log?: LogFn): Promise<KcpAssets> {
   return pendingKcp;
 }
 
+/** A platform service hack/platform/install.sh provides, and the binaries it reports for it. */
+export type PlatformComponent = 'registry' | 'results' | 'chains';
+
+const pendingPlatform = new Map<PlatformComponent, Promise<Record<string, string>>>();
+
+/**
+ * Runs hack/platform/install.sh for one component once per process (later
+ * calls share the result); returns its binaries by name (registry:
+ * {registry: PATH}). The first run on a machine may build it (about a
+ * minute); the script's flock serializes concurrent builds.
+ */
+export function ensurePlatformBinaries(component: PlatformComponent, log?: LogFn): Promise<Record<string, string>> {
+  let p = pendingPlatform.get(component);
+  if (p === undefined) {
+    p = runInstallScript(join(repoRoot(), 'hack', 'platform', 'install.sh'), log, (value) => {
+      const rec = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+      const out: Record<string, string> = {};
+      for (const [k, v] of Object.entries(rec)) if (typeof v === 'string' && v !== '') out[k] = v;
+      if (Object.keys(out).length === 0) throw new Error(`no binaries reported for ${component}`);
+      return out;
+    }, [component]);
+    pendingPlatform.set(component, p);
+    p.catch(() => pendingPlatform.delete(component));
+  }
+  return p;
+}
+
 /** Runs an install script; its stderr is progress (to `log`), the last JSON line of its stdout is parsed. */
-function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T): Promise<T> {
+function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T, args: string[] = []): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     const stderrTail: string[] = [];
     child.stdout.setEncoding('utf8');

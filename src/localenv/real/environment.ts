@@ -19,6 +19,7 @@ import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } 
 import { startTekton, type TektonOptions, type TektonPlatform } from './tekton.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
+import { startRegistry, type Registry } from './registry.js';
 
 export interface Environment {
   /** Holds logs, kubeconfigs, certs, etcd data. */
@@ -34,6 +35,8 @@ export interface Environment {
   startupMs: number;
   /** Real Tekton on the internal cluster (pods simulated), when started with `tekton`. */
   tekton?: TektonPlatform;
+  /** A real OCI registry on loopback (plain HTTP), when started with `registry`. See registry.ts. */
+  registry?: Registry;
   /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -54,6 +57,8 @@ export interface StartEnvironmentOptions {
    * the internal cluster, plus a git server on loopback. See tekton.ts.
    */
   tekton?: boolean | TektonOptions;
+  /** Also run a real OCI registry (distribution) on 127.0.0.1, e.g. for Tekton's bundles resolver. */
+  registry?: boolean;
 }
 
 // Metadata for every request; RequestReceived is omitted so that each
@@ -76,9 +81,10 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
 
   const processes: ManagedProcess[] = [];
-  /** Processes started on top of the control planes (Tekton, git daemon), for the pid file; Tekton stops them. */
+  /** Processes started on top of the control planes (Tekton, git daemon, registry), for the pid file; Tekton stops its own. */
   const adopted: ManagedProcess[] = [];
   let tekton: TektonPlatform | undefined;
+  let registry: Registry | undefined;
   const pidFile = join(dir, 'pids');
   const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
   let watchdog: ChildProcess | undefined;
@@ -93,6 +99,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     const graceMs = keep ? 3000 : 0;
     // Tekton's stop() ends every process it adopted (its own, the git daemon).
     await tekton?.stop().catch(() => {});
+    await registry?.stop().catch(() => {});
     const [etcdProc, ...apiservers] = processes;
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
     await etcdProc?.stop(graceMs);
@@ -197,6 +204,12 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
         opts.tekton === true ? {} : opts.tekton,
       );
     }
+    if (opts.registry) {
+      // opts.log as given: without one, a first build's progress goes to stderr (as for the other binaries).
+      registry = await startRegistry(join(dir, 'registry'), { onChange: refreshPids, ...(opts.log ? { log: opts.log } : {}) });
+      adopted.push(registry.process);
+      refreshPids();
+    }
     return {
       dir,
       remote: planes[0],
@@ -206,6 +219,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       startupMs,
       etcdUrl,
       ...(tekton ? { tekton } : {}),
+      ...(registry ? { registry } : {}),
       stop: stopAll,
     };
   } catch (err) {
