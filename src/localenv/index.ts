@@ -4,7 +4,8 @@
  *
  * - real/: real processes and their wiring — one etcd and kube-apiservers
  *   (a remote and an internal cluster), real Tekton (controller, resolvers,
- *   webhook), a git daemon, a fault-injecting TCP proxy, the binaries they
+ *   webhook), a git daemon, an OCI registry (registry.ts, with oci.ts to
+ *   push Tekton bundles), a fault-injecting TCP proxy, the binaries they
  *   are built from, and manifest helpers; and, apart, a real kcp
  *   (kcp.ts, kcp-workspaces.ts) for what needs one.
  * - simulated/: what stands in for pods — the simulated kubelet (plays the
@@ -16,7 +17,7 @@
  * from src/controller or src/cli. Callers import from this file.
  */
 export type { LogFn } from './log.js';
-export { ensureBinaries, ensureKcpBinary, repoRoot, type EnvtestAssets, type KcpAssets } from './real/binaries.js';
+export { ensureBinaries, ensureKcpBinary, ensurePlatformBinaries, repoRoot, type EnvtestAssets, type KcpAssets } from './real/binaries.js';
 export {
   startKcp,
   KCP_CONTROLLER_USERNAME,
@@ -76,6 +77,8 @@ export {
   type TektonPlatform,
 } from './real/tekton.js';
 export { startGitServer, type GitRepository, type GitServer } from './real/git.js';
+export { startRegistry, type Registry, type StartRegistryOptions } from './real/registry.js';
+export { pushBundle, tagManifest, digestOfTag, tarOneFile, type BundleResource, type PushedBundle } from './real/oci.js';
 export { SimulatedTektonExecutor } from './simulated/executor.js';
 export type { AutoHandle, AutoOptions } from './simulated/auto-runner.js';
 export { deterministicResults } from './simulated/results.js';

@@ -162,7 +162,14 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
         return { allowed: false, message: `bundle repository ${q(repository)} is not allowed by ${policy.source}; allowed: ${compiled.filter((x) => x.c.ok).flatMap((x) => x.r.repositories).map(q).join(', ') || 'none'}${note}` };
       }
       const ok = byRepo.find((x) => !x.rule.digestOnly || digest !== undefined);
-      if (!ok) return { allowed: false, message: `bundle ${q(b.value.ref)} is not pinned by digest, and ${policy.source} allows ${q(repository)} only by digest (@sha256:…)` };
+      if (!ok) {
+        return {
+          allowed: false,
+          message:
+            `bundle ${q(b.value.ref)} is not pinned by digest, and ${policy.source} allows ${q(repository)} only by digest (${byRepo.map((x) => x.name).join(', ')}): ` +
+            `refer to it as ${q(`${repository}@sha256:…`)}, with the digest of the manifest ${b.value.tag !== undefined ? `its tag ${q(b.value.tag)} names now` : 'to run'} (a tag can be moved, a digest cannot)`,
+        };
+      }
       const params: Param[] = [{ name: 'bundle', value: b.value.ref }];
       for (const [param, canon] of [['name', canonicalObjectName], ['kind', (s: string) => canonicalKind(s.toLowerCase())]] as const) {
         const v = p.get(param);

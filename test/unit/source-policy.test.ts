@@ -151,7 +151,10 @@ test('bundle spellings: Docker Hub aliases, implied library/, case; tag and dige
   assert.equal(checkSource(hub, { resolver: 'bundles', params: { bundle: 'Quay.IO/org/sign:v1@' + d } }, ctx).allowed, true);
   assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'quay.io/Org/sign@' + d } }, ctx)), /bundles param "bundle" "quay\.io\/Org\/sign@.*" has upper-case letters/);
   assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'quay.io/org/../evil/sign@' + d } }, ctx)), /repository component "\.\."/);
-  assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'quay.io/org/sign:v1' } }, ctx)), /bundle "quay\.io\/org\/sign:v1" is not pinned by digest/);
+  assert.match(
+    msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'quay.io/org/sign:v1' } }, ctx)),
+    /^bundle "quay\.io\/org\/sign:v1" is not pinned by digest, and .* allows "quay\.io\/org\/sign" only by digest \(sources\.bundles\[1\]\): refer to it as "quay\.io\/org\/sign@sha256:…", with the digest of the manifest its tag "v1" names now \(a tag can be moved, a digest cannot\)$/,
+  );
   assert.match(msg(checkSource(hub, { resolver: 'bundles', params: { bundle: 'evil.io/library/tasks:v1' } }, ctx)), /bundle repository "evil\.io\/library\/tasks" is not allowed/);
 });
 

@@ -20,6 +20,7 @@ import { startTekton, type TektonOptions, type TektonPlatform } from './tekton.j
 import { startResults, type ResultsPlatform } from './results.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
+import { startRegistry, type Registry } from './registry.js';
 
 export interface Environment {
   /** Holds logs, kubeconfigs, certs, etcd data. */
@@ -37,6 +38,8 @@ export interface Environment {
   tekton?: TektonPlatform;
   /** Real Tekton Results (API, watcher, PostgreSQL) on the internal cluster, when started with `results`. */
   results?: ResultsPlatform;
+  /** A real OCI registry on loopback (plain HTTP), when started with `registry`. See registry.ts. */
+  registry?: Registry;
   /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -62,6 +65,8 @@ export interface StartEnvironmentOptions {
    * internal cluster; implies `tekton`, with the pods' logs served.
    */
   results?: boolean;
+  /** Also run a real OCI registry (distribution) on 127.0.0.1, e.g. for Tekton's bundles resolver. */
+  registry?: boolean;
 }
 
 // Metadata for every request; RequestReceived is omitted so that each
@@ -84,10 +89,11 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
 
   const processes: ManagedProcess[] = [];
-  /** Processes started on top of the control planes (Tekton, git daemon), for the pid file; Tekton stops them. */
+  /** Processes started on top of the control planes (Tekton, git daemon, registry), for the pid file; Tekton stops its own. */
   const adopted: ManagedProcess[] = [];
   let tekton: TektonPlatform | undefined;
   let results: ResultsPlatform | undefined;
+  let registry: Registry | undefined;
   const pidFile = join(dir, 'pids');
   const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
   let watchdog: ChildProcess | undefined;
@@ -103,6 +109,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     // Tekton's stop() ends every process it adopted (its own, the git daemon).
     await results?.stop().catch(() => {});
     await tekton?.stop().catch(() => {});
+    await registry?.stop().catch(() => {});
     const [etcdProc, ...apiservers] = processes;
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
     await etcdProc?.stop(graceMs);
@@ -224,6 +231,12 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
         log,
       });
     }
+    if (opts.registry) {
+      // opts.log as given: without one, a first build's progress goes to stderr (as for the other binaries).
+      registry = await startRegistry(join(dir, 'registry'), { onChange: refreshPids, ...(opts.log ? { log: opts.log } : {}) });
+      adopted.push(registry.process);
+      refreshPids();
+    }
     return {
       dir,
       remote: planes[0],
@@ -234,6 +247,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       etcdUrl,
       ...(tekton ? { tekton } : {}),
       ...(results ? { results } : {}),
+      ...(registry ? { registry } : {}),
       stop: stopAll,
     };
   } catch (err) {
