@@ -38,6 +38,7 @@ import { APPROVAL_NAMESPACE, APPROVAL_RULE, approverRbac, catalogFiles, demoConf
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
 import { runLocalKcp } from './local-kcp.js';
+import { runLocalResults } from './local-results.js';
 import { followTyped, installTypedSample, submitTyped, TYPED_SAMPLE_NAME } from './local-typed.js';
 import { SAMPLE_CONFIG, SAMPLE_PIPELINE, SAMPLE_REQUEST, STEP_DURATION, sample, samplePath, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
 const REQUESTS_TIMEOUT_MS = 90_000;
@@ -45,6 +46,7 @@ const REQUESTS_TIMEOUT_MS = 90_000;
 export interface LocalFlags {
   keep?: boolean;
   kcp?: boolean;
+  results?: boolean;
 }
 
 export function localCommand(): Command {
@@ -54,8 +56,10 @@ export function localCommand(): Command {
     )
     .option('--keep', 'leave everything running afterwards (Ctrl-C stops it) and print how to look around')
     .option('--kcp', 'the remote side is a real kcp: workspaces that bind the request API, served through one kubeconfig (builds kcp on first use)')
+    .option('--results', 'with real Tekton Results (API, watcher, PostgreSQL): a run is archived, pruned, and its logs read back from Results (builds Results on first use)')
     .action(async (flags: LocalFlags) => {
-      await (flags.kcp ? runLocalKcp(flags) : runLocal(flags));
+      if (flags.kcp && flags.results) throw new Error('--kcp and --results are separate tours; give one');
+      await (flags.kcp ? runLocalKcp(flags) : flags.results ? runLocalResults(flags) : runLocal(flags));
     });
 }
 
