@@ -10,7 +10,7 @@
  * asks for the logs from the remote side (the `logs` verb's annotation) and
  * the controller answers from Results. Exits 0 only when all of that happened.
  */
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { applyObjects, freePorts, grantRequester, installProject, startEnvironment, CONTROLLER_NAMESPACE, type Environment } from '../localenv/index.js';
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { requesterLoop } from '../api/readers.js';
@@ -94,7 +94,7 @@ export async function runLocalResults(flags: { keep?: boolean }): Promise<void> 
     progress(`PipelineRun ${CONTROLLER_NAMESPACE}/${prName} pruned after Tekton Results stored it; the request names record ${archived.record}`);
 
     const ask = `local-${Date.now()}`;
-    await api.patchNamespacedCustomObject({ ...IR, namespace: allowed, name: REQUEST, body: { metadata: { annotations: { [ANNOTATION_LOGS]: ask } } } }, { headers: { 'Content-Type': 'application/merge-patch+json' } } as never);
+    await api.patchNamespacedCustomObject({ ...IR, namespace: allowed, name: REQUEST, body: { metadata: { annotations: { [ANNOTATION_LOGS]: ask } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
     progress(`the requester asks for the logs (annotation ${ANNOTATION_LOGS}=${ask}; kubectl internalrequest logs ${allowed}/${REQUEST} does the same)`);
     const logs = await until('the logs in status.logs', async () => {
       const l = (await get()).status?.logs;

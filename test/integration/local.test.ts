@@ -139,3 +139,20 @@ test('internal-services local --kcp: three workspaces of a real kcp, one kubecon
   assert.match(stdout, /message: +namespace "team" on remote "root:team-c" is not on the allowList/);
   assert.match(stdout, /All 3 requests ended as expected\./);
 });
+
+test('internal-services local --results: a run archived by real Tekton Results, pruned, and its logs read back by the requester; exits 0', { timeout: 300_000 }, async () => {
+  const proc = spawn(process.execPath, [CLI, 'local', '--results'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => proc.kill('SIGINT'), 270_000);
+  const code = await new Promise<number | string>((resolve) => proc.on('exit', (c, s) => resolve(c ?? s ?? -1)));
+  clearTimeout(timer);
+  const output = `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
+  assert.equal(code, 0, output);
+  assert.match(stdout, /PipelineRun internal-services\/ir-[0-9a-f-]+ pruned after Tekton Results stored it; the request names record internal-services\/results\/[0-9a-f-]+\/records\/[0-9a-f-]+/, output);
+  assert.match(stdout, /source: TektonResults \(pods SIMULATED\)/, output);
+  assert.match(stdout, /\[sign : sign\] \[simulated\] result signature: signature:\{"image":"quay\.io\/example\/app@sha256:/, output);
+  assert.match(stdout, /The run was archived, pruned, and its logs came back from Tekton Results\./, output);
+});
