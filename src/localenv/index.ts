@@ -75,6 +75,15 @@ export {
   type TektonOptions,
   type TektonPlatform,
 } from './real/tekton.js';
+export {
+  startChains,
+  chainsSigningKey,
+  chainsConfigData,
+  CHAINS_NAMESPACE,
+  CHAINS_IDENTITY,
+  type ChainsOptions,
+  type ChainsPlatform,
+} from './real/chains.js';
 export { startGitServer, type GitRepository, type GitServer } from './real/git.js';
 export { SimulatedTektonExecutor } from './simulated/executor.js';
 export type { AutoHandle, AutoOptions } from './simulated/auto-runner.js';

@@ -73,10 +73,10 @@ export function ensureKcpBinary(log?: LogFn): Promise<KcpAssets> {
   return pendingKcp;
 }
 
-/** Runs an install script; its stderr is progress (to `log`), the last JSON line of its stdout is parsed. */
-function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T): Promise<T> {
+/** Runs an install script (with `args`); its stderr is progress (to `log`), the last JSON line of its stdout is parsed. */
+export function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T, args: readonly string[] = []): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     const stderrTail: string[] = [];
     child.stdout.setEncoding('utf8');

@@ -16,7 +16,8 @@ import type { ChildProcess } from 'node:child_process';
 import { ensureBinaries, type EnvtestAssets } from './binaries.js';
 import type { LogFn } from '../log.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
-import { startTekton, type TektonOptions, type TektonPlatform } from './tekton.js';
+import { startTekton, type TektonHost, type TektonOptions, type TektonPlatform } from './tekton.js';
+import { startChains, type ChainsOptions, type ChainsPlatform } from './chains.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
 
@@ -34,6 +35,8 @@ export interface Environment {
   startupMs: number;
   /** Real Tekton on the internal cluster (pods simulated), when started with `tekton`. */
   tekton?: TektonPlatform;
+  /** Real Tekton Chains next to it, when started with `chains`. */
+  chains?: ChainsPlatform;
   /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -54,6 +57,8 @@ export interface StartEnvironmentOptions {
    * the internal cluster, plus a git server on loopback. See tekton.ts.
    */
   tekton?: boolean | TektonOptions;
+  /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See chains.ts. */
+  chains?: boolean | ChainsOptions;
 }
 
 // Metadata for every request; RequestReceived is omitted so that each
@@ -79,6 +84,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   /** Processes started on top of the control planes (Tekton, git daemon), for the pid file; Tekton stops them. */
   const adopted: ManagedProcess[] = [];
   let tekton: TektonPlatform | undefined;
+  let chains: ChainsPlatform | undefined;
   const pidFile = join(dir, 'pids');
   const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
   let watchdog: ChildProcess | undefined;
@@ -92,6 +98,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     // thrown away anyway there is nothing to be graceful about.
     const graceMs = keep ? 3000 : 0;
     // Tekton's stop() ends every process it adopted (its own, the git daemon).
+    await chains?.stop().catch(() => {});
     await tekton?.stop().catch(() => {});
     const [etcdProc, ...apiservers] = processes;
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
@@ -175,27 +182,27 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
 
     const startupMs = Date.now() - started;
     log(`envtest: control planes ready after ${startupMs} ms (remote ${planes[0].url}, internal ${planes[1].url}; dir ${dir})`);
+    if (opts.chains && !opts.tekton) throw new Error('chains needs tekton: start the environment with { tekton: true, chains: … }');
     if (opts.tekton) {
       const internal = planes[1];
-      tekton = await startTekton(
-        {
-          dir,
-          assets,
-          admin: internal.identities.admin.kubeConfig(),
-          kubeconfigFor: (username) => {
-            const id = Object.values(internal.identities).find((i: Identity | undefined) => i?.username === username);
-            if (!id) throw new Error(`no identity ${username} on the internal cluster`);
-            return id.kubeconfigPath;
-          },
-          adopt: (p) => {
-            adopted.push(p);
-            refreshPids();
-          },
-          onChange: refreshPids,
-          log,
+      const host: TektonHost = {
+        dir,
+        assets,
+        admin: internal.identities.admin.kubeConfig(),
+        kubeconfigFor: (username) => {
+          const id = Object.values(internal.identities).find((i: Identity | undefined) => i?.username === username);
+          if (!id) throw new Error(`no identity ${username} on the internal cluster`);
+          return id.kubeconfigPath;
         },
-        opts.tekton === true ? {} : opts.tekton,
-      );
+        adopt: (p) => {
+          adopted.push(p);
+          refreshPids();
+        },
+        onChange: refreshPids,
+        log,
+      };
+      tekton = await startTekton(host, opts.tekton === true ? {} : opts.tekton);
+      if (opts.chains) chains = await startChains(host, opts.chains === true ? {} : opts.chains);
     }
     return {
       dir,
@@ -206,6 +213,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       startupMs,
       etcdUrl,
       ...(tekton ? { tekton } : {}),
+      ...(chains ? { chains } : {}),
       stop: stopAll,
     };
   } catch (err) {
