@@ -121,6 +121,7 @@ export class Controller {
         this.admission.started(sent);
       },
       deleted: (pr) => this.runs.deleted(pr),
+      deletedUnsigned: (reason, remote) => m.deletedUnsigned?.(reason, remote),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
     });
     this.remotes = new RemoteSet(

@@ -30,6 +30,8 @@ import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
 import { requestKey } from '../api/request-key.js';
+import { chainsStep, type UnsignedReason } from './attestation.js';
+import type { Attestation } from '../tekton/chains.js';
 
 export { checkShape } from './request-shape.js';
 
@@ -90,7 +92,9 @@ export type Action =
   | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
   | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
   | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
-  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string }
+  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; unsigned?: UnsignedReason }
+  /** Tekton Chains: add what it signed for the request's PipelineRun (or why nothing) to its status (attestation.ts). */
+  | { type: 'relayAttestation'; attestation: Attestation; event: EventSpec }
   | { type: 'startResolution'; resolution: ResolutionRequest }
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
@@ -133,8 +137,11 @@ export function decide(o: Observation): Action[] {
   // 1. A finished request is left alone; only our own leftover PipelineRun is
   //    cleaned up (e.g. after a restart between the status write and the delete).
   if (isFinished(req)) {
-    if (ours && outcomeOf(ours).done && !o.config.debug) {
-      actions.push(removeDone(o, ours, 'the request is finished'));
+    // With Tekton Chains, what it signed is relayed first; the run stays until then.
+    const chains = ours && outcomeOf(ours).done ? relayChains(o, req, ours, actions) : undefined;
+    if (ours && outcomeOf(ours).done && !o.config.debug && chains !== 'hold') {
+      const del = removeDone(o, ours, chains ? `the request is finished; ${chains.why}` : 'the request is finished');
+      actions.push(chains && del.type === 'deletePipelineRun' ? { ...del, unsigned: chains.reason } : del);
     }
     actions.push(...new Resolutions(o, uid).cleanup(), ...(o.approvals ?? []).map((a) => deleteApproval(a, 'the request is finished')));
     // Finished requests go after ttlSecondsAfterFinished, when set (in debug
@@ -334,8 +341,9 @@ export function decide(o: Observation): Action[] {
       finish(req, o, Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime, ran),
     );
   }
-  // 9. Then the PipelineRun is removed, unless debugging.
-  if (!o.config.debug) actions.push(removeDone(o, ours, 'it finished and its outcome was recorded'));
+  // 9. Then the PipelineRun is removed, unless debugging (with Tekton Chains:
+  //    once the request is finished, after the relay in 1.).
+  if (!o.config.debug && !o.config.chains.enabled) actions.push(removeDone(o, ours, 'it finished and its outcome was recorded'));
   return actions;
 }
 
@@ -540,6 +548,20 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
     return { state: 'waiting', actions: [...awaiting(note, expiresAt), until(expiresAt)] };
   }
   return { state: 'approved', record: { result: 'Approved', rule, by: d.by, at: d.at ?? rfc3339(o.now), ...(d.message ? { message: d.message } : {}) } };
+}
+
+/**
+ * Tekton Chains' part for a finished request's done run (see attestation.ts):
+ * adds the relay or the wait to `actions`; says whether the run must stay
+ * ('hold'), may go unsigned (why), or may go (undefined).
+ */
+function relayChains(o: Observation, req: InternalRequest, pr: PipelineRun, actions: Action[]): 'hold' | { reason: UnsignedReason; why: string } | undefined {
+  const step = chainsStep(o.config, req, pr, o.now);
+  if (!step) return undefined;
+  if (step.relay) actions.push({ type: 'relayAttestation', attestation: step.relay.attestation, event: step.relay.event });
+  if (step.requeueMs !== undefined) actions.push({ type: 'requeueAfter', ms: step.requeueMs });
+  if (!step.removable) return 'hold';
+  return step.unsigned;
 }
 
 /** Tekton Results marks a run it has seen with these, and `stored: "true"` once it holds it. */

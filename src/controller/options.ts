@@ -25,6 +25,8 @@ export interface ControllerMetrics {
   finished?(req: InternalRequest, reason: string, succeeded: boolean, seconds: number, remote: string): void;
   /** Number of requests whose PipelineRun is running. */
   running?(n: number): void;
+  /** With Tekton Chains: a PipelineRun was removed without a signature (timeout, failed, no-signature). */
+  deletedUnsigned?(reason: string, remote: string): void;
 }
 
 export interface ControllerOptions {
