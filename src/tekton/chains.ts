@@ -112,6 +112,17 @@ export function chainsStateOf(pr: Pick<PipelineRun, 'metadata'>): ChainsState {
   return { state: 'signed', envelopeB64: value.trim(), envelopeBytes: raw.length, envelope, payload: decodeBase64(envelope.payload)! };
 }
 
+/**
+ * What the controller keeps of a PipelineRun: not Chains' copies of the
+ * signed payload (`chains.tekton.dev/payload-*`), which the envelope
+ * (`signature-*`) carries too.
+ */
+export function withoutChainsPayloads<T extends { metadata?: { annotations?: Record<string, string> } }>(obj: T): T {
+  const a = obj.metadata?.annotations;
+  if (a) for (const k of Object.keys(a)) if (k.startsWith('chains.tekton.dev/payload-')) delete a[k];
+  return obj;
+}
+
 export function sha256Hex(data: Buffer | string): string {
   return createHash('sha256').update(data).digest('hex');
 }

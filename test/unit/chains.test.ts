@@ -14,7 +14,7 @@ import { chainsStep } from '../../src/controller/attestation.js';
 import { FinishedRequest } from '../../src/controller/slim.js';
 import { StatusWriter } from '../../src/controller/status-writer.js';
 import pino from 'pino';
-import { chainsKeys, chainsStateOf, pae, parseEnvelope, publicKeyDigest, sha256Hex, signedAttestation, sshFingerprint, summarizeProvenance, verifyEnvelope, IN_TOTO_PAYLOAD_TYPE } from '../../src/tekton/chains.js';
+import { chainsKeys, chainsStateOf, pae, parseEnvelope, publicKeyDigest, sha256Hex, signedAttestation, sshFingerprint, summarizeProvenance, verifyEnvelope, withoutChainsPayloads, IN_TOTO_PAYLOAD_TYPE } from '../../src/tekton/chains.js';
 import { verifyAttestation, VerifyExit } from '../../src/cli/request/verify.js';
 import { CliError } from '../../src/cli/request/logic.js';
 import { ANNOTATION_SOURCES } from '../../src/tekton/pipelinerun.js';
@@ -115,8 +115,13 @@ test('what Chains did with a run, from its annotations', () => {
   pr.metadata.annotations = { 'chains.tekton.dev/signed': 'true', [chainsKeys(pr.metadata.uid!).signature]: Buffer.from('MEUCIQ…').toString('base64') };
   const raw = chainsStateOf(pr);
   assert.ok(raw.state === 'unsigned' && /not a DSSE envelope/.test(raw.why));
-  const signed = chainsStateOf(signedRun());
+  const run = signedRun();
+  const signed = chainsStateOf(run);
   assert.equal(signed.state, 'signed');
+  // What the controller's cache keeps: the envelope, not Chains' second copy of the payload.
+  const cached = withoutChainsPayloads(structuredClone(run));
+  assert.deepEqual(Object.keys(cached.metadata.annotations!).filter((k) => k.startsWith('chains.tekton.dev/')).sort(), ['chains.tekton.dev/cert-pipelinerun-pr-u-1', 'chains.tekton.dev/chain-pipelinerun-pr-u-1', 'chains.tekton.dev/signature-pipelinerun-pr-u-1', 'chains.tekton.dev/signed']);
+  assert.deepEqual(chainsStateOf(cached), signed);
   assert.ok(signed.state === 'signed' && signed.payload.equals(statement()));
 });
 
