@@ -13,6 +13,7 @@ import { decide, type Action, type Observation } from '../../src/controller/deci
 import { chainsStep } from '../../src/controller/attestation.js';
 import { FinishedRequest } from '../../src/controller/slim.js';
 import { StatusWriter } from '../../src/controller/status-writer.js';
+import { renderKindCrd } from '../../src/api/typed-kind.js';
 import pino from 'pino';
 import { chainsKeys, chainsStateOf, pae, parseEnvelope, publicKeyDigest, sha256Hex, signedAttestation, sshFingerprint, summarizeProvenance, verifyEnvelope, withoutChainsPayloads, IN_TOTO_PAYLOAD_TYPE } from '../../src/tekton/chains.js';
 import { verifyAttestation, VerifyExit } from '../../src/cli/request/verify.js';
@@ -318,4 +319,12 @@ test('the relay is one merge patch of status.attestation, remembered until the c
   assert.equal(last.status.attestation['envelopeOmitted'], true);
   assert.equal(last.status.attestation['digest'], att.digest);
   assert.match(String(last.status.attestation['message']), /the remote cluster refused it/);
+});
+
+test("a typed kind's CRD has status.attestation too (the status schema is shared)", () => {
+  const crd = renderKindCrd({ pipeline: 'sign', kind: 'SigningRequest', group: 'signing.example.com' } as never, []) as {
+    spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { status: { properties: Record<string, unknown> } } } } }> };
+  };
+  const status = crd.spec.versions[0]!.schema.openAPIV3Schema.properties.status.properties;
+  assert.ok(status['attestation'], 'status.attestation in the typed CRD');
 });
