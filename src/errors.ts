@@ -34,6 +34,9 @@ export const ErrorCodes = {
   CLI_REQUEST_NOT_FOUND: 'Requester CLI: no request (of the kind --kind names) of that name, or none matching the selector.',
   CLI_REQUEST_GONE: 'Requester CLI: a request was deleted while the command waited for it.',
   CLI_WAIT_TIMEOUT: 'Requester CLI: a request did not finish within --timeout (it keeps running).',
+  CLI_KEY_INVALID: 'Requester CLI (verify): the --key file cannot be read or holds no PEM public key.',
+  CLI_ATTESTATION_MISSING: 'Requester CLI (verify): the request has no attestation to check: not finished yet, not relayed yet, Tekton Chains not configured, did not sign, or the envelope was too large to relay.',
+  CLI_ATTESTATION_INVALID: 'Requester CLI (verify): the attestation does not verify: a signature invalid for the key (tampered, or the wrong key), a digest or provenance that does not match the request.',
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -57,6 +57,12 @@ export function createMetrics(): Metrics {
     buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600],
     registers: [registry],
   });
+  const deletedUnsigned = new Counter({
+    name: 'internal_services_pipelineruns_deleted_unsigned_total',
+    help: 'With Tekton Chains (spec.chains.enabled): PipelineRuns removed without a signature, by why — timeout (none within spec.chains.signedTimeout: is Chains running?), failed (Chains gave up), no-signature (Chains marked the run signed but stored no signature: its signer or format is misconfigured)',
+    labelNames: ['reason', 'remote'],
+    registers: [registry],
+  });
   let sources: Parameters<Metrics['bind']>[0] | undefined;
   new Gauge({
     name: 'internal_services_pipelineruns_past_timeout',
@@ -201,6 +207,9 @@ export function createMetrics(): Metrics {
       },
       started(req, seconds, remote) {
         timeToRunning.observe({ request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', remote }, seconds);
+      },
+      deletedUnsigned(reason, remote) {
+        deletedUnsigned.inc({ reason, remote });
       },
       finished(req, reason, succeeded, seconds, remote) {
         const l = { request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', reason, succeeded: String(succeeded), remote };

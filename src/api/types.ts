@@ -173,6 +173,28 @@ const sourceFields = {
   digest: { type: 'string', description: 'What it was pinned to and ran at: sha1:<commit> (git), sha256:<digest> (bundles).' },
 } as const;
 
+/** The largest DSSE envelope copied into status.attestation (bytes of its JSON; base64 makes 4/3 of it). */
+export const MAX_ATTESTATION_ENVELOPE_BYTES = 65536;
+
+export const attestationSchema = schema({
+  type: 'object',
+  description:
+    'With Tekton Chains on the internal cluster (InternalServicesConfig spec.chains): what Chains signed for the PipelineRun — the SLSA provenance of the run, an in-toto statement in a DSSE envelope — or why there is none. Written once, after the outcome (conditions[0] does not wait for it). Check it with `kubectl internalrequest verify NAME --key PUBLIC.pem` (docs/security.md).',
+  required: ['state'],
+  properties: {
+    state: { type: 'string', enum: ['Signed', 'Unsigned', 'Failed'], description: 'Signed: the envelope (or, when too large, its digest) is here. Unsigned: Chains stored no signature in time (see message). Failed: Chains gave up signing.' },
+    message: { type: 'string', maxLength: 4096, description: 'What happened and where the attestation is.' },
+    digest: { type: 'string', maxLength: 80, description: 'sha256:<hex> of the signed payload: the in-toto statement, byte for byte as signed (the decoded payload of the envelope).' },
+    payloadType: { type: 'string', maxLength: 256, description: 'The DSSE payload type (application/vnd.in-toto+json).' },
+    predicateType: { type: 'string', maxLength: 256, description: "The statement's predicate type, e.g. https://slsa.dev/provenance/v0.2." },
+    keyId: { type: 'string', maxLength: 256, description: "The signing key's id as Chains wrote it into the envelope: SHA256:<base64>, the SSH-style fingerprint of its public key." },
+    location: { type: 'string', maxLength: 1024, description: 'Where Chains stored it on the internal cluster (gone with the PipelineRun, unless the configuration keeps PipelineRuns).' },
+    envelope: { type: 'string', maxLength: Math.ceil(MAX_ATTESTATION_ENVELOPE_BYTES / 3) * 4, description: 'The DSSE envelope (its JSON, base64), as Chains stored it; absent when larger than 64 KiB (envelopeOmitted).' },
+    envelopeBytes: { type: 'integer', minimum: 0, description: "The size of the envelope's JSON, in bytes." },
+    envelopeOmitted: { type: 'boolean', description: 'The envelope was larger than 64 KiB and is not copied here; digest still names the payload.' },
+  },
+} as const);
+
 export const internalRequestStatusSchema = schema({
   type: 'object',
   properties: {
@@ -243,6 +265,7 @@ export const internalRequestStatusSchema = schema({
         text: { type: 'string', maxLength: 65536 },
       },
     },
+    attestation: attestationSchema,
     observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
   },
 } as const);
@@ -320,6 +343,15 @@ export const internalServicesConfigSpecSchema = schema({
         'The remote cluster whose namespaces the bare entries (a namespace without "remote/") of allowList, rules[].namespaces and the sources rules name; "*": the namespace on every remote. Default: the remote of --remote-kubeconfig (named by --remote-name, "default"); without one, bare entries name nothing. Namespaces of the same name on two public clusters usually belong to different people, so "*" is a choice to make on purpose.',
     },
     debug: { type: 'boolean', default: false, description: 'Keep PipelineRuns after they finish.' },
+    chains: {
+      type: 'object',
+      description:
+        'Tekton Chains signs the PipelineRuns on the internal cluster (storage "tekton": the signature is an annotation on the run). With enabled, a finished PipelineRun is deleted only once Chains has signed it, or after signedTimeout (then it is deleted unsigned, and the request says so), and what Chains signed is relayed into the request\'s status.attestation. See docs/deploying.md.',
+      properties: {
+        enabled: { type: 'boolean', default: false, description: 'Chains runs next to the controller and signs its PipelineRuns.' },
+        signedTimeout: { ...durationField('How long after its completion a PipelineRun waits for Chains\' signature; default 5m'), default: '5m' },
+      },
+    },
     ttlSecondsAfterFinished: {
       type: 'integer',
       minimum: 1,

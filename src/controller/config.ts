@@ -28,6 +28,8 @@ export interface EffectiveConfig {
   capacity: Capacity;
   /** Finished requests are deleted this many seconds after they finished; undefined: never. */
   ttlSecondsAfterFinished: number | undefined;
+  /** Tekton Chains signs our PipelineRuns: wait for its signature (at most signedTimeoutMs after completion) and relay it. */
+  chains: { enabled: boolean; signedTimeoutMs: number };
   /** How long a finished PipelineRun that Tekton Results follows is kept until Results has stored it. */
   resultsStoreTimeoutMs: number;
   /** Per-namespace rules, in order. */
@@ -51,6 +53,7 @@ export const DEFAULT_RESOLUTION_TIMEOUT_MS = 120_000;
 export const DEFAULT_MAX_PARAMS_BYTES = 524288;
 export const DEFAULT_MAX_TIMEOUT = '24h';
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 3_600_000;
+export const DEFAULT_CHAINS_SIGNED_TIMEOUT_MS = 300_000;
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
@@ -92,6 +95,11 @@ function timeoutPolicyOf(t: Obj, base?: TimeoutPolicy): TimeoutPolicy {
     maximumMs: maximum === undefined || maximum === 0 ? undefined : maximum,
     allowNoTimeout: typeof t['allowNoTimeout'] === 'boolean' ? t['allowNoTimeout'] : (base?.allowNoTimeout ?? false),
   };
+}
+
+function chainsOf(c: Obj): EffectiveConfig['chains'] {
+  const t = typeof c['signedTimeout'] === 'string' ? parseDuration(c['signedTimeout']) : undefined;
+  return { enabled: c['enabled'] === true, signedTimeoutMs: t !== undefined && t > 0 ? t : DEFAULT_CHAINS_SIGNED_TIMEOUT_MS };
 }
 
 /**
@@ -169,6 +177,7 @@ export function effectiveConfig(
     limits: global.limits,
     timeouts: global.timeouts,
     ttlSecondsAfterFinished: positive(spec['ttlSecondsAfterFinished']),
+    chains: chainsOf(obj(spec['chains'])),
     resultsStoreTimeoutMs: (typeof spec['resultsStoreTimeout'] === 'string' ? parseDuration(spec['resultsStoreTimeout']) : undefined) ?? 300_000,
     capacity: {
       maxRunning: positive(obj(spec['capacity'])['maxRunning']),

@@ -132,6 +132,7 @@ export class Controller {
       },
       deleted: (pr) => this.runs.deleted(pr),
       prunedUnarchived: () => m.prunedUnarchived?.(),
+      deletedUnsigned: (reason, remote) => m.deletedUnsigned?.(reason, remote),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
     });
     this.remotes = new RemoteSet(

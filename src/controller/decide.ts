@@ -31,6 +31,8 @@ import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
 import { requestKey } from '../api/request-key.js';
+import { chainsStep, type UnsignedReason } from './attestation.js';
+import type { Attestation } from '../tekton/chains.js';
 
 export { checkShape } from './request-shape.js';
 
@@ -102,7 +104,9 @@ export type Action =
   | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
   | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
   | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
-  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; /** Deleted before Tekton Results stored it (its bound ran out). */ unarchived?: true }
+  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; unsigned?: UnsignedReason; /** Deleted before Tekton Results stored it (its bound ran out). */ unarchived?: true }
+  /** Tekton Chains: add what it signed for the request's PipelineRun (or why nothing) to its status (attestation.ts). */
+  | { type: 'relayAttestation'; attestation: Attestation; event: EventSpec }
   | { type: 'startResolution'; resolution: ResolutionRequest }
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
@@ -147,7 +151,9 @@ export function decide(o: Observation): Action[] {
   if (isFinished(req)) {
     const answer = logsAnswer(o, req);
     if (answer) return [...actions, answer];
-    if (ours && outcomeOf(ours).done && !o.config.debug) {
+    // With Tekton Chains, what it signed is relayed first; the run stays until then.
+    const chains = ours && outcomeOf(ours).done ? relayChains(o, req, ours, actions) : undefined;
+    if (ours && outcomeOf(ours).done && !o.config.debug && chains !== 'hold') {
       // The request names its Results record before the run goes (one more
       // status write, only when Results follows the run and the record was
       // not known when the outcome was written).
@@ -155,7 +161,8 @@ export function decide(o: Observation): Action[] {
       if (rec && (req.status?.archive?.record !== rec.record || req.status?.archive?.log !== rec.log)) {
         return [...actions, { type: 'writeStatus', status: { ...req.status, archive: rec } }];
       }
-      actions.push(removeDone(o, ours, 'the request is finished'));
+      const del = removeDone(o, ours, chains ? `the request is finished; ${chains.why}` : 'the request is finished');
+      actions.push(chains && del.type === 'deletePipelineRun' ? { ...del, unsigned: chains.reason } : del);
     }
     actions.push(...new Resolutions(o, uid).cleanup(), ...(o.approvals ?? []).map((a) => deleteApproval(a, 'the request is finished')));
     // Finished requests go after ttlSecondsAfterFinished, when set (in debug
@@ -359,8 +366,9 @@ export function decide(o: Observation): Action[] {
       finish(req, o, Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime, ran),
     );
   }
-  // 9. Then the PipelineRun is removed, unless debugging.
-  if (!o.config.debug) actions.push(removeDone(o, ours, 'it finished and its outcome was recorded'));
+  // 9. Then the PipelineRun is removed, unless debugging (with Tekton Chains:
+  //    once the request is finished, after the relay in 1.).
+  if (!o.config.debug && !o.config.chains.enabled) actions.push(removeDone(o, ours, 'it finished and its outcome was recorded'));
   return actions;
 }
 
@@ -565,6 +573,20 @@ function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: Pi
     return { state: 'waiting', actions: [...awaiting(note, expiresAt), until(expiresAt)] };
   }
   return { state: 'approved', record: { result: 'Approved', rule, by: d.by, at: d.at ?? rfc3339(o.now), ...(d.message ? { message: d.message } : {}) } };
+}
+
+/**
+ * Tekton Chains' part for a finished request's done run (see attestation.ts):
+ * adds the relay or the wait to `actions`; says whether the run must stay
+ * ('hold'), may go unsigned (why), or may go (undefined).
+ */
+function relayChains(o: Observation, req: InternalRequest, pr: PipelineRun, actions: Action[]): 'hold' | { reason: UnsignedReason; why: string } | undefined {
+  const step = chainsStep(o.config, req, pr, o.now);
+  if (!step) return undefined;
+  if (step.relay) actions.push({ type: 'relayAttestation', attestation: step.relay.attestation, event: step.relay.event });
+  if (step.requeueMs !== undefined) actions.push({ type: 'requeueAfter', ms: step.requeueMs });
+  if (!step.removable) return 'hold';
+  return step.unsigned;
 }
 
 /** Tekton Results marks a run it has seen with these, and (with its logs API off) `stored: "true"` once it holds it. */

@@ -28,6 +28,8 @@ export interface ExecutorOptions {
   deleted(pr: PipelineRun): void;
   /** A PipelineRun deleted before Tekton Results stored it. */
   prunedUnarchived?(): void;
+  /** One of them had no signature of Tekton Chains (why: timeout, failed, no-signature). */
+  deletedUnsigned?(reason: string, remote: string): void;
   /** Look at a request again after this long. */
   requeueAfter(key: string, ms: number): void;
 }
@@ -133,6 +135,9 @@ export class Executor {
       case 'writeStatus':
         if (!request) return false;
         return this.opts.writer.write(statusTarget(remote, kind), key, request, action.status, action.event, attempt);
+      case 'relayAttestation':
+        if (!request) return false;
+        return this.opts.writer.relayAttestation(statusTarget(remote, kind), key, request, action.attestation, action.event);
       case 'cancelPipelineRun': {
         const name = action.pipelineRun.metadata.name!;
         try {
@@ -151,6 +156,11 @@ export class Executor {
           if (statusCode(e) !== 409) throw e; // 409: precondition failed, a newer object of that name
         }
         this.opts.deleted(action.pipelineRun);
+        if (action.unsigned) {
+          this.opts.deletedUnsigned?.(action.unsigned, remote.metricsName);
+          log.warn({ request: key, pipelineRun: `${ns}/${name}`, why: action.why, unsigned: action.unsigned }, 'PipelineRun deleted without a signature of Tekton Chains');
+          return true;
+        }
         if (action.unarchived) {
           this.opts.prunedUnarchived?.();
           log.warn({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted before Tekton Results stored it');
@@ -177,6 +187,7 @@ function statusTarget(remote: Remote, kind: NonNullable<ReturnType<Remote['kindO
     statusBody: kind.kind.statusBody,
     client: {
       replaceStatus: async (ns, name, body) => read(await kind.client.replaceStatus(ns, name, body)),
+      patchStatusMerge: async (ns, name, patch) => read(await kind.client.patchStatusMerge(ns, name, patch)),
       tryGet: async (ns, name) => {
         const got = await kind.client.tryGet(ns, name);
         return got && read(got);

@@ -12,6 +12,7 @@ import { OWNED_SELECTOR, requestKeyOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun, type Task } from '../tekton/types.js';
 import { slimMeta } from './slim.js';
+import { withoutChainsPayloads } from '../tekton/chains.js';
 
 export interface InternalCaches {
   pipelineRuns: Informer<PipelineRun>;
@@ -37,7 +38,7 @@ export function internalCaches(internal: Cluster, namespace: string, log: Logger
     onUpdate: (_o, pr) => on.pipelineRun(pr, false),
     onDelete: (pr) => on.pipelineRun(pr, true),
     onResync: () => on.resynced(),
-  }, log, owned);
+  }, log, { ...owned, transform: (pr: PipelineRun) => withoutChainsPayloads(slimMeta(pr)) });
   const pipelines = new Informer<Pipeline>('internal/pipelines', internal.resource<Pipeline>(PIPELINE), {}, log, { ...inf, namespace, transform: slimMeta });
   const tasks = new Informer<Task>('internal/tasks', internal.resource<Task>(TASK), {}, log, { ...inf, namespace, transform: slimMeta });
   const onRr = (rr: { metadata?: { annotations?: Record<string, string> } }) => {

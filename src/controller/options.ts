@@ -28,6 +28,8 @@ export interface ControllerMetrics {
   running?(n: number): void;
   /** A finished PipelineRun was deleted before Tekton Results stored it (resultsStoreTimeout ran out). */
   prunedUnarchived?(): void;
+  /** With Tekton Chains: a PipelineRun was removed without a signature (timeout, failed, no-signature). */
+  deletedUnsigned?(reason: string, remote: string): void;
 }
 
 export interface ControllerOptions {

@@ -62,6 +62,8 @@ interface Extra {
   archive?: { record?: string; log?: string };
   /** The internal-services.dev/logs value status.logs answered. */
   logsAnswered?: string;
+  /** Tekton Chains: that the attestation was relayed (its state and digest only). */
+  attestation?: { state: string; digest?: string };
 }
 
 const strings = new Interner<string>(10_000);
@@ -80,8 +82,9 @@ function packTime(t: string | undefined): number {
  * A finished request, compactly: it is never acted on again, so the cache
  * keeps only what tells that it is finished (outcome and when), which
  * incarnation of the name it is (uid, resourceVersion, generation), when it
- * was created (the order of idempotent retries) and what idempotent retries
- * compare with. One object of ten fields, times as numbers, strings that
+ * was created (the order of idempotent retries), what idempotent retries
+ * compare with, and (Tekton Chains) whether its attestation was relayed.
+ * One object of ten fields, times as numbers, strings that
  * repeat (namespace, Pipeline name, outcome) shared: about half the bytes of
  * the same data as a plain object tree (`node --expose-gc
  * dist/bench/footprint.js` measures both).
@@ -89,7 +92,8 @@ function packTime(t: string | undefined): number {
  * It reads like an InternalRequest (`metadata` is a view of the record
  * itself; `status` and `spec` are made when read) and serialises as one
  * (`toJSON`). It is read-only, and never written back to a cluster: a
- * finished request gets no status writes.
+ * finished request gets no status writes (only, with Tekton Chains, a merge
+ * patch that adds status.attestation).
  */
 export class FinishedRequest {
   private constructor(
@@ -115,6 +119,8 @@ export class FinishedRequest {
     const finished = packTime(c.lastTransitionTime);
     if (Number.isNaN(finished) && c.lastTransitionTime !== undefined) extra.lastTransitionTime = c.lastTransitionTime;
     if (md.deletionTimestamp) extra.deletionTimestamp = md.deletionTimestamp;
+    const att = req.status?.attestation;
+    if (att) extra.attestation = { state: att.state, ...(att.digest ? { digest: att.digest } : {}) };
     // What idempotent retries need to find it and compare with it.
     const idem = idempotencyKeyOf(req);
     if (idem) {
@@ -183,10 +189,12 @@ export class FinishedRequest {
 
   get status(): NonNullable<InternalRequest['status']> {
     const lastTransitionTime = Number.isNaN(this.finished) ? this.extra?.lastTransitionTime : rfc3339(new Date(this.finished * 1000));
+    const attestation = this.extra?.attestation;
     return {
       conditions: [{ type: SUCCEEDED, status: this.outcome.status, reason: this.outcome.reason, message: '', ...(lastTransitionTime !== undefined ? { lastTransitionTime } : {}) } as Condition],
       ...(this.extra?.archive ? { archive: this.extra.archive } : {}),
       ...(this.extra?.logsAnswered !== undefined ? { logs: { request: this.extra.logsAnswered } } : {}),
+      ...(attestation ? { attestation: { ...attestation } as NonNullable<InternalRequest['status']>['attestation'] } : {}),
     };
   }
 

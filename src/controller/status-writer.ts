@@ -18,6 +18,7 @@ import type { InternalRequest } from '../api/types.js';
 import { Phase, phaseOf, Reason } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode } from '../kube/client.js';
 import { endWithoutResults, type EventSpec } from './decide.js';
+import type { Attestation } from '../tekton/chains.js';
 
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 export const CONFLICT_RETRIES = 5;
@@ -31,6 +32,8 @@ export interface StatusTarget {
   readonly client: {
     replaceStatus(namespace: string, name: string, body: InternalRequest): Promise<InternalRequest>;
     tryGet(namespace: string, name: string): Promise<InternalRequest | undefined>;
+    /** A merge patch of the status subresource: for a field added to a finished request's status (relayAttestation). */
+    patchStatusMerge?(namespace: string, name: string, patch: object): Promise<InternalRequest>;
   };
   readonly events: { record(obj: InternalRequest, type: 'Normal' | 'Warning', reason: string, message: string, now?: Date): Promise<void> };
 }
@@ -141,6 +144,43 @@ export class StatusWriter {
       const created = Date.parse(request.metadata.creationTimestamp ?? '');
       this.opts.metrics?.finished?.(request, c.reason, c.status === 'True', Number.isFinite(created) ? (Date.now() - created) / 1000 : 0, remote.name);
     }
+    if (event && eventWanted(this.opts.events ?? 'important', event)) {
+      void remote.events.record(written, event.type, event.reason, event.message, this.opts.now());
+    }
+    return true;
+  }
+
+  /**
+   * Adds status.attestation to a finished request (Tekton Chains): a merge
+   * patch of that one field, since what the controller keeps of a finished
+   * request is not its whole status. The outcome and results stay as they
+   * are; no metric of outcomes counts it. An envelope the remote cluster
+   * refuses (size limits) is dropped and the rest written.
+   */
+  async relayAttestation(remote: StatusTarget, key: string, request: InternalRequest, attestation: Attestation, event: EventSpec | undefined): Promise<boolean> {
+    const patch = remote.client.patchStatusMerge;
+    if (!patch) throw new Error(`the status of ${key} cannot be patched through this client`);
+    const ns = request.metadata.namespace!;
+    const name = request.metadata.name!;
+    let written: InternalRequest;
+    let sent = attestation;
+    try {
+      written = await patch.call(remote.client, ns, name, { status: { attestation: sent } });
+    } catch (e) {
+      const code = statusCode(e);
+      if (code === 404) return false;
+      if (!sent.envelope || !isRefusedObject(e)) throw e;
+      const { envelope: _dropped, ...rest } = sent;
+      sent = { ...rest, envelopeOmitted: true, message: `${sent.message ?? ''}; the envelope was not copied here: the remote cluster refused it (${describeError(e)})` };
+      try {
+        written = await patch.call(remote.client, ns, name, { status: { attestation: sent } });
+      } catch (e2) {
+        if (statusCode(e2) === 404) return false;
+        throw e2;
+      }
+    }
+    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written });
+    this.opts.log.info({ request: key, attestation: sent.state, digest: sent.digest, keyId: sent.keyId, envelopeBytes: sent.envelopeBytes }, sent.message ?? 'attestation relayed');
     if (event && eventWanted(this.opts.events ?? 'important', event)) {
       void remote.events.record(written, event.type, event.reason, event.message, this.opts.now());
     }

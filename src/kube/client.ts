@@ -282,6 +282,14 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
     return (await this.cluster.custom.replaceNamespacedCustomObject({ ...this.ref, namespace, name, body })) as T;
   }
 
+  /** JSON merge patch of the status subresource (`patch` is {status: {…}}). */
+  async patchStatusMerge(namespace: string, name: string, patch: object): Promise<T> {
+    return (await this.cluster.custom.patchNamespacedCustomObjectStatus(
+      { ...this.ref, namespace, name, body: patch },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )) as T;
+  }
+
   /** JSON merge patch of the object (not its status). */
   async patchMerge(namespace: string, name: string, patch: object): Promise<T> {
     return (await this.cluster.custom.patchNamespacedCustomObject(

@@ -76,6 +76,15 @@ export {
   type TektonOptions,
   type TektonPlatform,
 } from './real/tekton.js';
+export {
+  startChains,
+  chainsSigningKey,
+  chainsConfigData,
+  CHAINS_NAMESPACE,
+  CHAINS_IDENTITY,
+  type ChainsOptions,
+  type ChainsPlatform,
+} from './real/chains.js';
 export { startGitServer, type GitRepository, type GitServer } from './real/git.js';
 export { startRegistry, type Registry, type StartRegistryOptions } from './real/registry.js';
 export { pushBundle, tagManifest, digestOfTag, tarOneFile, type BundleResource, type PushedBundle } from './real/oci.js';

@@ -4,7 +4,8 @@
  * for InternalRequests and, with --kind, for requests of typed kinds (kind.ts,
  * discovery.ts; a typed kind's spec comes from fields.ts).
  * One module per group of verbs: create.ts, wait.ts, get.ts (get, list),
- * cancel.ts, logs.ts, approval.ts (approve, deny); what they share (options, output,
+ * cancel.ts, logs.ts, verify.ts (the attestation of Tekton Chains), approval.ts
+ * (approve, deny); what they share (options, output,
  * running an action to an exit code) is in shared.ts, the pure parts in
  * logic.ts, the waiting in waiter.ts.
  *
@@ -17,6 +18,7 @@ import { decideCommand } from './approval.js';
 import { cancelCommand } from './cancel.js';
 import { createCommand } from './create.js';
 import { getCommand, listCommand } from './get.js';
+import { verifyCommand } from './verify.js';
 import { waitCommand } from './wait.js';
 import { logsCommand } from './logs.js';
 
@@ -25,7 +27,7 @@ export { buildRequest, buildTypedRequest, idempotencyLabelValue, typedRequestBod
 
 /** The subcommands, configured to throw CommanderError (exit 2) instead of exiting on bad flags. */
 export function requestSubcommands(): Command[] {
-  return [createCommand(), waitCommand(), getCommand(), listCommand(), cancelCommand(), logsCommand(), decideCommand('Approved'), decideCommand('Denied')].map((c) =>
+  return [createCommand(), waitCommand(), getCommand(), listCommand(), cancelCommand(), logsCommand(), verifyCommand(), decideCommand('Approved'), decideCommand('Denied')].map((c) =>
     c.exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) }).showHelpAfterError(false),
   );
 }

@@ -103,8 +103,8 @@ export function ensurePlatformBinaries(component: 'results' | 'chains' | 'regist
   return p;
 }
 
-/** Runs an install script; its stderr is progress (to `log`), the last JSON line of its stdout is parsed. */
-function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T, args: string[] = []): Promise<T> {
+/** Runs an install script (with `args`); its stderr is progress (to `log`), the last JSON line of its stdout is parsed. */
+export function runInstallScript<T>(script: string, log: LogFn | undefined, parse: (value: unknown) => T, args: readonly string[] = []): Promise<T> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -16,8 +16,9 @@ import type { ChildProcess } from 'node:child_process';
 import { ensureBinaries, type EnvtestAssets } from './binaries.js';
 import type { LogFn } from '../log.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
-import { startTekton, type TektonOptions, type TektonPlatform } from './tekton.js';
 import { startResults, type ResultsPlatform } from './results.js';
+import { startTekton, type TektonHost, type TektonOptions, type TektonPlatform } from './tekton.js';
+import { startChains, type ChainsOptions, type ChainsPlatform } from './chains.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
 import { startRegistry, type Registry } from './registry.js';
@@ -40,6 +41,8 @@ export interface Environment {
   results?: ResultsPlatform;
   /** A real OCI registry on loopback (plain HTTP), when started with `registry`. See registry.ts. */
   registry?: Registry;
+  /** Real Tekton Chains next to it, when started with `chains`. */
+  chains?: ChainsPlatform;
   /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -67,6 +70,8 @@ export interface StartEnvironmentOptions {
   results?: boolean;
   /** Also run a real OCI registry (distribution) on 127.0.0.1, e.g. for Tekton's bundles resolver. */
   registry?: boolean;
+  /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See chains.ts. */
+  chains?: boolean | ChainsOptions;
 }
 
 // Metadata for every request; RequestReceived is omitted so that each
@@ -94,6 +99,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   let tekton: TektonPlatform | undefined;
   let results: ResultsPlatform | undefined;
   let registry: Registry | undefined;
+  let chains: ChainsPlatform | undefined;
   const pidFile = join(dir, 'pids');
   const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
   let watchdog: ChildProcess | undefined;
@@ -108,6 +114,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     const graceMs = keep ? 3000 : 0;
     // Tekton's stop() ends every process it adopted (its own, the git daemon).
     await results?.stop().catch(() => {});
+    await chains?.stop().catch(() => {});
     await tekton?.stop().catch(() => {});
     await registry?.stop().catch(() => {});
     const [etcdProc, ...apiservers] = processes;
@@ -192,27 +199,27 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
 
     const startupMs = Date.now() - started;
     log(`envtest: control planes ready after ${startupMs} ms (remote ${planes[0].url}, internal ${planes[1].url}; dir ${dir})`);
+    if (opts.chains && !opts.tekton) throw new Error('chains needs tekton: start the environment with { tekton: true, chains: … }');
     if (opts.tekton || opts.results) {
       const internal = planes[1];
-      tekton = await startTekton(
-        {
-          dir,
-          assets,
-          admin: internal.identities.admin.kubeConfig(),
-          kubeconfigFor: (username) => {
-            const id = Object.values(internal.identities).find((i: Identity | undefined) => i?.username === username);
-            if (!id) throw new Error(`no identity ${username} on the internal cluster`);
-            return id.kubeconfigPath;
-          },
-          adopt: (p) => {
-            adopted.push(p);
-            refreshPids();
-          },
-          onChange: refreshPids,
-          log,
+      const host: TektonHost = {
+        dir,
+        assets,
+        admin: internal.identities.admin.kubeConfig(),
+        kubeconfigFor: (username) => {
+          const id = Object.values(internal.identities).find((i: Identity | undefined) => i?.username === username);
+          if (!id) throw new Error(`no identity ${username} on the internal cluster`);
+          return id.kubeconfigPath;
         },
-        { ...(typeof opts.tekton === 'object' ? opts.tekton : {}), ...(opts.results ? { logs: true } : {}) },
-      );
+        adopt: (p) => {
+          adopted.push(p);
+          refreshPids();
+        },
+        onChange: refreshPids,
+        log,
+      };
+      tekton = await startTekton(host, { ...(typeof opts.tekton === 'object' ? opts.tekton : {}), ...(opts.results ? { logs: true } : {}) });
+      if (opts.chains) chains = await startChains(host, opts.chains === true ? {} : opts.chains);
     }
     if (opts.results) {
       const internal = planes[1];
@@ -248,6 +255,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       ...(tekton ? { tekton } : {}),
       ...(results ? { results } : {}),
       ...(registry ? { registry } : {}),
+      ...(chains ? { chains } : {}),
       stop: stopAll,
     };
   } catch (err) {

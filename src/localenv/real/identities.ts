@@ -6,6 +6,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RESOLVERS_NAMESPACE, TEKTON_IDENTITIES, TEKTON_NAMESPACE } from './tekton.js';
 import { RESULTS_IDENTITIES, RESULTS_NAMESPACE } from './results-names.js';
+import { CHAINS_IDENTITY, CHAINS_NAMESPACE } from './chains.js';
 
 /** The namespace and ServiceAccount the controller runs as, on both clusters. */
 export const CONTROLLER_NAMESPACE = 'internal-services';
@@ -39,6 +40,8 @@ export interface ControlPlaneIdentities {
   tektonController?: Identity;
   tektonWebhook?: Identity;
   tektonResolvers?: Identity;
+  /** internal only: Tekton Chains' ServiceAccount (its module's RBAC, bound when Chains is started). */
+  tektonChains?: Identity;
   /** internal only: user "release-manager" in group "release-managers" (approves requests once RBAC lets it). */
   approver?: Identity;
   /** internal only: user "bystander", group system:authenticated; nothing granted. */
@@ -65,6 +68,7 @@ export const IDENTITIES: Record<'remote' | 'internal', IdentitySpec[]> = {
     { name: 'tektonController', username: TEKTON_IDENTITIES.controller, groups: serviceAccountGroups(TEKTON_NAMESPACE) },
     { name: 'tektonWebhook', username: TEKTON_IDENTITIES.webhook, groups: serviceAccountGroups(TEKTON_NAMESPACE) },
     { name: 'tektonResolvers', username: TEKTON_IDENTITIES.resolvers, groups: serviceAccountGroups(RESOLVERS_NAMESPACE) },
+    { name: 'tektonChains', username: CHAINS_IDENTITY, groups: serviceAccountGroups(CHAINS_NAMESPACE) },
     { name: 'approver', username: 'release-manager', groups: ['release-managers', 'system:authenticated'] },
     { name: 'bystander', username: 'bystander', groups: ['system:authenticated'] },
     { name: 'resultsApi', username: RESULTS_IDENTITIES.api, groups: serviceAccountGroups(RESULTS_NAMESPACE) },

@@ -28,6 +28,7 @@
  *                            "finish now", see releasePods)
  * A step without them succeeds at once with no results.
  */
+import { createHash } from 'node:crypto';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
 import { statusCode } from '../../kube/client.js';
 import { rfc3339 } from '../../api/conditions.js';
@@ -49,6 +50,23 @@ const INTERNAL_RESULT = 3;
 export interface PodBinder {
   /** False when the pod is gone. */
   bind(pod: V1Pod): Promise<boolean>;
+}
+
+/**
+ * The imageID a kubelet reports for a container: the image's repository and
+ * the digest it was pulled at. Nothing is pulled here, so the digest is made
+ * up — the sha256 of the reference as written — unless the reference pins one.
+ * Tekton copies it into each step's state; Tekton Chains records it as a
+ * material of the run (and refuses to attest a step without one).
+ */
+export function simulatedImageID(image: string): string {
+  if (!image) return '';
+  const at = image.indexOf('@');
+  if (at >= 0) return image;
+  const slash = image.lastIndexOf('/');
+  const colon = image.lastIndexOf(':');
+  const repository = colon > slash ? image.slice(0, colon) : image;
+  return `${repository}@sha256:${createHash('sha256').update(image).digest('hex')}`;
 }
 
 export interface SimulatedKubeletOptions {
@@ -275,7 +293,7 @@ export class SimulatedKubelet {
     const initStatuses: V1ContainerStatus[] = (spec.initContainers ?? []).map((c) => ({
       name: c.name,
       image: c.image ?? '',
-      imageID: '',
+      imageID: simulatedImageID(c.image ?? ''),
       ready: false,
       restartCount: 0,
       started: false,
@@ -288,7 +306,7 @@ export class SimulatedKubelet {
         {
           name: c.name,
           image: c.image ?? '',
-          imageID: '',
+          imageID: simulatedImageID(c.image ?? ''),
           ready: true,
           restartCount: 0,
           started: true,
