@@ -289,13 +289,13 @@ describe('config/remote (remote cluster)', () => {
     ]);
   });
 
-  test('a requester may create and read requests in its namespace only, and can never write status', async () => {
+  test('a requester may create and read requests in its namespace only, patch their metadata (the spec is immutable; logs are asked for so), and can never write status', async () => {
     await expectAccess('remote', REQUESTER, true, [
-      ...each(['create', 'get', 'list', 'watch'], { group: APPSTUDIO, resource: 'internalrequests', namespace: REQUESTER_NS }),
+      ...each(['create', 'get', 'list', 'watch', 'patch'], { group: APPSTUDIO, resource: 'internalrequests', namespace: REQUESTER_NS }),
     ]);
     await expectAccess('remote', REQUESTER, false, [
       ...each(['update', 'patch'], { group: APPSTUDIO, resource: 'internalrequests', subresource: 'status', namespace: REQUESTER_NS }),
-      ...each(['update', 'patch'], { group: APPSTUDIO, resource: 'internalrequests', namespace: REQUESTER_NS }),
+      ...each(['update'], { group: APPSTUDIO, resource: 'internalrequests', namespace: REQUESTER_NS }),
       ...each(['create', 'get', 'list'], { group: APPSTUDIO, resource: 'internalrequests', namespace: OTHER_NS }),
       { verb: 'list', group: APPSTUDIO, resource: 'internalrequests' },
       { verb: 'get', resource: 'secrets', namespace: REQUESTER_NS },
