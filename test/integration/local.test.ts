@@ -12,6 +12,19 @@ import { CLI } from './helpers.js';
 
 const RUN_TIMEOUT_MS = 120_000;
 
+/** Runs `internal-services local ARGS` to its end (SIGINT after killAfterMs); its exit code and output. */
+async function runLocalTour(args: string[], killAfterMs: number): Promise<{ code: number | string; stdout: string; output: string }> {
+  const proc = spawn(process.execPath, [CLI, 'local', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => proc.kill('SIGINT'), killAfterMs);
+  const code = await new Promise<number | string>((resolve) => proc.on('exit', (c, s) => resolve(c ?? s ?? -1)));
+  clearTimeout(timer);
+  return { code, stdout, output: `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}` };
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -119,15 +132,7 @@ test('internal-services local runs the sample requests end to end and exits 0', 
 });
 
 test('internal-services local --kcp: three workspaces of a real kcp, one kubeconfig; two allowed by path run, the third is Rejected naming its path; exits 0', { timeout: 300_000 }, async () => {
-  const proc = spawn(process.execPath, [CLI, 'local', '--kcp'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => proc.kill('SIGINT'), 270_000);
-  const code = await new Promise<number | string>((resolve) => proc.on('exit', (c, s) => resolve(c ?? s ?? -1)));
-  clearTimeout(timer);
-  const output = `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
+  const { code, stdout, output } = await runLocalTour(['--kcp'], 270_000);
   assert.equal(code, 0, output);
   assert.match(stdout, /controller started with --kcp-kubeconfig \S+ \(the provider workspace, as user "internal-services-controller"\)/);
   for (const ws of ['root:team-a', 'root:team-b']) {
@@ -141,15 +146,7 @@ test('internal-services local --kcp: three workspaces of a real kcp, one kubecon
 });
 
 test('internal-services local --results: a run archived by real Tekton Results, pruned, and its logs read back by the requester; exits 0', { timeout: 300_000 }, async () => {
-  const proc = spawn(process.execPath, [CLI, 'local', '--results'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => proc.kill('SIGINT'), 270_000);
-  const code = await new Promise<number | string>((resolve) => proc.on('exit', (c, s) => resolve(c ?? s ?? -1)));
-  clearTimeout(timer);
-  const output = `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
+  const { code, stdout, output } = await runLocalTour(['--results'], 270_000);
   assert.equal(code, 0, output);
   assert.match(stdout, /PipelineRun internal-services\/ir-[0-9a-f-]+ pruned after Tekton Results stored it; the request names record internal-services\/results\/[0-9a-f-]+\/records\/[0-9a-f-]+/, output);
   assert.match(stdout, /source: TektonResults \(pods SIMULATED\)/, output);

@@ -27,6 +27,10 @@
  *                            RELEASE_ANNOTATION (a test's way of saying
  *                            "finish now", see releasePods)
  * A step without them succeeds at once with no results.
+ *
+ * Just over 400 lines: it is one concern (a pod's life as a kubelet reports
+ * it); the parts of a kubelet it does not play live beside it (node.ts
+ * serves logs).
  */
 import { createHash } from 'node:crypto';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
