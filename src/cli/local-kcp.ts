@@ -23,7 +23,7 @@ import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { phaseOf } from '../api/conditions.js';
 import { requesterLoop } from '../api/readers.js';
 import { SAMPLE_CONFIG, SAMPLE_PIPELINE, sample, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
-import { startControllerProcess, stopControllerProcess, stopOnSignals, waitForReady, type ControllerChild } from './local-processes.js';
+import { keepRunning, startControllerProcess, stopControllerProcess, stopOnSignals, waitForReady, type ControllerChild } from './local-processes.js';
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
 const NAMESPACE = 'team';
@@ -137,18 +137,16 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
     out(allGood ? `All ${TENANTS.length} requests ended as expected.` : `${TENANTS.length - good} of ${TENANTS.length} did NOT end as expected (controller log: ${controller.logPath}).`);
 
     if (flags.keep) {
-      out();
-      out('Everything keeps running (--keep). Paste into another shell:');
-      out(`  export PATH="${env.assets.binDir}:$PATH"`);
-      out(`  export KCP_ADMIN=${kcp.identities.admin.writeKubeconfig('root')}`);
-      out(`  export REQUESTER_A=${kcp.identities.requester.writeKubeconfig('root:team-a')}`);
-      out(`  export INTERNAL=${env.internal.identities.admin.kubeconfigPath}`);
-      out(`  kubectl --kubeconfig $REQUESTER_A -n ${NAMESPACE} get internalrequests`);
-      out(`  kubectl --kubeconfig $KCP_ADMIN get workspaces`);
-      out(`  kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get pipelineruns,taskruns`);
-      out(`  tail -f ${controller.logPath} ${kcp.logPath}`);
-      out('Ctrl-C stops every process started here.');
-      await signals.stopped();
+      await keepRunning(signals, [
+        `export PATH="${env.assets.binDir}:$PATH"`,
+        `export KCP_ADMIN=${kcp.identities.admin.writeKubeconfig('root')}`,
+        `export REQUESTER_A=${kcp.identities.requester.writeKubeconfig('root:team-a')}`,
+        `export INTERNAL=${env.internal.identities.admin.kubeconfigPath}`,
+        `kubectl --kubeconfig $REQUESTER_A -n ${NAMESPACE} get internalrequests`,
+        `kubectl --kubeconfig $KCP_ADMIN get workspaces`,
+        `kubectl --kubeconfig $INTERNAL -n ${CONTROLLER_NAMESPACE} get pipelineruns,taskruns`,
+        `tail -f ${controller.logPath} ${kcp.logPath}`,
+      ], out);
     }
     await cleanup();
     if (!allGood) process.exitCode = 1;

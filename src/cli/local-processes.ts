@@ -187,3 +187,15 @@ export function stopOnSignals(cleanup: () => Promise<void>): { stopped(): Promis
   process.on('SIGTERM', onSignal);
   return { stopped: () => new Promise<void>((resolve) => (onStop = resolve)) };
 }
+
+/**
+ * --keep: prints the commands to look around (one per line, indented), then
+ * waits until Ctrl-C or SIGTERM; the caller's teardown runs after.
+ */
+export async function keepRunning(signals: { stopped(): Promise<void> }, commands: string[], out: (line?: string) => void): Promise<void> {
+  out();
+  out('Everything keeps running (--keep). Paste into another shell:');
+  for (const c of commands) out(`  ${c}`);
+  out('Ctrl-C stops every process started here.');
+  await signals.stopped();
+}

@@ -15,7 +15,7 @@ import { applyObjects, freePorts, grantRequester, installProject, startEnvironme
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { requesterLoop } from '../api/readers.js';
 import { SAMPLE_CONFIG, SAMPLE_PIPELINE, sample, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
-import { startControllerProcess, stopControllerProcess, stopOnSignals, waitForReady, type ControllerChild } from './local-processes.js';
+import { keepRunning, startControllerProcess, stopControllerProcess, stopOnSignals, waitForReady, type ControllerChild } from './local-processes.js';
 import { ANNOTATION_LOGS } from '../controller/results-archive.js';
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
@@ -90,7 +90,10 @@ export async function runLocalResults(flags: { keep?: boolean }): Promise<void> 
         return true;
       }
     }, deadline);
-    const archived = await until('status.archive', async () => ((await get()).status?.archive?.log ? (await get()).status?.archive : undefined), deadline);
+    const archived = await until('status.archive', async () => {
+      const a = (await get()).status?.archive;
+      return a?.log ? a : undefined;
+    }, deadline);
     progress(`PipelineRun ${CONTROLLER_NAMESPACE}/${prName} pruned after Tekton Results stored it; the request names record ${archived.record}`);
 
     const ask = `local-${Date.now()}`;
@@ -107,14 +110,12 @@ export async function runLocalResults(flags: { keep?: boolean }): Promise<void> 
     const ok = logs.source === 'TektonResults' && (logs.text ?? '').includes('[simulated]');
     out(ok ? 'The run was archived, pruned, and its logs came back from Tekton Results.' : `UNEXPECTED: the logs did not come from Tekton Results (controller log: ${controller.logPath}).`);
     if (flags.keep) {
-      out();
-      out('Everything keeps running (--keep). Paste into another shell:');
-      out(`  export PATH="${env.assets.binDir}:$PATH"`);
-      out(`  export REMOTE=${env.remote.identities.requester!.kubeconfigPath} INTERNAL=${env.internal.identities.admin.kubeconfigPath}`);
-      out(`  node dist/bundle/kubectl-internalrequest.mjs logs ${allowed}/${REQUEST} --kubeconfig $REMOTE`);
-      out(`  curl --cacert ${results.caFile} -H "Authorization: Bearer ${env.internal.identities.controller.token}" ${results.url}/apis/results.tekton.dev/v1alpha2/parents/${archived.log ?? archived.record}`);
-      out('Ctrl-C stops every process started here.');
-      await signals.stopped();
+      await keepRunning(signals, [
+        `export PATH="${env.assets.binDir}:$PATH"`,
+        `export REMOTE=${env.remote.identities.requester!.kubeconfigPath} INTERNAL=${env.internal.identities.admin.kubeconfigPath}`,
+        `node dist/bundle/kubectl-internalrequest.mjs logs ${allowed}/${REQUEST} --kubeconfig $REMOTE`,
+        `curl --cacert ${results.caFile} -H "Authorization: Bearer ${env.internal.identities.controller.token}" ${results.url}/apis/results.tekton.dev/v1alpha2/parents/${archived.log ?? archived.record}`,
+      ], out);
     }
     await cleanup();
     if (!ok) process.exitCode = 1;

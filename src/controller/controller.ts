@@ -106,7 +106,7 @@ export class Controller {
     this.archive = opts.results ? new ResultsArchive(opts.results, this.log) : undefined;
     const pipelineRunReader = opts.internal.resource<PipelineRun>(PIPELINERUN);
     this.logRelay = new LogRelay((pipelineRun, archivedLog) =>
-      fetchRunLogs({ namespace: opts.namespace, core: opts.internal.core, taskRuns: this.taskRunClient, pipelineRuns: pipelineRunReader, results: opts.results, log: this.log }, pipelineRun, archivedLog),
+      fetchRunLogs({ namespace: opts.namespace, core: opts.internal.core, taskRuns: this.taskRunClient, pipelineRuns: pipelineRunReader, results: opts.results }, pipelineRun, archivedLog),
     );
     const kinds = opts.kinds ?? [INTERNAL_REQUEST_KIND];
     checkKinds(kinds);

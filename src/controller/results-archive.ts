@@ -43,11 +43,6 @@ export interface ResultsApiOptions {
   timeoutMs?: number;
 }
 
-export interface ArchiveMetrics {
-  /** A finished PipelineRun was deleted without Results having stored it. */
-  prunedUnarchived?(): void;
-}
-
 export class ResultsApi {
   constructor(private readonly opts: ResultsApiOptions) {}
 
@@ -130,7 +125,6 @@ export class ResultsArchive {
   constructor(
     readonly api: ResultsApi,
     private readonly log: Logger,
-    readonly metrics: ArchiveMetrics = {},
     opts: { refreshMs?: number } = {},
   ) {
     this.refreshMs = opts.refreshMs ?? 1000;
@@ -203,7 +197,6 @@ export interface LogSources {
   taskRuns: { tryGet(namespace: string, name: string): Promise<TaskRun | undefined> };
   pipelineRuns: { tryGet(namespace: string, name: string): Promise<PipelineRun | undefined> };
   results?: ResultsApi;
-  log: Logger;
 }
 
 /**

@@ -220,23 +220,15 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       };
       tekton = await startTekton(host, { ...(typeof opts.tekton === 'object' ? opts.tekton : {}), ...(opts.results ? { logs: true } : {}) });
       if (opts.chains) chains = await startChains(host, opts.chains === true ? {} : opts.chains);
-    }
-    if (opts.results) {
-      const internal = planes[1];
-      results = await startResults({
-        dir,
-        admin: internal.identities.admin.kubeConfig(),
-        apiserverUrl: internal.url,
-        apiserverCaPem: internal.caPem,
-        apiIdentity: internal.identities.resultsApi!,
-        watcherIdentity: internal.identities.resultsWatcher!,
-        adopt: (p) => {
-          adopted.push(p);
-          refreshPids();
-        },
-        onChange: refreshPids,
-        log,
-      });
+      if (opts.results) {
+        results = await startResults({
+          ...host,
+          apiserverUrl: internal.url,
+          apiserverCaPem: internal.caPem,
+          apiIdentity: internal.identities.resultsApi!,
+          watcherIdentity: internal.identities.resultsWatcher!,
+        });
+      }
     }
     if (opts.registry) {
       // opts.log as given: without one, a first build's progress goes to stderr (as for the other binaries).
