@@ -27,7 +27,7 @@ export const DEFAULT_CONTROLLER_CMD =
   'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ' +
   '--namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0';
 
-/** Matches the ready line of this controller ("caches synced; starting workers") and of controller-runtime ("Starting workers"). */
+/** Matches the ready line of this controller ("caches synced") and of controller-runtime ("Starting workers"). */
 export const DEFAULT_READY_LOG = 'caches synced|Starting workers';
 
 export interface ControllerVars {

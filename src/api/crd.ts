@@ -8,6 +8,7 @@ import {
   internalRequestSpecSchema,
   internalRequestStatusSchema,
   internalServicesConfigSpecSchema,
+  COMPLETION_TIME_FIELD,
   VERSION,
 } from './types.js';
 import type { Schema } from './schema.js';
@@ -21,7 +22,7 @@ interface Names {
   shortNames: readonly string[];
 }
 
-function crd(names: Names, description: string, spec: Schema, status: Schema | undefined, columns: object[], specRequired: boolean) {
+function crd(names: Names, description: string, spec: Schema, status: Schema | undefined, columns: object[], specRequired: boolean, selectable: readonly object[] = []) {
   const properties: Record<string, unknown> = {
     apiVersion: { type: 'string' },
     kind: { type: 'string' },
@@ -50,6 +51,7 @@ function crd(names: Names, description: string, spec: Schema, status: Schema | u
           storage: true,
           ...(status ? { subresources: { status: {} } } : {}),
           additionalPrinterColumns: columns,
+          ...(selectable.length ? { selectableFields: [...selectable] } : {}),
           schema: {
             openAPIV3Schema: {
               type: 'object',
@@ -86,6 +88,7 @@ export const internalRequestCrd = crd(
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
   true,
+  [COMPLETION_TIME_FIELD],
 );
 
 export const internalServicesConfigCrd = crd(

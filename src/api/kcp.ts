@@ -37,14 +37,19 @@ interface CrdLike {
   };
 }
 
-/** The APIResourceSchema of a CRD: the same spec, each version's schema unwrapped from openAPIV3Schema. */
+/**
+ * The APIResourceSchema of a CRD: the same spec, each version's schema
+ * unwrapped from openAPIV3Schema. kcp v0.28's schema versions have no
+ * selectableFields, so they are left out (on kcp, unfinished requests are not
+ * selected by field: the controller serves them once its list is in).
+ */
 export function apiResourceSchemaOf(crd: CrdLike): object {
   const { group, names, scope, versions } = crd.spec;
   const spec = {
     group,
     names,
     scope,
-    versions: versions.map(({ schema, ...rest }) => ({ ...rest, schema: schema.openAPIV3Schema })),
+    versions: versions.map(({ schema, selectableFields: _, ...rest }) => ({ ...rest, schema: schema.openAPIV3Schema })),
   };
   const hash = createHash('sha256').update(JSON.stringify(spec)).digest('hex').slice(0, 10);
   return {

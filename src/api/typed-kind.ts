@@ -9,7 +9,7 @@
  * resolver). The same functions make the sample under config/samples/kinds,
  * which a drift test keeps equal to what they render.
  */
-import { internalRequestStatusSchema, MAX_PARAM_VALUE_BYTES } from './types.js';
+import { COMPLETION_TIME_FIELD, internalRequestStatusSchema, MAX_PARAM_VALUE_BYTES } from './types.js';
 import { FIELD_NAME_PATTERN, kindNames, RESERVED_KINDS, type KindNames, type RequestDefinitionSpec } from './request-definition.js';
 import { GROUP } from './types.js';
 
@@ -175,6 +175,7 @@ export function renderKindCrd(spec: RequestDefinitionSpec, fields: readonly Type
             { name: 'Phase', type: 'string', jsonPath: '.status.conditions[?(@.type=="Progressing")].reason' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
+          selectableFields: [COMPLETION_TIME_FIELD],
           schema: {
             openAPIV3Schema: {
               type: 'object',

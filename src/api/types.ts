@@ -583,3 +583,15 @@ export const INTERNAL_SERVICES_CONFIG = {
 
 /** The name of the one InternalServicesConfig the controller reads, in its own namespace. */
 export const CONFIG_NAME = 'config';
+
+/**
+ * The field the controller selects unfinished requests by (a field selector
+ * `status.completionTime=`: the field is absent until a request finishes):
+ * its early lane (src/kube/informer-early.ts) serves those while the whole
+ * history is still being listed. Requesters can use it too (kubectl get
+ * --field-selector status.completionTime=).
+ */
+export const COMPLETION_TIME_FIELD = { jsonPath: '.status.completionTime' } as const;
+
+/** Selects the requests not finished yet (no completionTime; see COMPLETION_TIME_FIELD). */
+export const UNFINISHED_FIELD_SELECTOR = 'status.completionTime=';

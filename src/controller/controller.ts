@@ -46,6 +46,7 @@ import { RequestDefinitions } from './definitions.js';
 import * as views from './views.js';
 import { ANNOTATION_LOGS, fetchRunLogs, LogRelay, ResultsArchive } from './results-archive.js';
 import { FinishedRequest } from './slim.js';
+import { decidableWhileListing, removesForAnother, worthALook } from './listing.js';
 
 export { EVENTS_MODES, eventWanted, type EventsMode } from './status-writer.js';
 export type { ControllerMetrics, ControllerOptions } from './options.js';
@@ -54,6 +55,12 @@ import type { ControllerOptions } from './options.js';
 /** Whether a plan acts on the request's spec: runs it, asks an approver about it, or ends it. */
 function actsOnSpec(actions: readonly Action[]): boolean {
   return actions.some((a) => a.type === 'createPipelineRun' || a.type === 'createApproval' || (a.type === 'writeStatus' && a.status.conditions?.[0]?.status !== 'Unknown'));
+}
+
+/** A requester's ask for the logs (the internal-services.dev/logs annotation) not answered yet. */
+function logsAsked(req: InternalRequest): boolean {
+  const asked = req.metadata.annotations?.[ANNOTATION_LOGS];
+  return asked !== undefined && asked !== '' && req.status?.logs?.request !== asked;
 }
 
 /** Failed list/watch attempts in a row after which a remote counts as unreachable, and how soon its requests are looked at again. */
@@ -138,6 +145,7 @@ export class Controller {
     this.remotes = new RemoteSet(
       {
         enqueue: (key) => this.queue.add(key),
+        worthALook: (req) => worthALook(req, this.config(), logsAsked),
         resynced: (remote) => {
           this.requeueLive(remote);
           this.sweep(remote);
@@ -216,8 +224,9 @@ export class Controller {
   }
 
   /**
-   * Starts the caches and waits until those of the internal cluster, and of
-   * the remotes known now, have synced (a remote added later is not waited for).
+   * Starts the caches and waits until those of the internal cluster have
+   * synced. The remotes' requests go on being listed: they are decided as
+   * they arrive, as far as listing.ts allows (remotesSynced() waits for them).
    */
   async startCaches(): Promise<void> {
     if (this.started) return;
@@ -227,16 +236,34 @@ export class Controller {
     // Remotes are started as remotes (a kind defined later starts with them).
     for (const r of this.remotes.values()) r.start();
     for (const i of this.internalInformers) i.start();
-    // Waited for: the internal caches and each remote's built-in kind. A
-    // typed kind whose CRD is missing on a remote must not hold the rest up.
-    await Promise.all([...this.internalInformers, ...[...this.remotes.values()].map((r) => r.requests)].map((i) => i.waitForSync()));
+    await Promise.all(this.internalInformers.map((i) => i.waitForSync()));
   }
 
-  /** Starts the workers (after startCaches): from here on the controller acts. */
+  /**
+   * Resolves once each remote known now has the full list of its built-in
+   * kind (a remote added later is not waited for; a typed kind whose CRD is
+   * missing on a remote must not hold the rest up).
+   */
+  async remotesSynced(): Promise<void> {
+    await Promise.all([...this.remotes.values()].map((r) => r.requests.waitForSync()));
+  }
+
+  /**
+   * Starts the workers (after startCaches): from here on the controller acts.
+   * Logs "caches synced" once the remotes known now are listed too.
+   */
   startWorkers(): void {
     if (this.stopping || this.workers.length) return;
     const n = this.opts.workers ?? 4;
-    this.log.info({ workers: n, remotes: [...this.remotes.names()], requests: [...this.remotes.values()].reduce((a, r) => a + r.size, 0), pipelineRuns: this.pipelineRuns.size }, 'caches synced; starting workers');
+    const listing = [...this.remotes.values()].filter((r) => !r.requests.synced);
+    const synced = () =>
+      this.log.info({ workers: n, remotes: [...this.remotes.names()], requests: [...this.remotes.values()].reduce((a, r) => a + r.size, 0), pipelineRuns: this.pipelineRuns.size }, 'caches synced');
+    if (listing.length) {
+      this.log.info({ workers: n, listing: listing.map((r) => r.name), requests: listing.reduce((a, r) => a + r.size, 0) }, 'starting workers; requests are decided as they are listed');
+      void this.remotesSynced().then(() => {
+        if (!this.stopping) synced();
+      });
+    } else synced();
     this.sweep();
     for (let i = 0; i < n; i++) this.workers.push(this.work());
   }
@@ -400,10 +427,9 @@ export class Controller {
 
   /** Observe, decide(), act: one request key. */
   private async reconcileOne(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
-    // A remote that is not served (removed, or not added yet) or not fully
-    // listed yet: nothing of it is decided, no PipelineRun of it swept. Its
-    // first full list brings every one of its keys back.
-    const remote = this.remotes.listed(key);
+    // A remote that is not served (removed, or not added yet): nothing of it
+    // is decided, no PipelineRun of it swept.
+    const remote = this.remotes.served(key);
     if (!remote) return;
     // A kind that is not served (any more): its requests and what was made
     // for them are left as they are, like those of a remote not served.
@@ -419,6 +445,9 @@ export class Controller {
     const request = fresh ?? this.currentRequest(key);
     const ns = this.opts.namespace;
     const config = this.config();
+    // Before the kind's full list is in, only what needs no history is decided
+    // (listing.ts); the full list's arrival brings every key back.
+    if (!kind.requests.synced && !decidableWhileListing(request, config)) return;
     let prs = this.runs.forRequest(key);
     const uid = request?.metadata.uid;
     const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
@@ -473,7 +502,13 @@ export class Controller {
     }
 
     // Negative answers from a cache are checked against the cluster before
-    // they become a requester-visible outcome.
+    // they become a requester-visible outcome, or remove what was made for a
+    // request the cache does not show (it may be behind: listing.ts).
+    if (!fresh && removesForAnother(actions, uid)) {
+      const k = splitKey(key);
+      const got = await kind.client.tryGet(k.namespace, k.name);
+      if (got && got.metadata.uid !== uid) return this.reconcileOne(key, kind.kind.toRequest(got as never), attempt);
+    }
     const status = actions.find((a) => a.type === 'writeStatus');
     if (status?.type === 'writeStatus' && status.code === 'REQUEST_PIPELINE_NOT_FOUND' && request && pipelineName) {
       pipeline = await this.pipelineClient.tryGet(ns, pipelineName);

@@ -8,7 +8,7 @@
  * for a kind other than InternalRequest (api/request-key.ts).
  */
 import type { Logger } from 'pino';
-import type { InternalRequest } from '../api/types.js';
+import { UNFINISHED_FIELD_SELECTOR, type InternalRequest } from '../api/types.js';
 import { splitRequestKey } from '../api/request-key.js';
 import type { Cluster, ResourceClient } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
@@ -131,6 +131,8 @@ export class Remote {
     const requests: RequestCache = spec.cache
       ? spec.cache(kind, this.handlers(kind))
       : new Informer<InternalRequest>(`remote/${spec.name}/${kind.resource.plural}`, client, this.handlers(kind), kind.builtIn ? this.log : this.log.child({ kind: kind.kind }), {
+          // Unfinished requests are served while a long history is still being listed (informer-early.ts).
+          earlySelector: UNFINISHED_FIELD_SELECTOR,
           ...this.inf,
           ...(read ? { transform: read } : {}),
           mode: spec.mode?.mode ?? 'watch',

@@ -63,6 +63,8 @@ export class KubeconfigRemote implements RemoteProvider {
 export interface RemoteSetHooks {
   /** Look at this request key. */
   enqueue(key: string): void;
+  /** Whether a request a cache shows for the first time needs a look (see listing.ts worthALook; default: all do). */
+  worthALook?(req: InternalRequest): boolean;
   /** A remote has a full list of its requests (the first one included). */
   resynced(remote: Remote): void;
   /** A remote is no longer served (removed, or replaced by a new one of that name). */
@@ -167,7 +169,7 @@ export class RemoteSet implements RemoteSink {
       return {
         onAdd: (r: InternalRequest) => {
           index(r, true);
-          enqueueWithFollowers(r);
+          if (this.hooks.worthALook?.(r) ?? true) enqueueWithFollowers(r);
         },
         onUpdate: (o: InternalRequest, n: InternalRequest) => {
           if (idem(o) !== idem(n)) index(o, false);
@@ -221,10 +223,9 @@ export class RemoteSet implements RemoteSink {
     return r.stop();
   }
 
-  /** The remote of a request key, if it is served and fully listed. */
-  listed(key: string): Remote | undefined {
-    const r = this.byName.get(splitKey(key).remote);
-    return r && r.listed(key) ? r : undefined;
+  /** The remote of a request key, if it is served (listed or not: see listing.ts). */
+  served(key: string): Remote | undefined {
+    return this.byName.get(splitKey(key).remote);
   }
 
   /** The cached request of a key (`remote/namespace/name[/Kind]`). */

@@ -228,9 +228,10 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
   /**
    * Lists all pages (500 a page) and returns the list's resourceVersion.
    * `transform` is applied page by page, so a large list never holds all its
-   * objects at full size at once.
+   * objects at full size at once. With `each`, every object goes there as its
+   * page arrives and none is kept (items is empty).
    */
-  async list(namespace: string | undefined, opts: { labelSelector?: string; fieldSelector?: string; transform?: (obj: T) => T } = {}): Promise<ListResult<T>> {
+  async list(namespace: string | undefined, opts: { labelSelector?: string; fieldSelector?: string; transform?: (obj: T) => T; each?: (obj: T) => void } = {}): Promise<ListResult<T>> {
     const items: T[] = [];
     let cont: string | undefined;
     let rv = '';
@@ -241,7 +242,11 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
         : namespace
         ? await this.cluster.custom.listNamespacedCustomObject({ ...base, namespace })
         : await this.cluster.custom.listClusterCustomObject(base)) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
-      for (const item of page.items ?? []) items.push(opts.transform ? opts.transform(item) : item);
+      for (const item of page.items ?? []) {
+        const obj = opts.transform ? opts.transform(item) : item;
+        if (opts.each) opts.each(obj);
+        else items.push(obj);
+      }
       rv = page.metadata?.resourceVersion ?? rv;
       cont = page.metadata?.continue || undefined;
     } while (cont);

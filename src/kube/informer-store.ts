@@ -1,8 +1,9 @@
 /**
  * The cache of an Informer: objects by namespace/name, and the handler calls
  * each change makes. No I/O: the informer's loop (informer.ts) feeds it lists
- * and watch events. An object counts as changed when its resourceVersion
- * does; a handler that throws is reported and does not stop the others.
+ * (whole, or one object at a time) and watch events. An object counts as
+ * changed when its resourceVersion does; a handler that throws is reported
+ * and does not stop the others.
  */
 import type { KubeObject } from './client.js';
 
@@ -16,6 +17,11 @@ export interface InformerHandlers<T> {
 
 export function keyOf(obj: KubeObject): string {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+}
+
+/** The keys a full list has not shown yet (see beginFill). */
+export interface Fill {
+  readonly unseen: Set<string>;
 }
 
 export class InformerStore<T extends KubeObject> {
@@ -46,20 +52,42 @@ export class InformerStore<T extends KubeObject> {
     return undefined;
   }
 
-  /** A full list: adds and updates its objects, deletes the stored ones it lacks. */
+  /** A full list at once: adds and updates its objects, deletes the stored ones it lacks. */
   replace(items: T[]): void {
-    const seen = new Set<string>();
-    for (const obj of items) {
-      const key = keyOf(obj);
-      seen.add(key);
-      this.upsert(key, obj);
+    const fill = this.beginFill();
+    for (const obj of items) this.filled(fill, obj);
+    this.endFill(fill);
+  }
+
+  /**
+   * A full list that arrives one object at a time (pages, or the initial
+   * events of a streamed list): every object is stored as it comes, so the
+   * cache serves it at once; endFill then deletes the stored objects the list
+   * lacked. The fill holds the keys stored before it (no copies), not the
+   * objects listed: a first fill costs nothing beyond the cache itself.
+   */
+  beginFill(): Fill {
+    return { unseen: new Set(this.items.keys()) };
+  }
+
+  /** One object of a fill; transform runs only for an object whose resourceVersion changed. */
+  filled(fill: Fill, obj: T, transform?: (obj: T) => T): void {
+    const key = keyOf(obj);
+    fill.unseen.delete(key);
+    const same = this.unchanged(obj);
+    if (same) return;
+    this.upsert(key, transform ? transform(obj) : obj);
+  }
+
+  /** The end of a fill: what it did not list is gone. */
+  endFill(fill: Fill): void {
+    for (const key of fill.unseen) {
+      const old = this.items.get(key);
+      if (!old) continue;
+      this.items.delete(key);
+      this.call(() => this.handlers.onDelete?.(old));
     }
-    for (const [key, old] of this.items) {
-      if (!seen.has(key)) {
-        this.items.delete(key);
-        this.call(() => this.handlers.onDelete?.(old));
-      }
-    }
+    fill.unseen.clear();
   }
 
   /** Tells the handlers a full list is stored. */

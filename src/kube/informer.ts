@@ -3,7 +3,13 @@
  *
  * client-node's own informer stops for good on any error other than 410 Gone,
  * has no resync and no inactivity guard. This one:
- * - lists (paginated), then watches from the list's resourceVersion;
+ * - fills the cache with a streamed list (a watch with sendInitialEvents:
+ *   the apiserver sends every object from its watch cache, then a bookmark
+ *   marking the end, then the changes), storing each object as it arrives;
+ *   a server that does not stream lists is listed in pages instead (also
+ *   stored page by page), then watched from the list's resourceVersion;
+ * - optionally runs an early lane while the first list is in progress (a
+ *   narrow selector for the objects to act on at once; informer-early.ts);
  * - on a watch that ends normally, re-watches from the last resourceVersion seen;
  * - on 410 Gone (or an ERROR event), relists;
  * - on any failure (network, 401/403, 5xx), retries with capped exponential
@@ -22,11 +28,17 @@
  *
  * This file is the I/O loop; the cache and the handler calls are in
  * informer-store.ts, the backoff and health bookkeeping in informer-health.ts.
+ *
+ * It is over 400 lines because the loop, the streamed list and the watch
+ * share the one connection state (abort, deadline, inactivity, health) and
+ * read best together; the cache, the early lane and the health bookkeeping
+ * are in their own files.
  */
 import type { Logger } from 'pino';
 import { describeError, statusCode, type KubeObject, type ResourceClient } from './client.js';
 import { backoffMs, HealthBook, jittered, readinessOf, type InformerHealth, type ReadinessCheck } from './informer-health.js';
-import { InformerStore, type InformerHandlers } from './informer-store.js';
+import { EarlyLane } from './informer-early.js';
+import { InformerStore, keyOf, type InformerHandlers } from './informer-store.js';
 
 export { keyOf, type InformerHandlers } from './informer-store.js';
 export type { InformerHealth, ReadinessCheck } from './informer-health.js';
@@ -53,6 +65,13 @@ export interface InformerOptions<T = unknown> {
   mode?: 'watch' | 'poll';
   /** Poll mode: time between two lists (±20% jitter). */
   pollIntervalMs?: number;
+  /**
+   * How the cache is filled: 'stream' (default; a streamed list, falling back
+   * to pages once if the server does not stream) or 'pages'.
+   */
+  fill?: 'stream' | 'pages';
+  /** A field selector for the early lane (informer-early.ts): those objects are handed to the handlers before the first full list is in. */
+  earlySelector?: string;
 }
 
 export interface InformerObserver {
@@ -64,7 +83,14 @@ interface WatchOutcome {
   resourceVersion: string;
   gone: boolean;
   error?: unknown;
+  /** A streamed list: its initial events all arrived (the cache is filled). */
+  filled?: boolean;
+  /** A streamed list the server does not support (rejected, or no end marker). */
+  unsupported?: boolean;
 }
+
+/** The annotation of the bookmark that ends a streamed list's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 export class Informer<T extends KubeObject> {
   private readonly store: InformerStore<T>;
@@ -75,8 +101,11 @@ export class Informer<T extends KubeObject> {
   private loop?: Promise<void>;
   private syncWaiters: Array<() => void> = [];
   private readonly book = new HealthBook();
+  /** Lists are streamed until the server shows it cannot. */
+  private streaming: boolean;
+  private early: EarlyLane<T> | undefined;
   readonly health: InformerHealth = this.book.health;
-  private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform' | 'mode' | 'pollIntervalMs'>> & InformerOptions<T>;
+  private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform' | 'mode' | 'pollIntervalMs' | 'fill' | 'earlySelector'>> & InformerOptions<T>;
 
   constructor(
     readonly name: string,
@@ -85,7 +114,33 @@ export class Informer<T extends KubeObject> {
     private readonly log: Logger,
     opts: InformerOptions<T> = {},
   ) {
-    this.store = new InformerStore(handlers, (e) => this.log.error({ informer: this.name, err: describeError(e) }, 'informer handler threw'));
+    const handlerError = (e: unknown) => this.log.error({ informer: this.name, err: describeError(e) }, 'informer handler threw');
+    this.store = new InformerStore(handlers, handlerError);
+    this.streaming = opts.fill !== 'pages';
+    if (opts.earlySelector && opts.mode !== 'poll') {
+      const call = (f: () => void) => {
+        try {
+          f();
+        } catch (e) {
+          handlerError(e);
+        }
+      };
+      // The lane's objects reach the handlers only while the cache lacks them: the cache's copy is the truth.
+      this.early = new EarlyLane(
+        `${name}/early`,
+        client,
+        { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.earlySelector, transform: opts.transform },
+        {
+          seen: (obj) => {
+            if (!this.store.get(keyOf(obj))) call(() => handlers.onAdd?.(obj));
+          },
+          left: (obj) => {
+            if (!this.store.get(keyOf(obj))) call(() => handlers.onDelete?.(obj));
+          },
+        },
+        log,
+      );
+    }
     this.opts = {
       resyncPeriodMs: 10 * 60_000,
       watchTimeoutSeconds: 300 + Math.floor(Math.random() * 300),
@@ -108,8 +163,14 @@ export class Informer<T extends KubeObject> {
     return readinessOf(this.name, this.health, required);
   }
 
+  /** The cached object; before the first full list is in, also the early lane's. */
   get(key: string): T | undefined {
-    return this.store.get(key);
+    return this.store.get(key) ?? this.early?.get(key);
+  }
+
+  /** Objects stored so far and the early lane's, while the first list is in progress (for logs and tests). */
+  get filling(): { stored: number; early: number } | undefined {
+    return this.health.synced ? undefined : { stored: this.store.size, early: this.early?.size ?? 0 };
   }
 
   list(): IterableIterator<T> {
@@ -125,10 +186,12 @@ export class Informer<T extends KubeObject> {
     this.running = true;
     this.log.debug({ informer: this.name, mode: this.opts.mode ?? 'watch', ...(this.opts.mode === 'poll' ? { pollIntervalMs: this.opts.pollIntervalMs } : {}) }, 'cache started');
     this.loop = this.run();
+    this.early?.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.early?.stop();
     this.abort?.abort();
     this.wake?.();
     await this.loop;
@@ -150,19 +213,42 @@ export class Informer<T extends KubeObject> {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const { items, resourceVersion } = await this.client.list(this.opts.namespace, {
-          labelSelector: this.opts.labelSelector,
-          fieldSelector: this.opts.fieldSelector,
-          transform: this.opts.transform,
-        });
-        if (this.stopped) return;
-        this.replace(items);
-        this.recovered(failures, 'list');
-        failures = 0;
-        let rv = resourceVersion;
         const relistAt = Date.now() + this.opts.resyncPeriodMs;
+        let rv: string;
+        // The end of the streamed list's watch (it goes on after the list), handled below like any watch's.
+        let ended: WatchOutcome | undefined;
+        if (this.streaming) {
+          const out = await this.watchOnce('', relistAt - Date.now(), () => {
+            // Filled: the list succeeded (the watch goes on).
+            this.recovered(failures, 'list');
+            failures = 0;
+          });
+          if (this.stopped) return;
+          if (out.unsupported) {
+            this.streaming = false;
+            this.log.info({ informer: this.name, err: out.error !== undefined ? describeError(out.error) : undefined }, 'the server does not stream lists (sendInitialEvents); listing in pages');
+            continue;
+          }
+          if (!out.filled) throw out.error ?? new Error('the streamed list ended before its last object');
+          rv = out.resourceVersion;
+          ended = out;
+        } else {
+          const fill = this.store.beginFill();
+          const listed = await this.client.list(this.opts.namespace, {
+            labelSelector: this.opts.labelSelector,
+            fieldSelector: this.opts.fieldSelector,
+            each: (obj) => this.store.filled(fill, obj, this.opts.transform),
+          });
+          if (this.stopped) return;
+          this.store.endFill(fill);
+          this.filled();
+          rv = listed.resourceVersion;
+          this.recovered(failures, 'list');
+          failures = 0;
+        }
         while (!this.stopped && Date.now() < relistAt) {
-          const out = await this.watchOnce(rv, relistAt - Date.now());
+          const out = ended ?? (await this.watchOnce(rv, relistAt - Date.now()));
+          ended = undefined;
           if (this.stopped) return;
           rv = out.resourceVersion;
           if (out.gone) break;
@@ -245,9 +331,16 @@ export class Informer<T extends KubeObject> {
 
   private replace(items: T[], resync = true): void {
     this.store.replace(items);
+    this.filled(resync);
+  }
+
+  /** A full list is stored: the first one makes the cache synced (and ends the early lane). */
+  private filled(resync = true): void {
     const first = !this.health.synced;
     this.health.synced = true;
     if (first) {
+      this.early?.stop();
+      this.early = undefined;
       const w = this.syncWaiters;
       this.syncWaiters = [];
       w.forEach((f) => f());
@@ -255,11 +348,21 @@ export class Informer<T extends KubeObject> {
     if (resync) this.store.resynced();
   }
 
-  private watchOnce(resourceVersion: string, maxMs: number): Promise<WatchOutcome> {
+  /**
+   * One watch, from resourceVersion; with onFilled, a streamed list first
+   * (sendInitialEvents): its objects fill the cache as they arrive, the
+   * bookmark marking their end completes the fill (then onFilled), and the
+   * watch goes on.
+   */
+  private watchOnce(resourceVersion: string, maxMs: number, onFilled?: () => void): Promise<WatchOutcome> {
+    const list = onFilled !== undefined;
     return new Promise<WatchOutcome>((resolve) => {
       let rv = resourceVersion;
       let gone = false;
       let settled = false;
+      const fill = list ? this.store.beginFill() : undefined;
+      let filled = false;
+      let unsupported = false;
       let abort: AbortController | undefined;
       let inactivity: NodeJS.Timeout | undefined;
       const t0 = performance.now();
@@ -279,7 +382,13 @@ export class Informer<T extends KubeObject> {
         clearTimeout(deadline);
         abort?.abort();
         this.health.connected = false;
-        resolve({ resourceVersion: rv, gone, ...(error !== undefined && error !== null ? { error } : {}) });
+        if (fill && !filled) {
+          // Rejected (a server without streamed lists: 400 or 422), or ended
+          // without marking the end of its initial events (one that ignores the parameter).
+          const code = statusCode(error);
+          if (code === 400 || code === 422 || (!failed && !gone && !this.stopped)) unsupported = true;
+        }
+        resolve({ resourceVersion: rv, gone, ...(failed ? { error } : {}), ...(filled ? { filled } : {}), ...(unsupported ? { unsupported } : {}) });
       };
       const touch = () => {
         this.health.lastContact = Date.now();
@@ -293,7 +402,8 @@ export class Informer<T extends KubeObject> {
       const deadline = setTimeout(() => finish(), Math.max(0, maxMs));
       touch();
       const params: Record<string, string | number | boolean | undefined> = {
-        resourceVersion: rv,
+        // A streamed list: no resourceVersion (the newest state) and every object first.
+        ...(list ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : { resourceVersion: rv }),
         allowWatchBookmarks: true,
         timeoutSeconds: this.opts.watchTimeoutSeconds,
         labelSelector: this.opts.labelSelector,
@@ -318,6 +428,17 @@ export class Informer<T extends KubeObject> {
             }
             const newRv = obj?.metadata?.resourceVersion;
             if (newRv) rv = newRv;
+            if (fill && !filled) {
+              if (type === 'BOOKMARK') {
+                // The end of the initial events; any other bookmark first means the server ignored sendInitialEvents.
+                if (obj?.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') return finish();
+                filled = true;
+                this.store.endFill(fill);
+                this.filled();
+                onFilled?.();
+              } else this.store.filled(fill, obj, this.opts.transform);
+              return;
+            }
             if (type === 'BOOKMARK') return;
             this.store.apply(type, obj, this.opts.transform);
           },

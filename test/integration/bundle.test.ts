@@ -61,7 +61,7 @@ for (const [build, script] of [
     const c = start(script);
     try {
       const t0 = Date.now();
-      await c.waitForLog((l) => l.msg === 'caches synced; starting workers', 30_000);
+      await c.waitForLog((l) => l.msg === 'caches synced', 30_000);
       const readyMs = Date.now() - t0;
       await new Promise((r) => setTimeout(r, 1000));
       console.log(`# ${build}: ready in ${readyMs} ms, RSS ${rssMb(c.proc.pid!).toFixed(1)} MB`);

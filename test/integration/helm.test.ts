@@ -793,7 +793,7 @@ describe('installed with helm on the internal apiserver, the controller runs wit
     });
     controller = runCli([...args, '--kubeconfig', env.internal.identities.controller.kubeconfigPath], { POD_NAMESPACE: NS, POD_NAME: 'internal-services-controller-0' }, CLI);
     const serving = await controller.waitForLog((l) => l.msg === 'serving health probes', 30_000);
-    await controller.waitForLog((l) => l.msg === 'caches synced; starting workers', 30_000);
+    await controller.waitForLog((l) => l.msg === 'caches synced', 30_000);
     const port = Number(String(serving['address']).split(':').pop());
     const readyz = await waitFor('/readyz to list the staging remote as ok', async () => {
       const res = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);

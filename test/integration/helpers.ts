@@ -104,7 +104,7 @@ export async function startController(env: Environment, extra: string[] = []): P
   ]);
   const serving = await cp.waitForLog((l) => l.msg === 'serving health probes');
   cp.healthPort = Number(String(serving.address).split(':').pop());
-  await cp.waitForLog((l) => l.msg === 'caches synced; starting workers');
+  await cp.waitForLog((l) => l.msg === 'caches synced');
   return cp;
 }
 

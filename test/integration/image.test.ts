@@ -389,7 +389,7 @@ test('the controller from the image serves a request on real Tekton, and the Tas
   const t0 = Date.now();
   await waitFor('the controller in the image to start its workers', async () => {
     if (proc.exitCode !== null) throw new Error(`exited ${proc.exitCode}:\n${output.slice(-3000)}`);
-    return logged('caches synced; starting workers');
+    return logged('caches synced');
   }, 60_000, 200).catch((e: Error) => assert.fail(`${e.message}\n${output.slice(-3000)}`));
   console.log(`# image: controller ready in ${seconds(Date.now() - t0)} after buildah run`);
   assert.ok(logged('became leader'), 'the controller took the Lease (--leader-elect from the Deployment)');

@@ -69,7 +69,7 @@ before(async () => {
     await grantKcpRequester(kcp, ws.path);
   }
   controller = runKcpController(env, kcp, ['--metrics-bind-address', '127.0.0.1:0']);
-  await controller.waitForLog((l) => l.msg === 'caches synced; starting workers', 60_000);
+  await controller.waitForLog((l) => l.msg === 'caches synced', 60_000);
   await controller.waitForLog((l) => l.msg === 'kcp: serving the workspaces that bind the export', 60_000);
   metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
 }, { timeout: 900_000 });

@@ -42,7 +42,7 @@ test('no workspace binds the export yet: the controller is ready and waits; the 
   assert.match(String(waiting.why), /lists no endpoint/);
   const serving = await controller.waitForLog((l) => l.msg === 'serving health probes');
   const port = Number(String(serving.address).split(':').pop());
-  await controller.waitForLog((l) => l.msg === 'caches synced; starting workers', 60_000);
+  await controller.waitForLog((l) => l.msg === 'caches synced', 60_000);
   const readyz = await waitFor('/readyz answers 200', async () => {
     const r = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);
     return r.status === 200 ? r.text() : undefined;

@@ -245,7 +245,7 @@ describe('remotes found by label, in a namespace of their own', () => {
     await setRunConfig(internalAdmin, { allowList: ['team-a', 'staging/team-b'], defaultRemote: 'prod' });
     const c = runCliController(['--remote-secrets-selector', 'internal-services.appstudio.redhat.com/remote=true', '--remote-secrets-namespace', REMOTES_NS]);
     try {
-      await c.waitForLog((l) => l.msg === 'caches synced; starting workers');
+      await c.waitForLog((l) => l.msg === 'caches synced');
       const added = () => c.lines.filter((l) => l.msg === 'remote cluster added').map((l) => String(l.remote)).sort();
       await waitFor('both remotes added', async () => added().length === 2 && added());
       assert.deepEqual(added(), ['prod', 'staging'], 'the unlabelled Secret is not a remote');

@@ -1,7 +1,7 @@
 /**
  * The configuration source on its own: a plain object stands for the
- * internal cluster and the one client its informer uses (a list, and a watch
- * whose events the test sends), so that what the controller is told when the
+ * internal cluster and the one client its informer uses (a streamed list,
+ * and the watch it goes on as, whose events the test sends), so that what the controller is told when the
  * InternalServicesConfig "config" comes, changes and goes, and the effective
  * configuration made from it (computed once per object), are exercised
  * without a cluster. The informer itself against real API servers:
@@ -28,7 +28,7 @@ function configObject(spec: Spec, name = CONFIG_NAME): InternalServicesConfig {
 function fakeInternal(items: InternalServicesConfig[]) {
   const refs: ResourceRef[] = [];
   const lists: Array<{ namespace: string | undefined; fieldSelector: string | undefined; labelSelector: string | undefined }> = [];
-  const watches: Array<{ path: string; fieldSelector: unknown }> = [];
+  const watches: Array<{ path: string; fieldSelector: unknown; streamed: boolean }> = [];
   let onEvent: ((type: string, obj: unknown) => void) | undefined;
   let watching!: () => void;
   const watched = new Promise<void>((r) => (watching = r));
@@ -44,11 +44,19 @@ function fakeInternal(items: InternalServicesConfig[]) {
       remote: undefined,
       watcher: {
         async watch(path: string, params: Record<string, unknown>, cb: (type: string, obj: unknown) => void, done: (err?: unknown) => void) {
-          watches.push({ path, fieldSelector: params['fieldSelector'] });
+          const streamed = params['sendInitialEvents'] === true;
+          watches.push({ path, fieldSelector: params['fieldSelector'], streamed });
           onEvent = cb;
           const abort = new AbortController();
           abort.signal.addEventListener('abort', () => done());
-          watching();
+          // A streamed list, as a current apiserver sends it: every object, then the bookmark that ends them.
+          if (streamed) {
+            queueMicrotask(() => {
+              for (const item of structuredClone(items)) cb('ADDED', item);
+              cb('BOOKMARK', { metadata: { resourceVersion: String(rv), annotations: { 'k8s.io/initial-events-end': 'true' } } });
+              watching();
+            });
+          } else watching();
           return abort;
         },
       },
@@ -65,7 +73,7 @@ function fakeInternal(items: InternalServicesConfig[]) {
     refs,
     lists,
     watches,
-    /** Resolves once the informer watches (after its first list). */
+    /** Resolves once the informer watches (its first list streamed). */
     watching: () => watched,
     send(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: InternalServicesConfig) {
       assert.ok(onEvent, 'the informer is watching');
@@ -119,8 +127,8 @@ test('the informer follows the one object "config" of the controller\'s namespac
   await started(s);
   t.after(() => s.source.informer.stop());
   assert.deepEqual(s.cluster.refs.map((r) => `${r.plural}.${r.group}`), ['internalservicesconfigs.appstudio.redhat.com']);
-  assert.deepEqual(s.cluster.lists, [{ namespace: NS, fieldSelector: 'metadata.name=config', labelSelector: undefined }]);
-  assert.deepEqual(s.cluster.watches, [{ path: `/apis/appstudio.redhat.com/v1alpha1/namespaces/${NS}/internalservicesconfigs`, fieldSelector: 'metadata.name=config' }]);
+  assert.deepEqual(s.cluster.lists, [], 'listed by a streamed list');
+  assert.deepEqual(s.cluster.watches, [{ path: `/apis/appstudio.redhat.com/v1alpha1/namespaces/${NS}/internalservicesconfigs`, fieldSelector: 'metadata.name=config', streamed: true }]);
   assert.equal(s.source.informer.name, 'internal/internalservicesconfigs');
 });
 

@@ -57,13 +57,45 @@ describe('informer store', () => {
     assert.equal(store.get('ns/c'), undefined);
   });
 
-  test('an unchanged resourceVersion is no update, yet the new copy is stored', () => {
+  test('an unchanged resourceVersion is no update, and the stored copy stays (a relist transforms only what changed)', () => {
     const { store, calls } = recording();
     store.replace([o('a', '5')]);
-    const again = o('a', '5', 'ns', { fresh: 'yes' });
-    store.replace([again]);
+    const first = store.get('ns/a');
+    store.replace([o('a', '5', 'ns', { fresh: 'yes' })]);
     assert.deepEqual(calls, ['add ns/a@5']);
-    assert.equal(store.get('ns/a'), again);
+    assert.equal(store.get('ns/a'), first);
+  });
+
+  test('a fill one object at a time: each object is served as it arrives; the end deletes what the list lacked', () => {
+    const { store, calls } = recording();
+    store.replace([o('a', '1'), o('b', '1'), o('c', '1')]);
+    calls.length = 0;
+    const transformed: string[] = [];
+    const transform = (x: Obj): Obj => (transformed.push(keyOf(x)), x);
+    const fill = store.beginFill();
+    store.filled(fill, o('b', '2'), transform);
+    assert.equal(store.get('ns/b')?.metadata.resourceVersion, '2', 'served before the fill ends');
+    assert.equal(store.get('ns/c')?.metadata.resourceVersion, '1', 'not deleted before the fill ends');
+    store.filled(fill, o('a', '1'), transform);
+    store.filled(fill, o('d', '1'), transform);
+    assert.deepEqual(calls, ['update ns/b@1->2', 'add ns/d@1']);
+    assert.deepEqual(transformed, ['ns/b', 'ns/d'], 'the unchanged object is not transformed again');
+    store.endFill(fill);
+    assert.deepEqual(calls, ['update ns/b@1->2', 'add ns/d@1', 'delete ns/c@1']);
+    assert.deepEqual([...store.values()].map(keyOf).sort(), ['ns/a', 'ns/b', 'ns/d']);
+  });
+
+  test('a first fill holds nothing beyond the cache, and an object deleted by a watch event meanwhile is not deleted twice', () => {
+    const { store, calls } = recording();
+    store.replace([o('a', '1'), o('b', '1')]);
+    calls.length = 0;
+    const fill = store.beginFill();
+    assert.equal(fill.unseen.size, 2);
+    store.apply('DELETED', o('a', '1'));
+    store.endFill(fill);
+    assert.deepEqual(calls, ['delete ns/a@1', 'delete ns/b@1']);
+    assert.equal(fill.unseen.size, 0);
+    assert.equal(recording().store.beginFill().unseen.size, 0);
   });
 
   test('onResync comes only when asked for, never from a list by itself', () => {

@@ -70,9 +70,10 @@ test('a remote added while the set runs is listed, and its request keys flow; a 
     assert.equal(set.get('a'), remote);
     await until('the first list', () => seen.resynced.includes('a'));
     assert.ok(seen.keys.includes('a/team-a/one'));
-    assert.equal(set.listed('a/team-a/one'), remote);
+    assert.equal(set.served('a/team-a/one'), remote);
+    assert.ok(remote.listed('a/team-a/one'), 'its kind has its full list');
     assert.equal(set.cached('a/team-a/one')?.metadata.uid, 'uid-one');
-    assert.equal(set.listed('b/team-a/one'), undefined, 'a remote not served');
+    assert.equal(set.served('b/team-a/one'), undefined, 'a remote not served');
     a.state.requests = [...a.state.requests, req('two')];
     await until('the new request', () => seen.keys.includes('a/team-a/two'));
   } finally {
@@ -92,7 +93,7 @@ test('removing one remote stops it (and only it) while the other\'s keys go on f
     assert.deepEqual(seen.dropped, [ra]);
     assert.equal(a.state.closed, true, 'its connection is closed');
     assert.equal(set.get('a'), undefined);
-    assert.equal(set.listed('a/team-a/one'), undefined, 'nothing of a removed remote is decided');
+    assert.equal(set.served('a/team-a/one'), undefined, 'nothing of a removed remote is decided');
     assert.deepEqual([...set.names()], ['b']);
     assert.equal(await set.removeRemote('a'), false, 'removing it again: nothing to do');
     // Keys still flow from b; none from a.
@@ -118,7 +119,7 @@ test('replacing a remote (a rotated kubeconfig): the old one is dropped and stop
     assert.equal(set.get('a'), second);
     assert.deepEqual(seen.dropped, [first]);
     await until('the old one stopped', () => old.state.closed);
-    await until('the new one listed', () => set.listed('a/team-a/two') === second);
+    await until('the new one listed', () => set.served('a/team-a/two') === second && second.listed('a/team-a/two') !== undefined);
     assert.equal(set.size, 1);
   } finally {
     await set.stopAll();

@@ -1,0 +1,67 @@
+/**
+ * Deciding while a remote's requests are still being listed.
+ *
+ * With a long history (100,000 finished requests) the first full list takes
+ * seconds. The controller does not wait for it to serve what needs no
+ * history: exactly-once rests on the PipelineRun's name on the internal side
+ * (ir-<request uid>, whose cache is complete before any decision), not on
+ * having seen every request. So, before a kind's cache has its full list, a
+ * request it has shown (by the list so far, or by the early lane of
+ * unfinished requests) is decided when its decision depends on nothing but
+ * itself and the internal side:
+ * - it is not finished and not being deleted;
+ * - it carries no idempotency key (which earlier requests share the key is
+ *   only known from the full list);
+ * - no capacity is set (the fair order of the waiting requests is only known
+ *   from the full list).
+ * Everything else — those requests, removing what belongs to a request the
+ * cache does not show, TTL, the orphan sweep — waits for the full list, whose
+ * arrival brings every key back (onResync).
+ *
+ * After the full list, the cache can still be behind the cluster for a moment
+ * (a request that the early lane showed and the list's watch has not shown
+ * yet). Nothing is removed for a request the cache does not show (or shows
+ * with another uid) before the cluster confirms it: `removesForAnother`
+ * tells the controller when to read the request first.
+ */
+import { isFinished } from '../api/conditions.js';
+import type { InternalRequest } from '../api/types.js';
+import { requestUidOf } from '../tekton/pipelinerun.js';
+import type { EffectiveConfig } from './config.js';
+import type { Action } from './decide.js';
+import { idempotencyKeyOf } from './idempotency.js';
+
+/** Whether a request may be decided before its kind's cache has the full list (see above). */
+export function decidableWhileListing(req: InternalRequest | undefined, config: Pick<EffectiveConfig, 'capacity'>): boolean {
+  if (!req || req.metadata.deletionTimestamp || isFinished(req)) return false;
+  if (idempotencyKeyOf(req)) return false;
+  return config.capacity.maxRunning === undefined && config.capacity.maxRunningPerNamespace === undefined;
+}
+
+/** Whether a plan removes (cancels, deletes) a PipelineRun, resolution or approval made for another request than `uid` (none: the cache shows no request). */
+export function removesForAnother(actions: readonly Action[], uid: string | undefined): boolean {
+  return actions.some((a) => {
+    switch (a.type) {
+      case 'cancelPipelineRun':
+      case 'deletePipelineRun':
+        return requestUidOf(a.pipelineRun) !== uid;
+      case 'deleteResolution':
+        return requestUidOf(a.resolution) !== uid;
+      case 'deleteApproval':
+        return requestUidOf(a.approval) !== uid;
+      default:
+        return false;
+    }
+  });
+}
+
+/**
+ * Whether a request newly shown by a cache needs a look at all. A finished
+ * one needs one only for a pending logs ask or a TTL (and for a PipelineRun
+ * of it still there, which the internal cache's sweep brings): with a long
+ * history, its list does not queue 100,000 keys that would each be decided
+ * to do nothing.
+ */
+export function worthALook(req: InternalRequest, config: Pick<EffectiveConfig, 'ttlSecondsAfterFinished'>, logsAsked: (req: InternalRequest) => boolean): boolean {
+  return !isFinished(req) || req.metadata.deletionTimestamp !== undefined || config.ttlSecondsAfterFinished !== undefined || logsAsked(req);
+}
