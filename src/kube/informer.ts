@@ -448,7 +448,11 @@ export class Informer<T extends KubeObject> {
           (a) => {
             abort = a;
             this.abort = a;
-            if (settled) a.abort();
+            // Stopped while the request was on its way: end it now (stop() aborted the previous one).
+            if (settled || this.stopped) {
+              a.abort();
+              finish();
+            }
           },
           (e) => finish(e),
         );

@@ -42,6 +42,8 @@ export interface ApiserverPlaneConfig {
   auditPolicy: string | undefined;
   readyTimeoutMs: number;
   onChange: () => void;
+  /** More kube-apiserver flags (e.g. feature gates, to play an older server). */
+  extraArgs?: readonly string[] | undefined;
 }
 
 export class ApiserverPlane implements ControlPlane {
@@ -110,6 +112,7 @@ export class ApiserverPlane implements ControlPlane {
         '--audit-log-mode=blocking',
       );
     }
+    args.push(...(cfg.extraArgs ?? []));
     this.process = new ManagedProcess(
       `kube-apiserver (${name})`,
       join(cfg.binDir, 'kube-apiserver'),

@@ -72,6 +72,8 @@ export interface StartEnvironmentOptions {
   registry?: boolean;
   /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See chains.ts. */
   chains?: boolean | ChainsOptions;
+  /** More kube-apiserver flags per cluster, e.g. `{ 'remote-2': ['--feature-gates=WatchList=false'] }` for a server without streamed lists. */
+  apiserverFlags?: Partial<Record<PlaneName, readonly string[]>>;
 }
 
 // Metadata for every request; RequestReceived is omitted so that each
@@ -187,6 +189,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
         auditPolicy: opts.audit ? auditPolicy : undefined,
         readyTimeoutMs,
         onChange: refreshPids,
+        extraArgs: opts.apiserverFlags?.[name],
       });
     }) as [ApiserverPlane, ApiserverPlane, ...ApiserverPlane[]];
     processes.push(...planes.map((p) => p.process));
