@@ -209,12 +209,17 @@ export function formatReport(r: BenchResult): string {
   }
   if (r.scale) {
     const s = r.scale;
+    const { pending, fresh } = s.firstNew;
+    const both = (f: (x: typeof pending) => string | number | null) => `${f(pending) ?? '-'} / ${f(fresh) ?? '-'}`;
     out.push('');
     out.push(`Scale: ${s.preexisting} finished requests on the remote cluster before the controller starts (created in ${s.precreateSeconds} s)`);
     out.push(
       indent(
         table([
           ['ready (ms from start)', s.readyMs],
+          ['first new request Running (ms from start): created before start / created after start', both((x) => x.runningMs)],
+          ['first new request terminal (ms from start): created before start / created after start', both((x) => x.terminalMs)],
+          ['first new request Running before the ready line: created before start / created after start', both((x) => (x.runningBeforeReady ? 'yes' : 'no'))],
           ['ready and one new request processed (ms from start)', s.readyAndOneProcessedMs],
           ['that request: create → terminal (ms)', s.newRequestCreateToTerminalMs],
           ['RSS at ready / after one / settled 5 s later (MB)', `${s.rssAtReadyMB} / ${s.rssAfterOneMB} / ${s.rssSettledMB}`],
@@ -239,7 +244,7 @@ export function formatReport(r: BenchResult): string {
   );
   if (r.targets.length) {
     out.push('');
-    out.push('Targets (issues 5 and 13)');
+    out.push('Targets (issues 5, 13 and 27)');
     out.push(indent(table([['target', 'where', 'value', 'status'], ...r.targets.map((t) => [t.target, t.where, t.value, t.status])])));
   }
   out.push('');

@@ -24,11 +24,11 @@ import { measureCeiling } from './ceiling.js';
 import type { ControllerProcess } from './controller-process.js';
 import { HeapSampler } from './heapstat.js';
 import { controllerRows } from './measure.js';
-import { Observer } from './observer.js';
+import { Observer, type RequestRecord } from './observer.js';
 import { onePass } from './pass.js';
 import { ProcTreeSampler } from './procstat.js';
 import { describeTekton, gitInfo, newResult, targets } from './result.js';
-import { precreateFinished, scaleMode } from './scale.js';
+import { lastInKeyOrder, precreateFinished, scaleMode, submitTracked } from './scale.js';
 import { readAudit, setUp, SimulationThread, startController, type RunContext } from './setup.js';
 import { mb, round, sleep } from './stats.js';
 import type { BenchOptions, BenchResult } from './types.js';
@@ -83,7 +83,10 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       readAudit(s); // everything so far is setup
       eld.enable();
 
+      // Scale mode: one request that arrived while the controller was down (last in the list's key order), and one created as it starts.
+      const pending = precreate ? await submitTracked(observer, requester, lastInKeyOrder(s.allowed), `${runId}-pending`, precreate.count) : undefined;
       controller = startController(opts, s, 1);
+      const fresh: Promise<RequestRecord> | undefined = precreate ? submitTracked(observer, requester, s.allowed[0]!, `${runId}-fresh`, precreate.count + 1) : undefined;
       sampler = new ProcTreeSampler(controller.pid);
       sampler.start();
       const heapSampler = new HeapSampler();
@@ -97,8 +100,8 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       if (result.kcp && s.kcp) result.kcp.rssAtControllerReadyMB = mb(s.kcp.sampler.sample().rssBytes);
       const run: RunContext = { opts, s, observer, controller, sampler, heapSampler, requester, runId, log };
 
-      if (opts.scale !== undefined && precreate) {
-        result.scale = await scaleMode(run, precreate, readyMs, atReady.rssBytes);
+      if (opts.scale !== undefined && precreate && pending && fresh) {
+        result.scale = await scaleMode(run, precreate, { pending, fresh: await fresh }, readyMs, atReady.rssBytes);
         if (!result.scale.correctness.ok) result.failures.push(...result.scale.correctness.failures.map((f) => `scale: ${f}`));
       } else {
         await sleep(500);

@@ -1,25 +1,27 @@
 /**
  * Scale mode (`--scale M`): M finished requests exist before the controller
- * starts; then how long it takes to be ready, what it holds in memory, and
- * that it processes one new request without writing to the finished ones
- * (optionally with a heap snapshot of the settled controller).
+ * starts; then how long it takes to be ready, how soon it serves requests
+ * that are not finished (one created just before it starts, one just after),
+ * what it holds in memory, and that it processes one new request without
+ * writing to the finished ones (optionally with a heap snapshot of the
+ * settled controller).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONTROLLER_NAMESPACE } from '../src/localenv/index.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
-import { fromKubeConfig } from '../src/kube/client.js';
+import { describeError, fromKubeConfig } from '../src/kube/client.js';
 import { correctness } from './analyze.js';
 import { categoryOf } from './audit.js';
 import type { ControllerProcess } from './controller-process.js';
 import { summariseHeap, type HeapSummary } from './heap-summary.js';
 import { controllerRows, exitDescription } from './measure.js';
-import { createdAt, type RequestRecord } from './observer.js';
+import { createdAt, type Observer, type RequestRecord } from './observer.js';
 import { expectedResults } from './pipeline.js';
 import { readAudit, type RunContext, type Setup } from './setup.js';
 import { mb, round, sleep } from './stats.js';
-import type { ScaleResult } from './types.js';
-import { requestBody } from './workload.js';
+import type { FirstNewRequest, ScaleResult } from './types.js';
+import { createOne, requestBody, type Requester } from './workload.js';
 
 const NS = CONTROLLER_NAMESPACE;
 
@@ -58,9 +60,27 @@ export async function precreateFinished(s: Setup, m: number, runId: string, log:
   return { count: m, seconds, names };
 }
 
+/** The namespace whose requests come last in a list (keys in byte order): `pending` goes there, behind all the finished ones. */
+export function lastInKeyOrder(namespaces: string[]): string {
+  return [...namespaces].sort().at(-1)!;
+}
+
+/** One unfinished request, created by the requester and followed by the observer (`pending` before the controller starts, `fresh` just after). */
+export async function submitTracked(observer: Observer, requester: Requester, ns: string, name: string, i: number): Promise<RequestRecord> {
+  const rec: RequestRecord = { key: `${ns}/${name}`, namespace: ns, name, pass: 0, allowed: true, prUids: new Set(), prNames: new Set() };
+  observer.track(rec);
+  try {
+    await createOne(typeof requester === 'function' ? requester(undefined) : requester, observer, rec, requestBody(ns, name, i));
+  } catch (e) {
+    rec.createError ??= describeError(e);
+  }
+  return rec;
+}
+
 export async function scaleMode(
   run: RunContext,
   pre: { count: number; seconds: number; names: Set<string> },
+  early: { pending: RequestRecord; fresh: RequestRecord },
   readyMs: number,
   rssAtReady: number,
 ): Promise<ScaleResult> {
@@ -74,13 +94,18 @@ export async function scaleMode(
   const created = await (typeof requester === 'function' ? requester(undefined) : requester).create(ns, requestBody(ns, name, 0));
   rec.ackAt = performance.now();
   if (created.metadata.uid) observer.setUid(rec, created.metadata.uid);
+  const all = [early.pending, early.fresh, rec];
   const deadline = performance.now() + 120_000;
-  while (rec.terminalAt === undefined && performance.now() < deadline && controller.running) await observer.changed(250);
+  while (all.some((r) => r.terminalAt === undefined && !r.createError) && performance.now() < deadline && controller.running) await observer.changed(250);
   const afterOne = sampler.sample();
   const processedMs = rec.terminalAt !== undefined ? rec.terminalAt - controller.startedAt : null;
   log(`scale: new request ${rec.terminalAt !== undefined ? `terminal ${((rec.terminalAt - (createdAt(rec) ?? 0)) / 1000).toFixed(2)} s after its create` : 'NOT finished'}; settling 5 s`);
+  const firstNew = { pending: firstNewFigures(early.pending, controller), fresh: firstNewFigures(early.fresh, controller) };
+  for (const [label, f] of Object.entries(firstNew)) {
+    log(`scale: ${label} request Running ${f.runningMs ?? 'never'} ms, terminal ${f.terminalMs ?? 'never'} ms after the controller's start (${f.runningBeforeReady ? 'before' : 'not before'} ready)`);
+  }
   const t = performance.now();
-  while (performance.now() - t < 5000 && (rec.prUids.size === 0 || rec.prDeletedAt === undefined)) await observer.changed(250);
+  while (performance.now() - t < 5000 && all.some((r) => r.prUids.size === 0 || r.prDeletedAt === undefined)) await observer.changed(250);
   await sleep(Math.max(0, 5000 - (performance.now() - t)));
   const settled = sampler.sample();
   const peak = sampler.peakSince();
@@ -92,7 +117,7 @@ export async function scaleMode(
     (e) => e.user?.username === opts.controllerUser && categoryOf(e.verb) === 'write' && e.objectRef?.resource === 'internalrequests' && pre.names.has(e.objectRef?.name ?? ''),
   ).length;
   const c = correctness({
-    records: [rec],
+    records: all,
     controllerUser: opts.controllerUser,
     audit,
     errorLines: controller.errorLines,
@@ -109,6 +134,7 @@ export async function scaleMode(
     readyMs: round(readyMs, 0),
     readyAndOneProcessedMs: processedMs === null ? null : round(processedMs, 0),
     newRequestCreateToTerminalMs: rec.terminalAt !== undefined ? round(rec.terminalAt - (createdAt(rec) ?? rec.terminalAt), 1) : null,
+    firstNew,
     rssAtReadyMB: mb(rssAtReady),
     rssAfterOneMB: mb(afterOne.rssBytes),
     rssSettledMB: mb(settled.rssBytes),
@@ -120,6 +146,21 @@ export async function scaleMode(
     correctness: { ok: failures.length === 0, failures },
     ...(heap ? { heap } : {}),
     ...(heapSettled ? { heapSettled } : {}),
+  };
+}
+
+/** A request of ScaleResult.firstNew: its times in ms from the controller's start. */
+function firstNewFigures(r: RequestRecord, controller: ControllerProcess): FirstNewRequest {
+  const seen = [r.runningAt, r.prAddedAt].filter((x): x is number => x !== undefined);
+  const runningAt = seen.length ? Math.min(...seen) : undefined;
+  const since = (at: number | undefined) => (at === undefined ? null : round(at - controller.startedAt, 0));
+  return {
+    namespace: r.namespace,
+    name: r.name,
+    createSentMs: since(r.sentAt),
+    runningMs: since(runningAt),
+    terminalMs: since(r.terminalAt),
+    runningBeforeReady: runningAt !== undefined && controller.readyAt !== undefined && runningAt < controller.readyAt,
   };
 }
 

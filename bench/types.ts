@@ -118,6 +118,13 @@ export interface ScaleResult {
   readyAndOneProcessedMs: number | null;
   /** That request, create → terminal, ms. */
   newRequestCreateToTerminalMs: number | null;
+  /**
+   * Two requests that are not finished when the controller starts, so that
+   * it need not wait for the list of the finished ones to serve them:
+   * `pending` created just before the controller starts (in the namespace
+   * that comes last in the list's key order), `fresh` just after it started.
+   */
+  firstNew: { pending: FirstNewRequest; fresh: FirstNewRequest };
   rssAtReadyMB: number;
   rssAfterOneMB: number;
   /** After a further settle period. */
@@ -132,6 +139,19 @@ export interface ScaleResult {
   heap?: HeapSummary;
   /** V8's heap spaces once settled. */
   heapSettled?: HeapSpaces;
+}
+
+/** One request of ScaleResult.firstNew; times in ms from the controller's start. */
+export interface FirstNewRequest {
+  namespace: string;
+  name: string;
+  /** Create sent (negative: before the controller started). */
+  createSentMs: number | null;
+  /** First seen Running (status.conditions[0] Unknown/Running) or its PipelineRun first seen, whichever came first. */
+  runningMs: number | null;
+  terminalMs: number | null;
+  /** Running before the controller logged its ready line. */
+  runningBeforeReady: boolean;
 }
 
 export interface TargetCheck {

@@ -68,7 +68,7 @@ export async function requesterClient(kc: KubeConfig): Promise<ResourceClient<In
 }
 
 /** Creates one request, retrying transient failures; a 409 on a retry means an earlier attempt got through. */
-async function createOne(client: ResourceClient<InternalRequest>, observer: Observer, rec: RequestRecord, body: InternalRequest): Promise<void> {
+export async function createOne(client: ResourceClient<InternalRequest>, observer: Observer, rec: RequestRecord, body: InternalRequest): Promise<void> {
   rec.sentAt = performance.now();
   for (let attempt = 0; ; attempt++) {
     try {
