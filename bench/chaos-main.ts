@@ -27,10 +27,11 @@ const program = new Command('chaos')
   .addOption(new Option('--step-ms <n>', 'how long a simulated PipelineRun takes').default(500).argParser(int(0)))
   .addOption(new Option('--settle <seconds>', 'how long to wait for the requests to finish after the last fault').default(300).argParser(int(10)))
   .addOption(new Option('--tekton <who>', 'who runs the PipelineRuns: simulated (the fast stand-in) or real (Tekton v1.6 built from its module, pods simulated)').default('simulated').choices(['simulated', 'real']))
+  .addOption(new Option('--history <n>', 'finished requests created on the remote cluster before the controllers start (every start and restart lists them); checked to be left alone').default(0).argParser(int(0)))
   .addOption(new Option('--json <path>', 'also write the result as JSON'))
   .addOption(new Option('--soak <duration>', 'soak mode instead: one controller at --rate for this long (e.g. 1h), printing RSS, heap, file descriptors and event-loop delay, and their slopes'))
   .addOption(new Option('--sample-every <duration>', 'soak mode: time between two samples').default('30s'))
-  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; gap: number; stepMs: number; settle: number; json?: string; soak?: string; sampleEvery: string; tekton: 'simulated' | 'real' }) => {
+  .action(async (f: { requests: number; rate: number; seed?: number; faults: number; kinds: string; faultSeconds: string; baseline: number; gap: number; stepMs: number; settle: number; history: number; json?: string; soak?: string; sampleEvery: string; tekton: 'simulated' | 'real' }) => {
     if (f.soak !== undefined) {
       const durationMs = parseDuration(f.soak);
       const sampleEveryMs = parseDuration(f.sampleEvery);
@@ -69,6 +70,7 @@ const program = new Command('chaos')
       baseline: f.baseline,
       stepMs: f.stepMs,
       settleSeconds: f.settle,
+      history: f.history,
       log,
     });
     process.stdout.write(`${formatChaos(result)}\n`);

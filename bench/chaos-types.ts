@@ -36,6 +36,8 @@ export interface ChaosOptions {
   tekton?: 'simulated' | 'real';
   /** Give up waiting for the requests to finish after this long past the last fault. */
   settleSeconds: number;
+  /** Finished requests created on the remote cluster before the controllers start (a long history every start lists; 0: none). */
+  history?: number;
   log: (m: string) => void;
 }
 
@@ -61,9 +63,43 @@ export interface ChaosResult {
   failover: { kills: number; takeoverMs: Distribution; standbyTakeoverMs: Distribution; afterKillBothMs: Distribution };
   latencyMs: { baseline: Distribution | null; chaos: Distribution };
   counts: { allowed: number; rejected: number; deletedByRun: number; succeeded: number; rejectedSeen: number; restarts: number; relists410: number };
+  /** The history (--history): null without one. */
+  history: HistoryResult | null;
+  /** Each controller process the tool started again after it died: how long until its caches were listed (/readyz), it led, and (as leader) logged "caches synced". */
+  restartSync: { restarts: number; readyMs: Distribution; notReady: number; leaderMs: Distribution; syncedMs: Distribution; notSynced: number; minRequestsAtSync: number | null };
+  processes: ProcessStart[];
   problems: string[];
   ok: boolean;
   seconds: number;
+}
+
+/** The finished requests that existed before the controllers started, and what became of them. */
+export interface HistoryResult {
+  requests: number;
+  createSeconds: number;
+  /** Writes (any verb but get/list/watch, any outcome) by the controller to them, from the remote audit log. */
+  controllerWrites: number;
+  /** PipelineRun creates (any outcome) by the controller for them, from the internal audit log. */
+  pipelineRunCreates: number;
+  /** Listed at the end: missing, or with another resourceVersion than once finished. */
+  changed: number;
+  ok: boolean;
+}
+
+/**
+ * One controller process (a replica's generation): ms from its start to
+ * /readyz answering 200 (every cache listed, the history included), to its
+ * first "became leader" and to "caches synced" (a leader's, once its remotes
+ * are listed); null: not seen.
+ */
+export interface ProcessStart {
+  replica: number;
+  generation: number;
+  readyMs: number | null;
+  leaderMs: number | null;
+  syncedMs: number | null;
+  /** Requests in its caches when it logged "caches synced". */
+  syncedRequests: number | null;
 }
 
 /** A request the run deleted and created again under its name (fault delete-recreate). */

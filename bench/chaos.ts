@@ -14,13 +14,17 @@
  * Checks at the end (audit logs and the clusters, not the controller's word):
  * every request terminal with the expected outcome (or deleted by the run);
  * exactly one successful PipelineRun create per allowed request; no
- * PipelineRun left of a rejected or deleted request; nothing stuck.
+ * PipelineRun left of a rejected or deleted request; nothing stuck; with
+ * --history, no write to and no PipelineRun for any finished request of the
+ * history, which exists before the controllers start (so every restart
+ * lists it again).
  *
  * This file is the driver; the parts are chaos-replicas.ts (the two
  * controller processes and their fault proxies), chaos-faults.ts (the
  * schedule and the faults), chaos-checks.ts (what was lost, exactly once,
- * recovery), chaos-report.ts (the summary) and chaos-types.ts; the soak is
- * soak.ts.
+ * recovery), chaos-history.ts (--history: finished requests every start
+ * lists, left alone), chaos-report.ts (the summary) and chaos-types.ts; the
+ * soak is soak.ts.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,9 +34,10 @@ import { applyObjects, grantRequester, installProject, CONTROLLER_NAMESPACE, sta
 import { fromKubeConfig } from '../src/kube/client.js';
 import { AuditReader, type AuditEvent } from './audit.js';
 import { checkRequests, measureRecovery, pipelineRunsLeft, waitRecreated } from './chaos-checks.js';
+import { checkHistory, createHistory } from './chaos-history.js';
 import { runFaults, schedule } from './chaos-faults.js';
-import { countLines, hostPort, Replica, startReplicas, Takeovers } from './chaos-replicas.js';
-import type { ChaosOptions, ChaosResult, FaultRecord, RecreatedRequest } from './chaos-types.js';
+import { countLines, hostPort, Replica, startReplicas, Takeovers, waitRecovered } from './chaos-replicas.js';
+import type { ChaosOptions, ChaosResult, FaultRecord, HistoryResult, RecreatedRequest } from './chaos-types.js';
 import { Observer, createdAt, type RequestRecord } from './observer.js';
 import { benchPipeline } from './pipeline.js';
 import { distribution, round, sleep, type Distribution } from './stats.js';
@@ -63,6 +68,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     await applyConfig(configSpec);
     if (!real) executor = new SimulatedTektonExecutor(internalAdmin, (m) => log(`executor: ${m}`)).startAuto({ namespace: CONTROLLER_NAMESPACE, delayMs: opts.stepMs });
 
+    // The history first: the replicas' first lists, and every restart's, hold it.
+    const history = opts.history ? await createHistory(remoteAdmin, allowed, opts.history, log) : undefined;
+    // From here on the audit logs are read (what came before is the setup and the history).
+    const remoteAudit = new AuditReader('remote', env.remote.auditLogPath!);
+    const internalAudit = new AuditReader('internal', env.internal.auditLogPath!);
+    remoteAudit.skip();
+    internalAudit.skip();
+
     const dir = join(env.dir, 'chaos');
     mkdirSync(dir, { recursive: true });
     const remoteProxy = new FaultProxy(hostPort(env.remote.url));
@@ -74,10 +87,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     observer = new Observer(remoteAdmin, internalAdmin, CONTROLLER_NAMESPACE);
     await observer.start();
     const requester = (await fromKubeConfig('remote', env.remote.identities.requester!.kubeConfig())).resource<InternalRequest>(INTERNAL_REQUEST);
-    const remoteAudit = new AuditReader('remote', env.remote.auditLogPath!);
-    const internalAudit = new AuditReader('internal', env.internal.auditLogPath!);
-    remoteAudit.readNew();
-    internalAudit.readNew();
 
     // A pass without faults first: what latency is on this machine today.
     // Records are added to `recs` as they are sent (faults look at them meanwhile).
@@ -144,6 +153,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const live = recs.filter((r) => !deletedByRun.has(r.key));
     await waitTerminal(live, opts.settleSeconds * 1000);
     await waitRecreated(requester, recreated, opts.settleSeconds, problems);
+    // The replicas back after the last fault (a late kill's restarts measured too).
+    const notRecovered = await waitRecovered(replicas, opts.settleSeconds * 1000);
+    if (notRecovered) problems.push(`not recovered ${opts.settleSeconds} s after the last fault: ${notRecovered}`);
     const leftPrs = await pipelineRunsLeft(internalAdmin);
 
     // --- checks ---
@@ -154,6 +166,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const { succeeded, rejectedSeen } = checkRequests(recs, { internalEvents, mine, deletedByRun, recreated, leftPrs, problems });
     const recoveryByKind = measureRecovery(faults, { remoteEvents, mine, tStart, live });
     const relists410 = replicas.reduce((a, r) => a + countLines(dir, r.index, /"watch expired \(410 Gone\); relisting"/), 0);
+    const historyResult: HistoryResult | null = history ? await checkHistory(history, { remoteAdmin, remoteEvents, internalEvents, mine, problems }) : null;
+    // Every process started again after it died (generation > 0): how long until it led, and until its caches synced.
+    const restarted = replicas.flatMap((r) => r.starts).filter((p) => p.generation > 0);
+    const syncedCounts = restarted.map((p) => p.syncedRequests).filter((x): x is number => x !== null);
 
     const result: ChaosResult = {
       seed: opts.seed,
@@ -175,6 +191,17 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         restarts: replicas.reduce((a, r) => a + r.restarts, 0),
         relists410,
       },
+      history: historyResult,
+      restartSync: {
+        restarts: restarted.length,
+        readyMs: distribution(restarted.map((p) => p.readyMs).filter((x): x is number => x !== null), 0),
+        notReady: restarted.filter((p) => p.readyMs === null).length,
+        leaderMs: distribution(restarted.map((p) => p.leaderMs).filter((x): x is number => x !== null), 0),
+        syncedMs: distribution(restarted.map((p) => p.syncedMs).filter((x): x is number => x !== null), 0),
+        notSynced: restarted.filter((p) => p.syncedMs === null).length,
+        minRequestsAtSync: syncedCounts.length ? Math.min(...syncedCounts) : null,
+      },
+      processes: replicas.flatMap((r) => r.starts),
       problems,
       ok: problems.length === 0,
       seconds: round((Date.now() - t0All) / 1000, 0),

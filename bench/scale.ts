@@ -25,11 +25,24 @@ import { createOne, requestBody, type Requester } from './workload.js';
 
 const NS = CONTROLLER_NAMESPACE;
 
-/** M requests that finished long ago: created, then given a terminal status by the admin through the status subresource. */
-export async function precreateFinished(s: Setup, m: number, runId: string, log: (msg: string) => void): Promise<{ count: number; seconds: number; names: Set<string> }> {
+/** The finished requests precreateFinished made: their names, and each one's namespace, uid and resourceVersion once finished (by name). */
+export interface Precreated {
+  count: number;
+  seconds: number;
+  names: Set<string>;
+  finished: Map<string, { namespace: string; uid: string; resourceVersion: string }>;
+}
+
+/**
+ * M requests that finished long ago: created, then given a terminal status by
+ * the admin through the status subresource, spread over `s.allowed` (the
+ * scale mode, and the chaos run's --history).
+ */
+export async function precreateFinished(s: Pick<Setup, 'remoteAdmin' | 'allowed'>, m: number, runId: string, log: (msg: string) => void): Promise<Precreated> {
   const client = (await fromKubeConfig('remote', s.remoteAdmin)).resource<InternalRequest>(INTERNAL_REQUEST);
   const t0 = performance.now();
   const names = new Set<string>();
+  const finished: Precreated['finished'] = new Map();
   let next = 0;
   let done = 0;
   const worker = async () => {
@@ -50,14 +63,15 @@ export async function precreateFinished(s: Setup, m: number, runId: string, log:
         results: { digest: `digest:{"image":"${created.spec.params?.['image'] ?? ''}"}` },
         observedGeneration: 1,
       };
-      await client.replaceStatus(ns, name, { ...created, status });
+      const after = await client.replaceStatus(ns, name, { ...created, status });
+      finished.set(name, { namespace: ns, uid, resourceVersion: after.metadata.resourceVersion ?? '' });
       if (++done % 1000 === 0) log(`scale: ${done}/${m} finished requests created`);
     }
   };
   await Promise.all(Array.from({ length: 32 }, worker));
   const seconds = (performance.now() - t0) / 1000;
   log(`scale: ${m} finished requests created in ${seconds.toFixed(1)} s`);
-  return { count: m, seconds, names };
+  return { count: m, seconds, names, finished };
 }
 
 /** The namespace whose requests come last in a list (keys in byte order): `pending` goes there, behind all the finished ones. */
@@ -79,7 +93,7 @@ export async function submitTracked(observer: Observer, requester: Requester, ns
 
 export async function scaleMode(
   run: RunContext,
-  pre: { count: number; seconds: number; names: Set<string> },
+  pre: Pick<Precreated, 'count' | 'seconds' | 'names'>,
   early: { pending: RequestRecord; fresh: RequestRecord },
   readyMs: number,
   rssAtReady: number,
