@@ -380,6 +380,7 @@ export class Controller {
       }
     }
     this.runs.expire();
+    this.writer.expire();
   }
 
   private async work(): Promise<void> {

@@ -77,20 +77,44 @@ export interface StatusWriterOptions {
   onConflict(key: string, fresh: InternalRequest, attempt: number): Promise<void>;
 }
 
+/** How long a write of ours is remembered at most, for a cache that does not show its request (see current()). */
+const WRITTEN_KEPT_MS = 10 * 60_000;
+
+/** Whether the cached copy (resourceVersion `cached`) is not newer than the one we wrote over (`basedOn`), given the one we wrote (`ours`). */
+function notNewer(cached: string | undefined, basedOn: string, ours: string | undefined): boolean {
+  if (cached === basedOn) return true;
+  const n = /^\d{1,19}$/;
+  if (!cached || !ours || !n.test(cached) || !n.test(ours)) return false;
+  return BigInt(cached) < BigInt(ours);
+}
+
 export class StatusWriter {
-  /** Requests whose status we wrote, until the informer catches up: key -> object we wrote over and result. */
-  private readonly written = new Map<string, { basedOn: string; obj: InternalRequest }>();
+  /** Requests whose status we wrote, until the informer catches up: key -> object we wrote over, result, and when. */
+  private readonly written = new Map<string, { basedOn: string; obj: InternalRequest; at: number }>();
 
   constructor(private readonly opts: StatusWriterOptions) {}
 
-  /** The request as we last know it: our own write if the cache (which shows `cached`) has not caught up. */
+  /**
+   * The request as we last know it: our own write if the cache (which shows
+   * `cached`) has not caught up. A cache can show an older copy than the one
+   * we wrote over (while a long list arrives behind the early lane:
+   * src/kube/informer-early.ts); resourceVersions are compared as numbers
+   * when they are (etcd's are), else only the copy we wrote over counts as
+   * behind. A cache that shows nothing keeps our write remembered (for
+   * WRITTEN_KEPT_MS at most), as the list may still bring an older copy.
+   */
   current(key: string, cached: InternalRequest | undefined): InternalRequest | undefined {
     const w = this.written.get(key);
-    if (w) {
-      if (cached && cached.metadata.uid === w.obj.metadata.uid && cached.metadata.resourceVersion === w.basedOn) return w.obj;
-      this.written.delete(key);
-    }
+    if (!w) return cached;
+    if (!cached) return undefined;
+    if (cached.metadata.uid === w.obj.metadata.uid && notNewer(cached.metadata.resourceVersion, w.basedOn, w.obj.metadata.resourceVersion)) return w.obj;
+    this.written.delete(key);
     return cached;
+  }
+
+  /** Forgets writes older than WRITTEN_KEPT_MS (their requests long shown by the cache, or deleted). */
+  expire(now = Date.now()): void {
+    for (const [k, w] of this.written) if (now - w.at > WRITTEN_KEPT_MS) this.written.delete(k);
   }
 
   /** Forgets the writes to one remote (removed or replaced). */
@@ -132,7 +156,7 @@ export class StatusWriter {
       }
       throw e;
     }
-    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written });
+    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written, at: Date.now() });
     const c = status.conditions?.[0];
     const phase = phaseOf({ status });
     this.opts.log.info({ request: key, reason: c?.reason, phase, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
@@ -179,7 +203,7 @@ export class StatusWriter {
         throw e2;
       }
     }
-    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written });
+    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written, at: Date.now() });
     this.opts.log.info({ request: key, attestation: sent.state, digest: sent.digest, keyId: sent.keyId, envelopeBytes: sent.envelopeBytes }, sent.message ?? 'attestation relayed');
     if (event && eventWanted(this.opts.events ?? 'important', event)) {
       void remote.events.record(written, event.type, event.reason, event.message, this.opts.now());

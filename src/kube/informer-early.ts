@@ -111,6 +111,15 @@ export class EarlyLane<T extends KubeObject> {
   }
 
   private put(obj: T): void {
+    if (this.stopped) return;
+    // The cache keeps older copies from replacing what the lane showed by
+    // comparing resourceVersions as numbers (etcd's revisions): without that,
+    // the lane is not safe, and stops before showing anything.
+    if (!/^\d{1,19}$/.test(obj.metadata?.resourceVersion ?? '')) {
+      this.log.info({ informer: this.name, resourceVersion: obj.metadata?.resourceVersion }, 'resourceVersions are not numbers here; no early lane');
+      this.stop();
+      return;
+    }
     const t = this.opts.transform ? this.opts.transform(obj) : obj;
     this.objects.set(keyOf(obj), t);
     this.sink.seen(t);

@@ -79,6 +79,11 @@ export class InformerStore<T extends KubeObject> {
     this.upsert(key, transform ? transform(obj) : obj);
   }
 
+  /** An object of a fill that is not stored (an older copy than the cache's handlers have seen): it still counts as listed. */
+  passed(fill: Fill, obj: T): void {
+    fill.unseen.delete(keyOf(obj));
+  }
+
   /** The end of a fill: what it did not list is gone. */
   endFill(fill: Fill): void {
     for (const key of fill.unseen) {

@@ -89,6 +89,12 @@ interface WatchOutcome {
   unsupported?: boolean;
 }
 
+/** An object's resourceVersion as a number, when it is one (etcd's revisions are). */
+function numericRv(obj: { metadata?: { resourceVersion?: string } }): bigint | undefined {
+  const rv = obj.metadata?.resourceVersion;
+  return rv && /^\d{1,19}$/.test(rv) ? BigInt(rv) : undefined;
+}
+
 /** The annotation of the bookmark that ends a streamed list's initial events. */
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
@@ -132,9 +138,11 @@ export class Informer<T extends KubeObject> {
         { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.earlySelector, transform: opts.transform },
         {
           seen: (obj) => {
+            this.ahead(obj);
             if (!this.store.get(keyOf(obj))) call(() => handlers.onAdd?.(obj));
           },
           left: (obj) => {
+            this.ahead(obj);
             if (!this.store.get(keyOf(obj))) call(() => handlers.onDelete?.(obj));
           },
         },
@@ -161,6 +169,37 @@ export class Informer<T extends KubeObject> {
   /** This cache as a /readyz line: synced and its cluster answering. */
   readiness(required: boolean): ReadinessCheck {
     return readinessOf(this.name, this.health, required);
+  }
+
+  /**
+   * The early lane shows some objects at versions the list has not reached:
+   * the list's copy of them is older (its snapshot was taken before), and so
+   * are the first events of its watch. Handlers have acted on the newer one,
+   * so the older ones are not stored (a request decided, run and finished via
+   * the lane must not come back unfinished): the cache keeps what it has
+   * until the list's watch reaches the lane's version. resourceVersions are
+   * compared as numbers here, which the lane requires (see informer-early.ts).
+   */
+  private readonly aheadOf = new Map<string, bigint>();
+
+  private ahead(obj: T): void {
+    const rv = numericRv(obj);
+    if (rv === undefined) return;
+    const key = keyOf(obj);
+    const was = this.aheadOf.get(key);
+    if (was === undefined || rv > was) this.aheadOf.set(key, rv);
+  }
+
+  /** Whether obj is older than what the early lane showed of it (then it is not stored); once the list catches up, the lane's mark goes. */
+  private behind(obj: T): boolean {
+    if (this.aheadOf.size === 0) return false;
+    const key = keyOf(obj);
+    const lane = this.aheadOf.get(key);
+    if (lane === undefined) return false;
+    const rv = numericRv(obj);
+    if (rv !== undefined && rv < lane) return true;
+    this.aheadOf.delete(key);
+    return false;
   }
 
   /** The cached object; before the first full list is in, also the early lane's. */
@@ -237,7 +276,7 @@ export class Informer<T extends KubeObject> {
           const listed = await this.client.list(this.opts.namespace, {
             labelSelector: this.opts.labelSelector,
             fieldSelector: this.opts.fieldSelector,
-            each: (obj) => this.store.filled(fill, obj, this.opts.transform),
+            each: (obj) => (this.behind(obj) ? this.store.passed(fill, obj) : this.store.filled(fill, obj, this.opts.transform)),
           });
           if (this.stopped) return;
           this.store.endFill(fill);
@@ -338,6 +377,8 @@ export class Informer<T extends KubeObject> {
   private filled(resync = true): void {
     const first = !this.health.synced;
     this.health.synced = true;
+    // A later full list is newer than anything the lane showed.
+    if (!first) this.aheadOf.clear();
     if (first) {
       this.early?.stop();
       this.early = undefined;
@@ -436,11 +477,12 @@ export class Informer<T extends KubeObject> {
                 this.store.endFill(fill);
                 this.filled();
                 onFilled?.();
-              } else this.store.filled(fill, obj, this.opts.transform);
+              } else if (this.behind(obj)) this.store.passed(fill, obj);
+              else this.store.filled(fill, obj, this.opts.transform);
               return;
             }
             if (type === 'BOOKMARK') return;
-            this.store.apply(type, obj, this.opts.transform);
+            if (!this.behind(obj)) this.store.apply(type, obj, this.opts.transform);
           },
           (err: unknown) => finish(err ?? undefined),
         )

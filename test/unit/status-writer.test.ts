@@ -170,3 +170,24 @@ test('Events after a write follow the events mode', async () => {
     assert.equal(calls.events.length, n, `${mode ?? '(default)'} ${event.reason}`);
   }
 });
+
+test('an older copy than the one we wrote over (a long list arriving behind the early lane) does not hide our write; a cache showing nothing keeps it remembered; a newer copy ends it', async () => {
+  const { target } = fakeRemote();
+  const w = writer();
+  const req = request();
+  req.metadata.resourceVersion = '10';
+  assert.equal(await w.write(target, KEY, req, structuredClone(succeeded), undefined, 0), true);
+  const older = request();
+  older.metadata.resourceVersion = '7';
+  assert.equal(w.current(KEY, older)?.status?.conditions?.[0]?.reason, 'Succeeded', 'the older copy is behind our write');
+  assert.equal(w.current(KEY, undefined), undefined, 'nothing cached: nothing to show');
+  assert.equal(w.current(KEY, older)?.status?.conditions?.[0]?.reason, 'Succeeded', 'and our write is still remembered');
+  const newer = request({}, {}, structuredClone(succeeded));
+  newer.metadata.resourceVersion = '11';
+  assert.equal(w.current(KEY, newer), newer, 'the cache caught up');
+  assert.equal(w.current(KEY, older), older, 'and our write is forgotten');
+  // Remembered writes expire.
+  assert.equal(await w.write(target, KEY, req, structuredClone(running), undefined, 0), true);
+  w.expire(Date.now() + 11 * 60_000);
+  assert.equal(w.current(KEY, older), older);
+});
