@@ -106,7 +106,8 @@ test('410 Gone: a watch from a resourceVersion the apiserver no longer has leads
   const remote = await fromKubeConfig('remote', env.remote.identities.admin.kubeConfig());
   const client = new ExpiredOnce(remote, INTERNAL_REQUEST);
   let resyncs = 0;
-  const inf = new Informer<InternalRequest>('gone/internalrequests', client, { onResync: () => resyncs++ }, log, { namespace: 'relay' });
+  // Filled in pages: a streamed list has no resourceVersion of its own to expire.
+  const inf = new Informer<InternalRequest>('gone/internalrequests', client, { onResync: () => resyncs++ }, log, { namespace: 'relay', fill: 'pages' });
   try {
     inf.start();
     await inf.waitForSync();
