@@ -18,12 +18,12 @@ import {
   PatchStrategy,
   setHeaderOptions,
   ServerConfiguration,
-  Watch,
   createConfiguration,
   type RequestContext,
   type ResponseContext,
 } from '@kubernetes/client-node';
 import { ConfigError } from '../errors.js';
+import { openWatch, type WatchParams } from './watch.js';
 
 export type ClusterName = 'remote' | 'internal';
 
@@ -45,7 +45,6 @@ export class Cluster {
   readonly coordination: CoordinationV1Api;
   /** API discovery: the groups and their versions (CustomObjectsApi.getAPIResources lists one group version's resources). */
   readonly apis: ApisApi;
-  readonly watcher: Watch;
   readonly server: string;
   /** Sees every request's outcome; watches report themselves here when they end. */
   readonly observer: RequestObserver | undefined;
@@ -94,7 +93,16 @@ export class Cluster {
     this.core = new CoreV1Api(config);
     this.coordination = new CoordinationV1Api(config);
     this.apis = new ApisApi(config);
-    this.watcher = new Watch(kc);
+    // Watches hold their connection for minutes: their own pool, so they
+    // never take the sockets that requests queue for.
+    this.watchAgent = agent ? new https.Agent({ ...agent.options, keepAlive: true, maxSockets: Infinity }) : undefined;
+  }
+
+  private watchAgent: https.Agent | undefined;
+
+  /** Opens a watch of path (src/kube/watch.ts): events in order, then onDone exactly once. */
+  watch(path: string, params: WatchParams, onEvent: (type: string, obj: never) => void, onDone: (err?: unknown) => void): Promise<AbortController> {
+    return openWatch(this.kc, this.server, this.watchAgent, path, params, onEvent, onDone);
   }
 
   resource<T extends KubeObject = KubeObject>(ref: ResourceRef): ResourceClient<T> {
@@ -109,13 +117,17 @@ export class Cluster {
   sibling(kc: KubeConfig, opts: ClusterOptions = {}): Cluster {
     const c = new Cluster(this.name, kc, this.agent, { ...(this.observer ? { observer: this.observer } : {}), ...(this.remote ? { remote: this.remote } : {}), ...opts });
     c.ownsAgent = false;
+    c.watchAgent?.destroy();
+    c.watchAgent = this.watchAgent;
     return c;
   }
 
   private ownsAgent = true;
 
   close(): void {
-    if (this.ownsAgent) this.agent?.destroy();
+    if (!this.ownsAgent) return;
+    this.agent?.destroy();
+    this.watchAgent?.destroy();
   }
 }
 

@@ -136,7 +136,7 @@ export class EarlyLane<T extends KubeObject> {
         resolve(e ?? undefined);
       };
       this.wake = () => finish();
-      this.client.cluster.watcher
+      this.client.cluster
         .watch(
           this.client.path(this.opts.namespace),
           { resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 120, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },

@@ -431,13 +431,16 @@ export class Informer<T extends KubeObject> {
         }
         resolve({ resourceVersion: rv, gone, ...(failed ? { error } : {}), ...(filled ? { filled } : {}), ...(unsupported ? { unsupported } : {}) });
       };
+      // Every event re-arms the same timer (refresh: no new timer per event,
+      // which an initial list of 100,000 events would otherwise make).
       const touch = () => {
         this.health.lastContact = Date.now();
-        clearTimeout(inactivity);
-        inactivity = setTimeout(() => {
-          this.log.warn({ informer: this.name, ms: this.opts.inactivityMs }, 'watch silent for too long; reconnecting');
-          finish(new Error('watch inactivity timeout'));
-        }, this.opts.inactivityMs);
+        if (inactivity) inactivity.refresh();
+        else
+          inactivity = setTimeout(() => {
+            this.log.warn({ informer: this.name, ms: this.opts.inactivityMs }, 'watch silent for too long; reconnecting');
+            finish(new Error('watch inactivity timeout'));
+          }, this.opts.inactivityMs);
       };
       // Relist on schedule even if the watch stays open.
       const deadline = setTimeout(() => finish(), Math.max(0, maxMs));
@@ -450,7 +453,7 @@ export class Informer<T extends KubeObject> {
         labelSelector: this.opts.labelSelector,
         fieldSelector: this.opts.fieldSelector,
       };
-      this.client.cluster.watcher
+      this.client.cluster
         .watch(
           this.client.path(this.opts.namespace),
           params,

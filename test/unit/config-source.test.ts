@@ -42,23 +42,21 @@ function fakeInternal(items: InternalServicesConfig[]) {
       name: 'internal',
       observer: undefined,
       remote: undefined,
-      watcher: {
-        async watch(path: string, params: Record<string, unknown>, cb: (type: string, obj: unknown) => void, done: (err?: unknown) => void) {
-          const streamed = params['sendInitialEvents'] === true;
-          watches.push({ path, fieldSelector: params['fieldSelector'], streamed });
-          onEvent = cb;
-          const abort = new AbortController();
-          abort.signal.addEventListener('abort', () => done());
-          // A streamed list, as a current apiserver sends it: every object, then the bookmark that ends them.
-          if (streamed) {
-            queueMicrotask(() => {
-              for (const item of structuredClone(items)) cb('ADDED', item);
-              cb('BOOKMARK', { metadata: { resourceVersion: String(rv), annotations: { 'k8s.io/initial-events-end': 'true' } } });
-              watching();
-            });
-          } else watching();
-          return abort;
-        },
+      async watch(path: string, params: Record<string, unknown>, cb: (type: string, obj: unknown) => void, done: (err?: unknown) => void) {
+        const streamed = params['sendInitialEvents'] === true;
+        watches.push({ path, fieldSelector: params['fieldSelector'], streamed });
+        onEvent = cb;
+        const abort = new AbortController();
+        abort.signal.addEventListener('abort', () => done());
+        // A streamed list, as a current apiserver sends it: every object, then the bookmark that ends them.
+        if (streamed) {
+          queueMicrotask(() => {
+            for (const item of structuredClone(items)) cb('ADDED', item);
+            cb('BOOKMARK', { metadata: { resourceVersion: String(rv), annotations: { 'k8s.io/initial-events-end': 'true' } } });
+            watching();
+          });
+        } else watching();
+        return abort;
       },
     },
   };

@@ -136,7 +136,7 @@ class Waiter {
       // silently died would not, so give up on it a little later and re-list.
       const guard = setTimeout(stop, (timeoutSeconds + 30) * 1000);
       const deadline = setTimeout(stop, Math.max(0, this.remaining()));
-      this.t.cluster.watcher
+      this.t.cluster
         .watch(
           this.t.requests.path(this.t.namespace),
           { resourceVersion: list.resourceVersion, allowWatchBookmarks: true, timeoutSeconds, ...(fieldSelector ? { fieldSelector } : {}) },
