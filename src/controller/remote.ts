@@ -214,6 +214,11 @@ export class Remote {
     }
   }
 
+  /** Every cached request, without its key. */
+  *cachedRequests(): IterableIterator<InternalRequest> {
+    for (const k of this.kinds.values()) yield* k.requests.list();
+  }
+
   /** The cache of a key's kind, when it has a full list: only then is the key decided. */
   listed(key: string): KindCache | undefined {
     const k = this.kindOf(key);

@@ -71,11 +71,21 @@ const outcomes = new Interner<Outcome>(1_000);
 const specs = new Interner<InternalRequest['spec']>(10_000);
 const API_VERSION_VALUE: InternalRequest['apiVersion'] = 'appstudio.redhat.com/v1alpha1';
 
-/** Seconds since the epoch of an RFC 3339 second-precision time, or NaN when the text is anything else (then kept as text). */
+const RFC3339_SECONDS = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\dZ$/;
+
+/**
+ * Seconds since the epoch of an RFC 3339 second-precision time, or NaN when
+ * the text is anything else (then kept as text): only a text that the number
+ * gives back exactly is packed. The form is checked by pattern and the day by
+ * the parsed date (a 30 February rolls over), which is what a round trip
+ * through toISOString checks, at a fraction of its cost (this runs twice for
+ * every finished request listed).
+ */
 function packTime(t: string | undefined): number {
-  if (t === undefined || t.length !== 20) return NaN;
+  if (t === undefined || !RFC3339_SECONDS.test(t)) return NaN;
   const ms = Date.parse(t);
-  return Number.isFinite(ms) && ms % 1000 === 0 && rfc3339(new Date(ms)) === t ? ms / 1000 : NaN;
+  if (!Number.isFinite(ms) || new Date(ms).getUTCDate() !== Number(t.slice(8, 10))) return NaN;
+  return ms / 1000;
 }
 
 /**

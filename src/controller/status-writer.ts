@@ -19,6 +19,7 @@ import { Phase, phaseOf, Reason } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode } from '../kube/client.js';
 import { endWithoutResults, type EventSpec } from './decide.js';
 import type { Attestation } from '../tekton/chains.js';
+import { slimRequest } from './slim.js';
 
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 export const CONFLICT_RETRIES = 5;
@@ -156,7 +157,6 @@ export class StatusWriter {
       }
       throw e;
     }
-    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written, at: Date.now() });
     const c = status.conditions?.[0];
     const phase = phaseOf({ status });
     this.opts.log.info({ request: key, reason: c?.reason, phase, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
@@ -171,7 +171,18 @@ export class StatusWriter {
     if (event && eventWanted(this.opts.events ?? 'important', event)) {
       void remote.events.record(written, event.type, event.reason, event.message, this.opts.now());
     }
+    this.remember(key, request, written);
     return true;
+  }
+
+  /**
+   * Our write, kept as the cache keeps requests (slim.ts: without
+   * managedFields; a finished one as its small record), since it may be
+   * remembered for minutes: a burst of requests would otherwise hold every
+   * response whole.
+   */
+  private remember(key: string, over: InternalRequest, written: InternalRequest): void {
+    this.written.set(key, { basedOn: over.metadata.resourceVersion ?? '', obj: slimRequest(written), at: Date.now() });
   }
 
   /**
@@ -203,7 +214,7 @@ export class StatusWriter {
         throw e2;
       }
     }
-    this.written.set(key, { basedOn: request.metadata.resourceVersion ?? '', obj: written, at: Date.now() });
+    this.remember(key, request, written);
     this.opts.log.info({ request: key, attestation: sent.state, digest: sent.digest, keyId: sent.keyId, envelopeBytes: sent.envelopeBytes }, sent.message ?? 'attestation relayed');
     if (event && eventWanted(this.opts.events ?? 'important', event)) {
       void remote.events.record(written, event.type, event.reason, event.message, this.opts.now());

@@ -17,6 +17,8 @@ export interface RemoteView {
   readonly healthy: boolean;
   /** Every cached request (of every kind) with its key. */
   entries(): Iterable<[string, InternalRequest]>;
+  /** Every cached request (of every kind), without keys (gauges: a scrape reads every request of a long history). */
+  cachedRequests(): Iterable<InternalRequest>;
   /** One check per kind's cache. */
   readiness(required: boolean): ReadinessCheck[];
 }
@@ -33,7 +35,7 @@ export function waitingByPhase(remotes: Iterable<RemoteView>): Record<string, Re
   const all: Record<string, Record<string, number>> = {};
   for (const remote of remotes) {
     const out: Record<string, number> = { none: 0, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
-    for (const [, r] of remote.entries()) {
+    for (const r of remote.cachedRequests()) {
       if (isFinished(r) || r.status?.pipelineRun) continue;
       const phase = phaseOf(r) ?? 'none';
       out[phase] = (out[phase] ?? 0) + 1;
@@ -49,7 +51,7 @@ export function waitingByPhase(remotes: Iterable<RemoteView>): Record<string, Re
 /** Requests whose PipelineRun is running (for the concurrency gauge). */
 export function runningRequests(remotes: Iterable<RemoteView>): number {
   let n = 0;
-  for (const remote of remotes) for (const [, r] of remote.entries()) if (!isFinished(r) && r.status?.pipelineRun) n++;
+  for (const remote of remotes) for (const r of remote.cachedRequests()) if (!isFinished(r) && r.status?.pipelineRun) n++;
   return n;
 }
 

@@ -20,6 +20,7 @@ function fakeRemote(name: string, requests: InternalRequest[], healthy = true) {
     name,
     healthy,
     entries: () => requests.map((r): [string, InternalRequest] => [`${name}/${r.metadata.namespace}/${r.metadata.name}`, r]),
+    cachedRequests: () => requests,
     readiness: (required: boolean) => [{ name: `remote/${name}/internalrequests`, ok: healthy, required }],
   };
 }

@@ -1,6 +1,7 @@
 /** What the caches keep: the compact record of a finished request, and which Events each --events mode records. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { isFinished, succeededCondition } from '../../src/api/conditions.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { decide, type EventSpec } from '../../src/controller/decide.js';
@@ -120,4 +121,19 @@ test('--events: routine successes only with all; failures, rejections and approv
   for (const [e, want] of cases) {
     for (const [mode, yes] of Object.entries(want)) assert.equal(eventWanted(mode as 'all', e), yes, `${mode}: ${e.type}/${e.reason}${e.success ? ' (success)' : ''}`);
   }
+});
+
+test('a record gives back every timestamp exactly as listed, packed or not (30 February, 24:00, leap seconds, other forms)', () => {
+  const odd = ['2026-02-30T10:00:00Z', '2026-02-29T10:00:00Z', '2024-02-29T10:00:00Z', '2026-04-31T00:00:00Z', '2026-11-23T24:00:00Z', '2026-12-31T23:59:60Z', '2026-11-23t10:00:00z', '2026-11-23T10:00:00.000Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59Z', ' 2026-11-23T10:00:00Z', '2026-11-23T10:00:00Z\n', '', '2026-1-3T10:00:00Z'];
+  const second = fc.date({ min: new Date(Date.UTC(0, 0, 1)), max: new Date(Date.UTC(9999, 11, 31, 23, 59, 59)), noInvalidDate: true }).map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z'));
+  const nearly = fc.tuple(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 }), fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 61 })).map(
+    ([y, mo, d, h, m]) => `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')}T${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}:${String(m).padStart(2, '0')}Z`,
+  );
+  const check = (t: string) => {
+    const r = slimRequest(finished({ created: t, ltt: t }));
+    assert.equal(r.metadata.creationTimestamp, t);
+    assert.equal(succeededCondition(r)?.lastTransitionTime, t);
+  };
+  for (const t of odd) check(t);
+  fc.assert(fc.property(fc.oneof(second, nearly), (t) => check(t)), { numRuns: 2000 });
 });

@@ -10,6 +10,7 @@ import pino from 'pino';
 import type { InternalRequest } from '../../src/api/types.js';
 import { CONFLICT_RETRIES, StatusWriter, type EventsMode, type StatusTarget } from '../../src/controller/status-writer.js';
 import { request } from './fixtures.js';
+import { FinishedRequest } from '../../src/controller/slim.js';
 
 const log = pino({ level: 'silent' });
 const NOW = new Date('2026-11-22T10:00:00Z');
@@ -87,6 +88,23 @@ test('a write sends the request with the new status, and the written object is w
   const caught = request({}, { resourceVersion: '11' }, running);
   assert.equal(w.current(KEY, caught), caught);
   assert.equal(w.current(KEY, req), req);
+});
+
+test('what is remembered of a write is what the cache would keep: no managedFields, and a finished request as its small record', async () => {
+  const { target } = fakeRemote();
+  const w = writer();
+  const managed = [{ manager: 'kubectl', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }];
+  const req = request({}, { managedFields: managed } as never);
+  assert.equal(await w.write(target, KEY, req, running, undefined, 0), true);
+  const seen = w.current(KEY, req);
+  assert.deepEqual(seen?.status, running);
+  assert.equal((seen?.metadata as { managedFields?: unknown }).managedFields, undefined, 'managedFields are not kept');
+  const done = { ...succeeded, completionTime: NOW.toISOString() };
+  assert.equal(await w.write(target, KEY, seen!, done, undefined, 0), true);
+  const finished = w.current(KEY, req);
+  assert.ok(finished instanceof FinishedRequest, 'a finished request is remembered as a FinishedRequest record');
+  assert.equal(finished.status?.conditions?.[0]?.reason, 'Succeeded');
+  assert.equal(finished.metadata.resourceVersion, '12');
 });
 
 test('current(): a request of another uid under the same key is not shadowed by an earlier write', async () => {
