@@ -21,6 +21,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { memoryLimit, type MemoryLimit } from './memory-limit.js';
 
 /** How the image and the Deployment run the controller (see RUNTIME_NODE_FLAGS in docs/benchmarks.md): the same here. */
 export const DEFAULT_CONTROLLER_CMD =
@@ -76,6 +77,8 @@ export interface ControllerProcessOptions {
   extraEnv?: Record<string, string>;
   /** --kcp: {remoteKubeconfig} is kcp's provider workspace, and goes to KCP_KUBECONFIG instead of REMOTE_KUBECONFIG. */
   kcp?: boolean;
+  /** The process's memory limit in MiB, as a memory cgroup (bench/memory-limit.ts); 0 or absent: none. */
+  memoryLimitMiB?: number;
 }
 
 export class ControllerProcess {
@@ -83,6 +86,8 @@ export class ControllerProcess {
   readonly logPath: string;
   /** The command line after placeholder expansion. */
   readonly command: string;
+  /** The memory limit it runs under (mib 0: none, and why). */
+  readonly memoryLimit: MemoryLimit;
   readonly startedAt = performance.now();
   readyAt: number | undefined;
   lines = 0;
@@ -103,7 +108,10 @@ export class ControllerProcess {
     const expanded = expandTemplate(opts.command, opts.vars);
     this.command = expanded;
     // A simple command replaces the shell, so the controller itself is the root of the sampled tree.
-    const cmd = /^\s*exec\s/.test(expanded) || /[;&|()<>`$\n]/.test(expanded) ? expanded : `exec ${expanded}`;
+    const plain = /^\s*exec\s/.test(expanded) || /[;&|()<>`$\n]/.test(expanded) ? expanded : `exec ${expanded}`;
+    // The shell moves itself into the cgroup, then execs the command (which stays the tree's root).
+    this.memoryLimit = memoryLimit(opts.memoryLimitMiB ?? 0, `controller-${opts.index}`);
+    const cmd = this.memoryLimit.prefix + plain;
     this.proc = spawn('/bin/sh', ['-c', cmd], {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -120,6 +128,7 @@ export class ControllerProcess {
     this.exited = new Promise((resolve) =>
       this.proc.on('exit', (code, signal) => {
         this.exitInfo = { code, signal };
+        this.memoryLimit.remove();
         resolve(this.exitInfo);
         this.readyWaiters.splice(0).forEach((w) => w());
       }),

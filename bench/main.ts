@@ -3,6 +3,7 @@
  * `npm run bench -- [flags]`: measures a controller the way its operators
  * would, on two local control planes. See docs/benchmarks.md.
  */
+import { DEPLOYMENT_MEMORY_LIMIT_MIB } from './memory-limit.js';
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CONTROLLER_USERNAME } from '../src/localenv/index.js';
@@ -36,6 +37,7 @@ interface Flags {
   tekton: TektonMode;
   tektonApiQps?: number;
   controllerCmd: string;
+  memoryLimit: number;
   readyLog: string;
   controllerUser: string;
   requests: number;
@@ -106,6 +108,11 @@ export function benchCommand(): Command {
       new Option('--timeout <s>', 'give up on requests still unfinished this many seconds after the last create (default max(60, N/5); with --tekton real max(300, N))').argParser(int(1)),
     )
     .addOption(new Option('--drain <s>', 'after all requests are terminal, wait at most this long for their PipelineRuns to be deleted').default(15).argParser(int(0)))
+    .addOption(
+      new Option('--memory-limit <MiB>', "the controller's memory limit, as a memory cgroup (Node.js sizes its heap from it); 0: none")
+        .default(DEPLOYMENT_MEMORY_LIMIT_MIB)
+        .argParser(int(0, 1_000_000)),
+    )
     .addOption(new Option('--ready-timeout <s>', 'how long the controller may take to log its ready line').default(120).argParser(int(1)))
     .addOption(new Option('--heap-snapshot', 'scale mode: once settled, take a heap snapshot of the controller (default command only) and print its summary by constructor; the file stays in {dir} with --keep'))
     .addOption(
@@ -124,6 +131,7 @@ export function toOptions(f: Flags): BenchOptions {
     tekton: f.tekton,
     tektonApiQps: f.tektonApiQps,
     controllerCmd: f.controllerCmd,
+    memoryLimitMiB: f.memoryLimit,
     readyLog: f.readyLog,
     controllerUser: f.controllerUser,
     requests: f.requests,

@@ -164,6 +164,7 @@ export function formatReport(r: BenchResult): string {
   out.push(`machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGB} GB; Node ${m.node}; load average at start ${m.loadavgAtStart.join(' ')}, at end ${m.loadavgAtEnd.join(' ')}`);
   out.push(`Tekton: ${m.tekton.description}`);
   out.push(`controller: ${m.controllerCmd}`);
+  if (m.memoryLimit) out.push(`controller memory limit: ${m.memoryLimit.mib ? `${m.memoryLimit.mib} MiB, as the Deployment's (${m.memoryLimit.how})` : m.memoryLimit.how}`);
   out.push(`environment: control planes ready in ${r.environment.startupMs} ms, project installed in ${r.environment.setupMs} ms`);
   if (r.kcp) {
     const k = r.kcp;

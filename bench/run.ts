@@ -94,6 +94,8 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       heapSampler.start();
       heapStop = () => heapSampler.stop();
       log(`controller started (pid ${controller.pid}): ${opts.controllerCmd}`);
+      result.meta.memoryLimit = { mib: controller.memoryLimit.mib, how: controller.memoryLimit.how };
+      log(`controller memory limit: ${controller.memoryLimit.mib ? `${controller.memoryLimit.mib} MiB (${controller.memoryLimit.how})` : controller.memoryLimit.how}`);
       const readyMs = await controller.waitReady(opts.readyTimeoutSeconds * 1000);
       const atReady = sampler.sample();
       log(`controller ready after ${readyMs.toFixed(0)} ms`);

@@ -182,6 +182,7 @@ export function startController(opts: BenchOptions, s: Setup, index: number): Co
     command,
     readyLog: opts.readyLog,
     index,
+    memoryLimitMiB: opts.memoryLimitMiB,
     ...(s.kcp ? { kcp: true } : {}),
     vars: {
       remoteKubeconfig,

@@ -14,6 +14,8 @@ export interface BenchOptions {
   /** `--tekton-api-qps`: the real Tekton controller's -kube-api-qps (burst twice that); undefined: Tekton's default. */
   tektonApiQps: number | undefined;
   controllerCmd: string;
+  /** `--memory-limit`: the controller's memory cgroup in MiB (0: none); the Deployment's limit by default (bench/memory-limit.ts). */
+  memoryLimitMiB: number;
   readyLog: string;
   controllerUser: string;
   requests: number;
@@ -175,6 +177,8 @@ export interface BenchResult {
     loadavgAtStart: number[];
     loadavgAtEnd: number[];
     controllerCmd: string;
+    /** The controller's memory limit as applied: MiB (0: none) and where, or why none. */
+    memoryLimit?: { mib: number; how: string };
     controllerUser: string;
     /** Which Tekton ran the PipelineRuns; `description` is the report's "Tekton:" line. */
     tekton: { mode: TektonMode; version: string | null; components: string[]; description: string };
