@@ -19,6 +19,15 @@ log() { printf 'envtest: %s\n' "$*" >&2; }
 cache_root=${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services}
 dir="$cache_root/envtest/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
 
+# One install at a time per cache: the builds below go through bin.tmp
+# folders, and a second run started meanwhile (a benchmark beside the tests)
+# would remove the first one's. It waits, then finds the binaries built.
+mkdir -p "$cache_root"
+if command -v flock >/dev/null; then
+  exec 9>"$cache_root/.envtest.lock"
+  flock 9
+fi
+
 if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/kube-apiserver" ] && [ -x "$KUBEBUILDER_ASSETS/etcd" ]; then
   bin_dir=$KUBEBUILDER_ASSETS
   log "using binaries from KUBEBUILDER_ASSETS=$bin_dir"
