@@ -56,6 +56,7 @@ interface Flags {
   timeout?: number;
   drain: number;
   readyTimeout: number;
+  scrapeInterval: number;
   keep?: boolean;
   heapSnapshot?: boolean;
   quiet?: boolean;
@@ -113,8 +114,13 @@ export function benchCommand(): Command {
         .default(DEPLOYMENT_MEMORY_LIMIT_MIB)
         .argParser(int(0, 1_000_000)),
     )
+    .addOption(
+      new Option('--scrape-interval <s>', "how often the benchmark reads the controller's metrics for its heap figures (each read costs the controller a rendering of all its metrics; its ServiceMonitor scrapes every 30 s)")
+        .default(5)
+        .argParser(positive),
+    )
     .addOption(new Option('--ready-timeout <s>', 'how long the controller may take to log its ready line').default(120).argParser(int(1)))
-    .addOption(new Option('--heap-snapshot', 'scale mode: once settled, take a heap snapshot of the controller (default command only) and print its summary by constructor; the file stays in {dir} with --keep'))
+    .addOption(new Option('--heap-snapshot', "heap snapshots of the controller, summarised by constructor: scale mode, once settled; a workload, once ready (the floor) and in the last pass when every create is answered (what a request in flight retains); the files stay in {dir} with --keep"))
     .addOption(
       new Option(
         '--kcp',
@@ -150,6 +156,7 @@ export function toOptions(f: Flags): BenchOptions {
     timeoutSeconds: f.timeout,
     drainSeconds: f.drain,
     readyTimeoutSeconds: f.readyTimeout,
+    scrapeIntervalSeconds: f.scrapeInterval,
     keep: f.keep ?? false,
     heapSnapshot: f.heapSnapshot ?? false,
     quiet: f.quiet ?? false,

@@ -33,6 +33,7 @@ export function controllerFigures(sampler: ProcTreeSampler, cpu0: number, reques
     cpuMsPerRequest: round((cpuSeconds * 1000) / Math.max(1, requests), 2),
     cores: round(cpuSeconds / Math.max(0.001, seconds), 2),
     rssPeakMB: mb(Math.max(peak.rssBytes, end.rssBytes)),
+    ...(peak.rssBytes >= end.rssBytes ? { rssPeakAnonMB: mb(peak.anonBytes), rssPeakFileMB: mb(peak.fileBytes) } : { rssPeakAnonMB: mb(end.anonBytes), rssPeakFileMB: mb(end.fileBytes) }),
     hwmMB: mb(peak.hwmBytes),
     rssEndMB: mb(end.rssBytes),
     ...(heap ? { heapAtPeak: heap } : {}),

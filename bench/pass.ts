@@ -15,7 +15,10 @@ function kcpFigures(sampler: ProcTreeSampler): { rssPeakMB: number; rssEndMB: nu
   const end = sampler.sample();
   return { rssPeakMB: mb(Math.max(sampler.peakSince().rssBytes, end.rssBytes)), rssEndMB: mb(end.rssBytes) };
 }
-import type { PassResult } from './types.js';
+import type { BurstHeap, PassResult } from './types.js';
+import type { RequestRecord } from './observer.js';
+import { heapGrowth, heapSnapshotOf, topGroups } from './heap-snapshot.js';
+import { join } from 'node:path';
 import { runWorkload } from './workload.js';
 
 export async function onePass(run: RunContext, pass: number, ceilingWritesPerSecond: number | undefined): Promise<PassResult> {
@@ -28,6 +31,7 @@ export async function onePass(run: RunContext, pass: number, ceilingWritesPerSec
   s.kcp?.sampler.markPeak();
   const errors0 = controller.errorLines;
   const samples0 = controller.errorSamples.length;
+  let heapInBurst: BurstHeap | undefined;
   const t0 = performance.now();
   // Real Tekton works through a PipelineRun much more slowly (TaskRun, pod, several status writes, client-side rate limits).
   const timeoutMs = (opts.timeoutSeconds ?? (opts.tekton === 'real' ? Math.max(300, opts.requests) : Math.max(60, opts.requests / 5))) * 1000;
@@ -45,6 +49,7 @@ export async function onePass(run: RunContext, pass: number, ceilingWritesPerSec
     timeoutMs,
     drainMs: opts.drainSeconds * 1000,
     log,
+    ...(opts.heapSnapshot && pass === opts.passes && run.floorHeap ? { onAllCreated: async (recs: readonly RequestRecord[]) => void (heapInBurst = await burstHeap(run, recs)) } : {}),
   });
   await sleep(1000); // let the last audit lines and samples land
   const windowSeconds = (performance.now() - t0) / 1000;
@@ -103,5 +108,27 @@ export async function onePass(run: RunContext, pass: number, ceilingWritesPerSec
     fractionOfCeiling: ceilingWritesPerSecond
       ? { remote: round(api.allIdentitiesWritesPerSecond.remote / ceilingWritesPerSecond, 3), internal: round(api.allIdentitiesWritesPerSecond.internal / ceilingWritesPerSecond, 3) }
       : null,
+    ...(heapInBurst ? { heapInBurst } : {}),
+  };
+}
+
+/** The live heap at the burst's height, against the floor (--heap-snapshot, last pass). */
+async function burstHeap(run: RunContext, records: readonly RequestRecord[]): Promise<BurstHeap | undefined> {
+  const floor = run.floorHeap;
+  if (!floor) return undefined;
+  const inFlight = records.filter((r) => !r.createError && r.terminalAt === undefined).length;
+  const pipelineRunsLive = records.filter((r) => r.prUids.size > 0 && r.prDeletedAt === undefined).length;
+  const t = performance.now();
+  const h = await heapSnapshotOf(run.controller, join(run.s.dir, 'heap'), run.log);
+  if (!h) return undefined;
+  return {
+    inFlight,
+    pipelineRunsLive,
+    liveMB: mb(h.totalBytes),
+    floorMB: mb(floor.totalBytes),
+    bytesPerRequestInFlight: inFlight ? Math.round((h.totalBytes - floor.totalBytes) / inFlight) : 0,
+    pauseMs: round(performance.now() - t, 0),
+    grew: heapGrowth(floor, h),
+    heap: topGroups(h),
   };
 }

@@ -41,11 +41,11 @@ function readStat(pid: number): Stat | undefined {
   }
 }
 
-function readMem(pid: number): { rss: number; hwm: number } | undefined {
+function readMem(pid: number): { rss: number; hwm: number; anon: number; file: number } | undefined {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? 0) * 1024;
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
   } catch {
     return undefined;
   }
@@ -60,6 +60,9 @@ export interface ProcSample {
   rssBytes: number;
   /** Largest VmHWM (kernel-tracked peak RSS) of any single process of the tree, bytes. */
   hwmBytes: number;
+  /** Of rssBytes: anonymous memory (heaps, stacks, malloc), and pages of files (the executable and its libraries) and shared memory. */
+  anonBytes: number;
+  fileBytes: number;
   processes: number;
 }
 
@@ -72,6 +75,7 @@ export class ProcTreeSampler {
   private lastScan = 0;
   private peakRss = 0;
   private peakHwm = 0;
+  private peakSplit = { anonBytes: 0, fileBytes: 0 };
   readonly samples: ProcSample[] = [];
   last: ProcSample | undefined;
 
@@ -96,11 +100,12 @@ export class ProcTreeSampler {
   markPeak(): void {
     this.peakRss = 0;
     this.peakHwm = 0;
+    this.peakSplit = { anonBytes: 0, fileBytes: 0 };
   }
 
-  /** Peak of the summed RSS over samples since markPeak(), and the largest VmHWM seen. */
-  peakSince(): { rssBytes: number; hwmBytes: number } {
-    return { rssBytes: this.peakRss, hwmBytes: this.peakHwm };
+  /** Peak of the summed RSS over samples since markPeak() (with its anonymous and file-backed parts), and the largest VmHWM seen. */
+  peakSince(): { rssBytes: number; hwmBytes: number; anonBytes: number; fileBytes: number } {
+    return { rssBytes: this.peakRss, hwmBytes: this.peakHwm, ...this.peakSplit };
   }
 
   /** Takes a sample now (also called on the timer). */
@@ -112,6 +117,8 @@ export class ProcTreeSampler {
     }
     let rss = 0;
     let hwm = 0;
+    let anon = 0;
+    let file = 0;
     let live = 0;
     for (const pid of this.pids) {
       const st = readStat(pid);
@@ -125,12 +132,15 @@ export class ProcTreeSampler {
       if (m) {
         rss += m.rss;
         hwm = Math.max(hwm, m.hwm);
+        anon += m.anon;
+        file += m.file;
       }
     }
     let total = 0;
     for (const t of this.ticks.values()) total += t;
-    const s: ProcSample = { at: now, cpuSeconds: total / this.hz, rssBytes: rss, hwmBytes: hwm, processes: live };
+    const s: ProcSample = { at: now, cpuSeconds: total / this.hz, rssBytes: rss, hwmBytes: hwm, anonBytes: anon, fileBytes: file, processes: live };
     if (live > 0) {
+      if (rss > this.peakRss) this.peakSplit = { anonBytes: anon, fileBytes: file };
       this.peakRss = Math.max(this.peakRss, rss);
       this.peakHwm = Math.max(this.peakHwm, hwm);
       this.last = s;

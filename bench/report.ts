@@ -87,8 +87,18 @@ function passReport(p: PassResult, controllerUser: string): string {
   );
   lines.push(indent(latencyTable(p)));
   const c = p.controller;
-  lines.push(indent(`controller: CPU ${c.cpuSeconds} s (${c.cpuMsPerRequest} ms per request, ${c.cores} cores on average); RSS peak ${c.rssPeakMB} MB, at the end ${c.rssEndMB} MB (VmHWM ${c.hwmMB} MB)`));
+  lines.push(indent(`controller: CPU ${c.cpuSeconds} s (${c.cpuMsPerRequest} ms per request, ${c.cores} cores on average); RSS peak ${c.rssPeakMB} MB${c.rssPeakAnonMB !== undefined ? ` (anonymous ${c.rssPeakAnonMB}, file-backed ${c.rssPeakFileMB}: the executable and libraries)` : ''}, at the end ${c.rssEndMB} MB (VmHWM ${c.hwmMB} MB)`));
   if (c.heapAtPeak) lines.push(indent(`controller memory at its largest heap: ${formatHeapSpaces(c.heapAtPeak, c.rssPeakMB)}`));
+  if (p.heapInBurst) {
+    const b = p.heapInBurst;
+    lines.push(
+      indent(
+        `live heap at the burst's height (all created; ${b.inFlight} requests in flight, ${b.pipelineRunsLive} PipelineRuns): ${b.liveMB} MB against ${b.floorMB} MB once ready, ` +
+          `${(b.bytesPerRequestInFlight / 1024).toFixed(1)} kB per request in flight (the snapshot stopped the controller for ${b.pauseMs} ms of this pass); grew most:`,
+      ),
+    );
+    for (const g of b.grew) lines.push(indent(`  ${g.name.slice(0, 48).padEnd(48)} ${String(g.count).padStart(8)}  ${(g.bytes / (1024 * 1024)).toFixed(2).padStart(7)} MB`));
+  }
   const cc = p.cpuCores;
   lines.push(
     indent(
@@ -194,8 +204,9 @@ export function formatReport(r: BenchResult): string {
   if (r.controllerStart) {
     const c = r.controllerStart;
     out.push('');
-    out.push(`Controller start: ready after ${c.readyMs} ms, CPU ${c.cpuSeconds} s, RSS ${c.rssAtReadyMB} MB; API requests by its identity until the first pass:`);
+    out.push(`Controller start: ready after ${c.readyMs} ms, CPU ${c.cpuSeconds} s, RSS ${c.rssAtReadyMB} MB${c.rssAtReadyAnonMB !== undefined ? ` (anonymous ${c.rssAtReadyAnonMB}, file-backed ${c.rssAtReadyFileMB})` : ''}; API requests by its identity until the first pass:`);
     out.push(indent(apiTable(c.api, false)));
+    if (c.heap) out.push(formatHeap(c.heap).replace('heap snapshot:', 'heap snapshot once ready (the floor):'));
   }
   for (const p of r.passes) {
     out.push('');

@@ -22,6 +22,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { CONTROLLER_NAMESPACE } from '../src/localenv/index.js';
 import { measureCeiling } from './ceiling.js';
 import type { ControllerProcess } from './controller-process.js';
+import { heapSnapshotOf, topGroups } from './heap-snapshot.js';
 import { HeapSampler } from './heapstat.js';
 import { controllerRows } from './measure.js';
 import { Observer, type RequestRecord } from './observer.js';
@@ -91,7 +92,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       sampler.start();
       const heapSampler = new HeapSampler();
       controller.onLineSeen((line) => heapSampler.seeLine(line));
-      heapSampler.start();
+      heapSampler.start(opts.scrapeIntervalSeconds * 1000);
       heapStop = () => heapSampler.stop();
       log(`controller started (pid ${controller.pid}): ${opts.controllerCmd}`);
       result.meta.memoryLimit = { mib: controller.memoryLimit.mib, how: controller.memoryLimit.how };
@@ -109,7 +110,12 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
         await sleep(500);
         const startupAudit = readAudit(s);
         const s0 = sampler.sample();
-        result.controllerStart = { readyMs: round(readyMs, 0), cpuSeconds: round(s0.cpuSeconds, 2), rssAtReadyMB: mb(atReady.rssBytes), api: controllerRows(opts, startupAudit) };
+        result.controllerStart = { readyMs: round(readyMs, 0), cpuSeconds: round(s0.cpuSeconds, 2), rssAtReadyMB: mb(atReady.rssBytes), rssAtReadyAnonMB: mb(atReady.anonBytes), rssAtReadyFileMB: mb(atReady.fileBytes), api: controllerRows(opts, startupAudit) };
+        if (opts.heapSnapshot) {
+          // The floor: the same process, ready, with nothing cached but its configuration.
+          run.floorHeap = await heapSnapshotOf(controller, join(s.dir, 'heap'), log);
+          if (run.floorHeap) result.controllerStart.heap = topGroups(run.floorHeap);
+        }
         for (let pass = 1; pass <= opts.passes; pass++) {
           const r = await onePass(run, pass, result.ceiling?.writesPerSecond);
           result.passes.push(r);

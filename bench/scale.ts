@@ -6,7 +6,6 @@
  * writing to the finished ones (optionally with a heap snapshot of the
  * settled controller).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONTROLLER_NAMESPACE } from '../src/localenv/index.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
@@ -14,7 +13,7 @@ import { describeError, fromKubeConfig } from '../src/kube/client.js';
 import { correctness } from './analyze.js';
 import { categoryOf } from './audit.js';
 import type { ControllerProcess } from './controller-process.js';
-import { summariseHeap, type HeapSummary } from './heap-summary.js';
+import { heapSnapshotOf, topGroups } from './heap-snapshot.js';
 import { controllerRows, exitDescription } from './measure.js';
 import { createdAt, type Observer, type RequestRecord } from './observer.js';
 import { expectedResults } from './pipeline.js';
@@ -124,7 +123,8 @@ export async function scaleMode(
   const settled = sampler.sample();
   const peak = sampler.peakSince();
   const heapSettled = await heapSampler.sample();
-  const heap = opts.heapSnapshot ? await heapSnapshotOf(controller, join(s.dir, 'heap'), log) : undefined;
+  const full = opts.heapSnapshot ? await heapSnapshotOf(controller, join(s.dir, 'heap'), log) : undefined;
+  const heap = full ? topGroups(full) : undefined;
   const audit = readAudit(s);
   const rows = controllerRows(opts, audit);
   const writesToFinished = audit.remote.filter(
@@ -178,28 +178,3 @@ function firstNewFigures(r: RequestRecord, controller: ControllerProcess): First
   };
 }
 
-/** SIGUSR2 to a controller started with --heapsnapshot-signal: waits for the snapshot to be written, and summarises it. */
-async function heapSnapshotOf(controller: ControllerProcess, dir: string, log: (m: string) => void): Promise<HeapSummary | undefined> {
-  const before = new Set(readdirSync(dir));
-  process.kill(controller.pid, 'SIGUSR2');
-  const deadline = performance.now() + 120_000;
-  let last = -1;
-  while (performance.now() < deadline) {
-    await sleep(1000);
-    const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
-    if (!file) continue;
-    const size = statSync(join(dir, file)).size;
-    if (size > 0 && size === last) {
-      try {
-        const h = summariseHeap(readFileSync(join(dir, file), 'utf8'));
-        log(`heap snapshot ${join(dir, file)}: ${mb(h.totalBytes)} MB`);
-        return h;
-      } catch {
-        // still being written
-      }
-    }
-    last = size;
-  }
-  log('heap snapshot: none written within 120 s');
-  return undefined;
-}

@@ -13,7 +13,8 @@ import { CONTROLLER_NAMESPACE, KCP_CONTROLLER_USERNAME, startEnvironment, type E
 import type { AuditWindow } from './analyze.js';
 import type { Kcp } from '../src/localenv/index.js';
 import { AuditReader } from './audit.js';
-import { ControllerProcess, DEFAULT_CONTROLLER_CMD } from './controller-process.js';
+import { ControllerProcess } from './controller-process.js';
+import type { HeapSummary } from './heap-summary.js';
 import type { HeapSampler } from './heapstat.js';
 import { asControllerUser, KCP_SETUP_BATCH, setUpKcpWorkspaces, startBenchKcp, type KcpSetup } from './kcp-setup.js';
 import { useKeepAlive } from './keepalive.js';
@@ -166,8 +167,8 @@ export function readAudit(s: Setup): AuditWindow {
 
 export function startController(opts: BenchOptions, s: Setup, index: number): ControllerProcess {
   let command = opts.controllerCmd;
-  if (opts.heapSnapshot && opts.scale !== undefined) {
-    if (command !== DEFAULT_CONTROLLER_CMD) throw new Error('--heap-snapshot works with the default --controller-cmd only (add --heapsnapshot-signal=SIGUSR2 to your own)');
+  if (opts.heapSnapshot) {
+    if (!command.includes('{node} ')) throw new Error('--heap-snapshot needs a Node.js controller started as "{node} …" in --controller-cmd');
     mkdirSync(join(s.dir, 'heap'), { recursive: true });
     command = command.replace('{node} ', '{node} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir {dir}/heap ');
   }
@@ -207,4 +208,6 @@ export interface RunContext {
   requester: Requester;
   runId: string;
   log: (m: string) => void;
+  /** With --heap-snapshot: the controller's live heap once ready, before any request (the floor). */
+  floorHeap?: HeapSummary;
 }

@@ -2,7 +2,7 @@
 import type { ApiFigures, ApiRow, Correctness, Latencies } from './analyze.js';
 import type { CeilingResult } from './ceiling.js';
 import type { Distribution } from './stats.js';
-import type { HeapSummary } from './heap-summary.js';
+import type { HeapGroup, HeapSummary } from './heap-summary.js';
 import type { HeapSpaces } from './heapstat.js';
 
 /** Which Tekton completes the PipelineRuns: Tekton's real controller (pods simulated) or the simulated executor. */
@@ -37,8 +37,10 @@ export interface BenchOptions {
   timeoutSeconds: number | undefined;
   drainSeconds: number;
   readyTimeoutSeconds: number;
+  /** How often the controller's metrics are read for the heap figures. */
+  scrapeIntervalSeconds: number;
   keep: boolean;
-  /** Scale mode: take a heap snapshot of the controller once settled and summarise it (the default command only). */
+  /** Heap snapshots of the controller: scale mode, once settled; a workload, once ready and at the last pass's burst height. */
   heapSnapshot: boolean;
   /** `--kcp`: the remote side is a real kcp; requests are spread over `workspaces` tenant workspaces (undefined: a plain cluster). */
   kcp: { workspaces: number } | undefined;
@@ -53,11 +55,32 @@ export interface ControllerFigures {
   cores: number;
   /** Peak of the tree's summed RSS over the 200 ms samples of the window. */
   rssPeakMB: number;
+  /** Of the RSS peak: anonymous memory (V8's heap, malloc, stacks), and pages of the executable, its libraries and other files. */
+  rssPeakAnonMB?: number;
+  rssPeakFileMB?: number;
   /** Largest kernel-tracked peak RSS (VmHWM) of one process of the tree, since it started. */
   hwmMB: number;
   rssEndMB: number;
   /** V8's heap spaces at the pass's largest committed heap (this controller's default command only: it serves metrics). */
   heapAtPeak?: HeapSpaces;
+}
+
+/** With --heap-snapshot, in the last pass: the controller's live heap once every create of the burst was answered. */
+export interface BurstHeap {
+  /** Requests created and not yet terminal (as the observer saw them) when the snapshot was asked for. */
+  inFlight: number;
+  /** Their PipelineRuns that existed then (created, not yet deleted). */
+  pipelineRunsLive: number;
+  /** Live heap (after a full GC) then, and once ready before any request (the floor), MB. */
+  liveMB: number;
+  floorMB: number;
+  /** (live − floor) ÷ inFlight. */
+  bytesPerRequestInFlight: number;
+  /** How long the snapshot took (the controller stops meanwhile; the pass's figures include it), ms. */
+  pauseMs: number;
+  /** The groups that grew most since the floor (count and shallow bytes added). */
+  grew: HeapGroup[];
+  heap: HeapSummary;
 }
 
 export interface PassResult {
@@ -109,6 +132,7 @@ export interface PassResult {
   kcp?: { rssPeakMB: number; rssEndMB: number };
   /** Of the ceiling's writes/s: writes/s of all identities in this pass (needs --ceiling). */
   fractionOfCeiling: { remote: number; internal: number } | null;
+  heapInBurst?: BurstHeap;
 }
 
 export interface ScaleResult {
@@ -200,7 +224,12 @@ export interface BenchResult {
     readyMs: number;
     cpuSeconds: number;
     rssAtReadyMB: number;
+    /** Of it: anonymous, and file-backed (the executable and libraries). */
+    rssAtReadyAnonMB?: number;
+    rssAtReadyFileMB?: number;
     api: ApiRow[];
+    /** With --heap-snapshot: the live heap once ready, nothing cached but the configuration (the floor). */
+    heap?: HeapSummary;
   } | null;
   passes: PassResult[];
   scale: ScaleResult | null;

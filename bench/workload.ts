@@ -33,6 +33,8 @@ export interface WorkloadOptions {
   /** After all requests are terminal: how long to wait for their PipelineRuns to be deleted. */
   drainMs: number;
   log: (msg: string) => void;
+  /** Called once every create is answered, before the wait for the requests' ends (the burst is at its height then). */
+  onAllCreated?: (records: readonly RequestRecord[]) => Promise<void>;
 }
 
 export interface WorkloadOutcome {
@@ -168,6 +170,7 @@ export async function runWorkload(requester: Requester, observer: Observer, o: W
   const firstSentAt = Math.min(...records.map((r) => r.sentAt ?? Infinity));
   const failedCreates = records.filter((r) => r.createError).length;
   o.log(`pass ${o.pass}: ${records.length - failedCreates} requests created in ${((lastSentAt - t0) / 1000).toFixed(1)} s${failedCreates ? ` (${failedCreates} creates failed)` : ''}; waiting for them to finish`);
+  await o.onAllCreated?.(records);
 
   // Counted from the last create, so that slow --rate runs are not cut short.
   const deadline = performance.now() + o.timeoutMs;

@@ -18,8 +18,10 @@ export interface PipelineRunCache {
 export class RunIndex {
   /** request key -> names of its PipelineRuns */
   private readonly byRequest = new Map<string, Set<string>>();
-  /** PipelineRuns created by us that the informer has not shown yet. */
-  private readonly createdOverlay = new Map<string, { pr: PipelineRun; at: number }>();
+  /** PipelineRuns created by us that the informer has not shown yet (by name), with their request key. */
+  private readonly createdOverlay = new Map<string, { pr: PipelineRun; at: number; key: string | undefined }>();
+  /** The same, by request key (a burst keeps hundreds there; a look-up must not walk them all). */
+  private readonly createdByRequest = new Map<string, Set<string>>();
   /** PipelineRuns deleted by us (name -> uid) that the informer still shows: not deleted twice. */
   private readonly deletedOverlay = new Map<string, { uid: string | undefined; at: number }>();
 
@@ -35,7 +37,7 @@ export class RunIndex {
   observed(pr: PipelineRun, deleted: boolean): { key: string | undefined; freed: boolean } {
     const key = requestKeyOf(pr);
     const name = pr.metadata.name ?? '';
-    this.createdOverlay.delete(name);
+    this.dropCreated(name);
     if (deleted) this.deletedOverlay.delete(name);
     if (!key) return { key, freed: false };
     let set = this.byRequest.get(key);
@@ -51,13 +53,31 @@ export class RunIndex {
 
   /** We created this PipelineRun: as sent, and the object the API server returned. */
   created(sent: PipelineRun, created: PipelineRun): void {
-    this.createdOverlay.set(sent.metadata.name!, { pr: created, at: Date.now() });
+    const name = sent.metadata.name!;
+    this.dropCreated(name);
+    const key = requestKeyOf(created);
+    this.createdOverlay.set(name, { pr: created, at: Date.now(), key });
+    if (key !== undefined) {
+      let names = this.createdByRequest.get(key);
+      if (!names) this.createdByRequest.set(key, (names = new Set()));
+      names.add(name);
+    }
+  }
+
+  private dropCreated(name: string): void {
+    const e = this.createdOverlay.get(name);
+    if (!e) return;
+    this.createdOverlay.delete(name);
+    if (e.key === undefined) return;
+    const names = this.createdByRequest.get(e.key);
+    names?.delete(name);
+    if (names?.size === 0) this.createdByRequest.delete(e.key);
   }
 
   /** We deleted this PipelineRun. */
   deleted(pr: PipelineRun): void {
     const name = pr.metadata.name!;
-    this.createdOverlay.delete(name);
+    this.dropCreated(name);
     this.deletedOverlay.set(name, { uid: pr.metadata.uid, at: Date.now() });
   }
 
@@ -74,8 +94,9 @@ export class RunIndex {
       const gone = this.deletedOverlay.get(name);
       if (pr && !(gone && gone.uid === pr.metadata.uid)) out.push(pr);
     }
-    for (const { pr } of this.createdOverlay.values()) {
-      if (requestKeyOf(pr) === key && !out.some((p) => p.metadata.name === pr.metadata.name)) out.push(pr);
+    for (const name of this.createdByRequest.get(key) ?? []) {
+      const pr = this.createdOverlay.get(name)?.pr;
+      if (pr && !out.some((p) => p.metadata.name === name)) out.push(pr);
     }
     return out;
   }
@@ -95,7 +116,7 @@ export class RunIndex {
 
   /** Drops overlay entries the cache never confirmed. */
   expire(now = Date.now()): void {
-    for (const [name, e] of this.createdOverlay) if (now - e.at > OVERLAY_TTL_MS) this.createdOverlay.delete(name);
+    for (const [name, e] of this.createdOverlay) if (now - e.at > OVERLAY_TTL_MS) this.dropCreated(name);
     for (const [name, e] of this.deletedOverlay) if (now - e.at > OVERLAY_TTL_MS) this.deletedOverlay.delete(name);
   }
 }

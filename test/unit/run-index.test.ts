@@ -179,3 +179,27 @@ test('expire(): what the cache never confirmed is forgotten after the overlay TT
   assert.deepEqual([...index.all()], [kept], 'a delete the cache never showed: the run is seen again');
   assert.deepEqual(index.forRequest('default/team-a/kept'), [kept]);
 });
+
+test('a burst: hundreds of runs created and not yet shown, each found under its own request only, and forgotten as the cache shows or drops them', () => {
+  const { cache, index } = setup();
+  const runs = Array.from({ length: 300 }, (_, i) => runFor(`u-${i}`, { name: `req-${i}`, ...(i % 3 === 0 ? { remote: 'east' } : {}) }));
+  for (const pr of runs) index.created(pr, pr);
+  const keyOf = (i: number) => `${i % 3 === 0 ? 'east' : 'default'}/team-a/req-${i}`;
+  for (let i = 0; i < runs.length; i++) assert.deepEqual(names(index.forRequest(keyOf(i))), [`ir-u-${i}`], `request ${i}`);
+  assert.equal([...index.all()].length, 300);
+
+  // The cache shows the first half; a copy created again under the same name (a retried create) is not doubled.
+  for (const pr of runs.slice(0, 150)) {
+    cache.show(pr);
+    index.observed(pr, false);
+  }
+  index.created(runs[200]!, runs[200]!);
+  assert.deepEqual(names(index.forRequest(keyOf(200))), ['ir-u-200']);
+  assert.deepEqual(names(index.forRequest(keyOf(10))), ['ir-u-10'], 'from the cache now');
+  assert.equal([...index.all()].length, 300);
+
+  // Deleted by us before the cache showed them: gone at once, under their keys too.
+  for (const pr of runs.slice(150)) index.deleted(pr);
+  for (let i = 150; i < 300; i++) assert.deepEqual(index.forRequest(keyOf(i)), [], `request ${i}`);
+  assert.equal([...index.all()].length, 150);
+});
