@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { CONTROLLER_NAMESPACE, type ControlPlane, type Environment, kubeconfigVia, type FaultProxy } from '../src/localenv/index.js';
 import { repoRoot } from '../src/util/repo.js';
 import type { FaultKind, ProcessStart } from './chaos-types.js';
-import { ControllerProcess } from './controller-process.js';
+import { ControllerProcess, RUNTIME_CONTROLLER } from './controller-process.js';
 import { sleep } from './stats.js';
 
 export class Replica {
@@ -157,7 +157,7 @@ export async function startReplicas(
     dir,
   };
   const command =
-    'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} ' +
+    `${RUNTIME_CONTROLLER} --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} ` +
     '--metrics-bind-address 0 --health-probe-bind-address 127.0.0.1:0 --leader-elect --lease-duration 4s --renew-deadline 3s --retry-period 1s --resync-period 30s';
   // Ready: caches filled, waiting for (or holding) the lease; one of them leads.
   for (let i = 0; i < 2; i++) replicas.push(new Replica(i, (index) => new ControllerProcess({ command, vars, readyLog: 'waiting to become leader', index }), () => takeovers.led()));

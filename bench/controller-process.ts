@@ -23,9 +23,19 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { memoryLimit, type MemoryLimit } from './memory-limit.js';
 
-/** How the image and the Deployment run the controller (see RUNTIME_NODE_FLAGS in docs/benchmarks.md): the same here. */
+/**
+ * The Node.js flags the image (Dockerfile ENTRYPOINT), the Deployment and the
+ * chart run the controller with ("Memory" and "Burst memory" in
+ * docs/benchmarks.md); test/unit/runtime-flags.test.ts keeps them equal.
+ */
+export const RUNTIME_NODE_FLAGS = ['--max-semi-space-size=4'] as const;
+
+/** The controller as the image runs it (with MALLOC_ARENA_MAX=2, as the image sets): the start of every benchmark's command. */
+export const RUNTIME_CONTROLLER = `exec env MALLOC_ARENA_MAX=2 {node} ${RUNTIME_NODE_FLAGS.join(' ')} {repo}/dist/bundle/internal-services.mjs controller`;
+
+/** How the image and the Deployment run the controller: the same here. */
 export const DEFAULT_CONTROLLER_CMD =
-  'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ' +
+  `${RUNTIME_CONTROLLER} --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} ` +
   '--namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0';
 
 /** Matches the ready line of this controller ("caches synced") and of controller-runtime ("Starting workers"). */

@@ -11,7 +11,7 @@ import { INTERNAL_REQUEST, type InternalRequest } from '../src/api/types.js';
 import { applyObjects, grantRequester, installProject, CONTROLLER_NAMESPACE, startEnvironment, SimulatedTektonExecutor } from '../src/localenv/index.js';
 import { fromKubeConfig } from '../src/kube/client.js';
 import { repoRoot } from '../src/util/repo.js';
-import { ControllerProcess } from './controller-process.js';
+import { ControllerProcess, RUNTIME_CONTROLLER } from './controller-process.js';
 import { parseHeapSpaces } from './heapstat.js';
 import { benchPipeline } from './pipeline.js';
 import { round, sleep } from './stats.js';
@@ -92,7 +92,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     const dir = join(env.dir, 'soak');
     mkdirSync(dir, { recursive: true });
     proc = new ControllerProcess({
-      command: 'exec env MALLOC_ARENA_MAX=2 {node} --max-semi-space-size=4 {repo}/dist/bundle/internal-services.mjs controller --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0',
+      command: `${RUNTIME_CONTROLLER} --remote-kubeconfig {remoteKubeconfig} --kubeconfig {internalKubeconfig} --namespace {namespace} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 0`,
       vars: { remoteKubeconfig: env.remote.identities.controller.kubeconfigPath, internalKubeconfig: env.internal.identities.controller.kubeconfigPath, namespace: NS, node: process.execPath, repo: repoRoot(), dir },
       readyLog: 'caches synced',
       index: 0,

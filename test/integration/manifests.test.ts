@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { RUNTIME_NODE_FLAGS } from '../../bench/controller-process.js';
 import { repoRoot } from '../../src/api/crd-render.js';
 import { CONTROLLER_NAMESPACE, CONTROLLER_USERNAME, startEnvironment, type Environment, ensureNamespace } from '../../src/localenv/index.js';
 
@@ -137,7 +138,7 @@ describe('config/default (internal cluster)', () => {
     assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
     const [c] = pod.containers;
     assert.deepEqual([...c.command, ...c.args], [
-      'node', '--enable-source-maps', '--max-semi-space-size=4', 'dist/bundle/internal-services.mjs', 'controller',
+      'node', ...RUNTIME_NODE_FLAGS, 'dist/bundle/internal-services.mjs', 'controller',
       '--remote-kubeconfig=/etc/internal-services/remote/kubeconfig',
       '--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081',
     ]);
