@@ -46,7 +46,7 @@ import { RequestDefinitions } from './definitions.js';
 import * as views from './views.js';
 import { ANNOTATION_LOGS, fetchRunLogs, LogRelay, ResultsArchive } from './results-archive.js';
 import { FinishedRequest } from './slim.js';
-import { decidableWhileListing, removesForAnother, worthALook } from './listing.js';
+import { confirmingRead, decidableWhileListing, removesForAnother, worthALook } from './listing.js';
 
 export { EVENTS_MODES, eventWanted, type EventsMode } from './status-writer.js';
 export type { ControllerMetrics, ControllerOptions } from './options.js';
@@ -507,7 +507,7 @@ export class Controller {
     // request the cache does not show (it may be behind: listing.ts).
     if (!fresh && removesForAnother(actions, uid)) {
       const k = splitKey(key);
-      const got = await this.confirmRead(kind.client, key, k.namespace, k.name);
+      const got = await confirmingRead(kind.client, this.log, key, k.namespace, k.name);
       if (got && got.metadata.uid !== uid) return this.reconcileOne(key, kind.kind.toRequest(got as never), attempt);
     }
     const status = actions.find((a) => a.type === 'writeStatus');
@@ -526,23 +526,6 @@ export class Controller {
       const ok = await this.executor.act(remote, key, request, action, attempt);
       this.opts.metrics?.acted?.(action.type, ok);
       if (!ok) return;
-    }
-  }
-
-  /**
-   * The request as the cluster has it, to confirm what the cache does not
-   * show. A cluster that refuses to show it (403: on kcp, its workspace no
-   * longer binds the export, and kcp deletes its requests) can neither
-   * confirm nor deny, now or later: the cache's answer stands (undefined), or
-   * the run of a request nobody can see any more would be kept for ever.
-   */
-  private async confirmRead(client: ResourceClient<InternalRequest>, key: string, namespace: string, name: string): Promise<InternalRequest | undefined> {
-    try {
-      return await client.tryGet(namespace, name);
-    } catch (e) {
-      if (statusCode(e) !== 403) throw e;
-      this.log.info({ request: key, err: describeError(e) }, 'the request cannot be read to confirm that it is gone (forbidden); acting on the cache, which does not show it');
-      return undefined;
     }
   }
 

@@ -24,7 +24,9 @@
  * with another uid) before the cluster confirms it: `removesForAnother`
  * tells the controller when to read the request first.
  */
+import type { Logger } from 'pino';
 import { isFinished } from '../api/conditions.js';
+import { describeError, statusCode, type ResourceClient } from '../kube/client.js';
 import type { InternalRequest } from '../api/types.js';
 import { requestUidOf } from '../tekton/pipelinerun.js';
 import type { EffectiveConfig } from './config.js';
@@ -53,6 +55,24 @@ export function removesForAnother(actions: readonly Action[], uid: string | unde
         return false;
     }
   });
+}
+
+/**
+ * The request as the cluster has it, read when `removesForAnother`: what the
+ * cache does not show is confirmed before anything is removed. A cluster that
+ * refuses to show it (403: on kcp, its workspace no longer binds the export,
+ * and kcp deletes its requests) can neither confirm nor deny, now or later:
+ * the cache's answer stands (undefined), or the run of a request nobody can
+ * see any more would be kept for ever.
+ */
+export async function confirmingRead(client: Pick<ResourceClient<InternalRequest>, 'tryGet'>, log: Logger, key: string, namespace: string, name: string): Promise<InternalRequest | undefined> {
+  try {
+    return await client.tryGet(namespace, name);
+  } catch (e) {
+    if (statusCode(e) !== 403) throw e;
+    log.info({ request: key, err: describeError(e) }, 'the request cannot be read to confirm that it is gone (forbidden); acting on the cache, which does not show it');
+    return undefined;
+  }
 }
 
 /**
