@@ -54,7 +54,12 @@ export interface ObjectSchema {
   /** Kept as sent, unchecked by the apiserver: only for fields the controller refuses with a message. */
   readonly 'x-kubernetes-preserve-unknown-fields'?: true;
 }
-export type Schema = StringSchema | IntegerSchema | BooleanSchema | ArraySchema | ObjectSchema;
+/** Any value, kept as sent: only for fields whose old forms the controller reports with a message of its own. */
+export interface AnySchema {
+  readonly 'x-kubernetes-preserve-unknown-fields': true;
+  readonly description?: string;
+}
+export type Schema = StringSchema | IntegerSchema | BooleanSchema | ArraySchema | ObjectSchema | AnySchema;
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 

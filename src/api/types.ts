@@ -169,8 +169,10 @@ const sourceFields = {
   resolver: { type: 'string', description: 'The resolver (git, bundles, cluster).' },
   source: { type: 'string', description: 'Where it came from, as the resolver reports it (e.g. git+https://…/catalog.git).' },
   path: { type: 'string', description: 'The file in the source (git: pathInRepo).' },
-  revision: { type: 'string', description: 'The revision, tag or bundle that was asked for.' },
+  revision: { type: 'string', description: 'What was asked for: for git the fully qualified ref (refs/heads/main, refs/tags/v1.2.0) or the commit; for bundles the reference.' },
   digest: { type: 'string', description: 'What it was pinned to and ran at: sha1:<commit> (git), sha256:<digest> (bundles).' },
+  reachableFrom: { type: 'string', description: 'For a commit asked for by SHA: the allowed ref the controller found it reachable from, in the repository itself, before anything was resolved.' },
+  signedBy: { type: 'string', description: 'Where the source rule requires signatures: the name of the key whose tekton.dev/signature over this resource the controller verified.' },
 } as const;
 
 /** The largest DSSE envelope copied into status.attestation (bytes of its JSON; base64 makes 4/3 of it). */
@@ -284,8 +286,18 @@ const sourcesSchema = schema({
         required: ['urls'],
         properties: {
           urls: { type: 'array', minItems: 1, maxItems: 256, description: 'Repository URLs (globs: * within a path segment, ** any number of whole segments; never a "." or ".." segment). Matched against the canonical URL (lower-case scheme and host, no default port, no trailing / or .git): see docs/security.md.', items: { type: 'string', minLength: 1, maxLength: 2048 } },
-          revisions: { type: 'array', maxItems: 256, description: 'Branch or tag names (globs) a revision may be. Empty: none by name.', items: { type: 'string', minLength: 1, maxLength: 255 } },
-          commits: { type: 'boolean', description: 'Full commit SHAs are allowed as revisions.' },
+          revisions: {
+            type: 'array',
+            maxItems: 256,
+            description:
+              'Branches (globs) a revision may name: "main", "release-*", or the same written "refs/heads/main". Tags only where written in full: "refs/tags/v*". A bare revision in a request is always a branch (a tag named like a branch changes nothing); the controller passes the fully qualified ref to the resolver. Empty: none by name.',
+            items: { type: 'string', minLength: 1, maxLength: 255 },
+          },
+          commits: {
+            'x-kubernetes-preserve-unknown-fields': true,
+            description:
+              'Which full commit SHAs a revision may be: {reachable: true} allows a commit reachable from a branch or tag of revisions, checked against the repository itself before anything is resolved; {shas: [...]} lists reviewed commits. Absent: none. The old "true" (any commit the server hands out) makes the rule unusable, with a message saying what to write.',
+          },
           paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs (* within a segment, ** any number of whole segments; a path with "." or ".." segments is refused before any rule is matched). Absent: any path inside the repository.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
           namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 127 } },
         },

@@ -160,7 +160,7 @@ export function demoConfig(sample: Manifest, catalogUrl: string, pipelineName: s
   const copy = structuredClone(sample);
   const spec = (copy['spec'] ?? {}) as Record<string, unknown>;
   const sources = (spec['sources'] ?? {}) as { git?: unknown[] };
-  spec['sources'] = { ...sources, git: [...(sources.git ?? []), { urls: [catalogUrl], revisions: ['main'], commits: true, paths: ['pipelines/internal/**', 'tasks/**'] }] };
+  spec['sources'] = { ...sources, git: [...(sources.git ?? []), { urls: [catalogUrl], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/internal/**', 'tasks/**'] }] };
   spec['rules'] = [...((spec['rules'] as unknown[] | undefined) ?? []), { name: APPROVAL_RULE, namespaces: [APPROVAL_NAMESPACE], pipelines: [pipelineName], requireApproval: true, approvalTimeout: '10m' }];
   copy['spec'] = spec;
   return copy;

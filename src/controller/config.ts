@@ -74,7 +74,7 @@ function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string, bare: s
       name: `sources.git[${i}]`,
       urls: strings(r['urls']),
       revisions: strings(r['revisions']),
-      commits: r['commits'] === true,
+      ...(r['commits'] !== undefined ? { commits: r['commits'] } : {}),
       ...(r['paths'] !== undefined ? { paths: strings(r['paths']) } : {}),
       ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}),
     }));

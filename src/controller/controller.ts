@@ -51,6 +51,10 @@ import { confirmingRead, decidableWhileListing, removesForAnother, worthALook } 
 export { EVENTS_MODES, eventWanted, type EventsMode } from './status-writer.js';
 export type { ControllerMetrics, ControllerOptions } from './options.js';
 import type { ControllerOptions } from './options.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CommitChecker } from '../git/commit-checker.js';
+import type { CommitCheck } from '../policy/source.js';
 
 /** Whether a plan acts on the request's spec: runs it, asks an approver about it, or ends it. */
 function actsOnSpec(actions: readonly Action[]): boolean {
@@ -100,6 +104,8 @@ export class Controller {
   /** Tekton Results, when followed (--results-url), and the relay of logs to requesters. */
   private readonly archive: ResultsArchive | undefined;
   private readonly logRelay: LogRelay;
+  /** Whether a commit asked for by SHA is reachable from the refs a source rule allows (src/git/commit-checker.ts). */
+  private readonly commitChecker: CommitChecker;
 
   constructor(private readonly opts: ControllerOptions) {
     this.log = opts.log;
@@ -111,6 +117,7 @@ export class Controller {
     this.taskRunClient = opts.internal.resource<TaskRun>(TASKRUN);
     this.trust = approvalTrust(opts.internal, opts.namespace);
     this.archive = opts.results ? new ResultsArchive(opts.results, this.log) : undefined;
+    this.commitChecker = opts.commitChecker ?? new CommitChecker({ dir: join(tmpdir(), `internal-services-git-${process.pid}`), log: this.log.child({ component: 'commit-checker' }) });
     const pipelineRunReader = opts.internal.resource<PipelineRun>(PIPELINERUN);
     this.logRelay = new LogRelay((pipelineRun, archivedLog) =>
       fetchRunLogs({ namespace: opts.namespace, core: opts.internal.core, taskRuns: this.taskRunClient, pipelineRuns: pipelineRunReader, results: opts.results }, pipelineRun, archivedLog),
@@ -141,6 +148,7 @@ export class Controller {
       prunedUnarchived: () => m.prunedUnarchived?.(),
       deletedUnsigned: (reason, remote) => m.deletedUnsigned?.(reason, remote),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
+      checkCommit: (key, owner, check) => this.commitChecker.start(owner, check, () => this.queue.add(key)),
     });
     this.remotes = new RemoteSet(
       {
@@ -484,6 +492,7 @@ export class Controller {
       ...(tasks ? { tasks } : {}),
       ...(failedTasks ? { failedTasks } : {}),
       ...(this.archive ? { archive: (pr: PipelineRun) => this.archive!.verdict(pr) } : {}),
+      ...(uid ? { commits: (check: CommitCheck) => this.commitChecker.answer(uid, check) } : {}),
       logs: (req: InternalRequest) =>
         this.logRelay.answer(req.metadata.uid ?? '', req.metadata.annotations?.[ANNOTATION_LOGS] ?? '', req.status?.pipelineRun ?? `${ns}/${pipelineRunName(req.metadata.uid ?? '')}`, req.status?.archive?.log),
     });

@@ -26,7 +26,7 @@ import { checkParamConstraints, grantFor, isServed, notServedMessage } from '../
 import { DEFAULT_REMOTE, requestRef, tenantOf } from '../policy/tenant.js';
 import { admit, type CapacityView } from '../policy/capacity.js';
 import { followOf, idempotencyKeyOf, type Earlier } from './idempotency.js';
-import { hasSources, type SourcePolicy } from '../policy/source.js';
+import { hasSources, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
@@ -85,6 +85,11 @@ export interface Observation {
    * answered yet: the run's logs, or undefined while they are being fetched.
    */
   logs?: (req: InternalRequest) => FetchedLogs | undefined;
+  /**
+   * What the repository said of a commit this request asks for by SHA (see
+   * src/git/commit-checker.ts); undefined: not asked yet. A read, no I/O.
+   */
+  commits?: (check: CommitCheck) => CommitAnswer | undefined;
   now: Date;
 }
 
@@ -108,6 +113,8 @@ export type Action =
   /** Tekton Chains: add what it signed for the request's PipelineRun (or why nothing) to its status (attestation.ts). */
   | { type: 'relayAttestation'; attestation: Attestation; event: EventSpec }
   | { type: 'startResolution'; resolution: ResolutionRequest }
+  /** Look for a commit in its repository (from the refs the rule allows); the key is looked at again when the answer is in. */
+  | { type: 'checkCommit'; check: CommitCheck }
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
@@ -269,6 +276,7 @@ export function decide(o: Observation): Action[] {
       const ref = { resolver: what.resolver, params: what.resolverParams };
       const v = followReference(graphContext(o, req, resolutions, grant.sources), 'spec.pipeline.pipelineRef', ref, [], ['Pipeline']);
       if (v.kind === 'refused') return [...actions, reject(req, o, v.message, v.code), ...resolutions.cleanup()];
+      if (v.kind === 'check') return [...actions, ...resolutions.wait(req, [], `checking that commit ${v.check.commit} is reachable from an allowed ref of ${v.check.url}`, [v.check])];
       if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, v.kind === 'need' ? [v.ref] : [], `resolving the Pipeline (${describeRequested(req.spec)})`)];
       provenance.push(v.provenance);
       const md = v.obj['metadata'] as { name?: unknown } | undefined;
@@ -293,7 +301,7 @@ export function decide(o: Observation): Action[] {
       installedTask: (name) => o.tasks?.get(name),
     });
     if (graph.state === 'rejected') return [...actions, reject(req, o, graph.message, graph.code), ...resolutions.cleanup()];
-    if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`)];
+    if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`, graph.checks)];
     provenance.push(...graph.provenance);
     // 6. Exactly one PipelineRun (its name is derived from the request's uid),
     //    running what was checked.
@@ -480,9 +488,10 @@ class Resolutions {
     return rr ? outcomeOfResolution(rr, this.o.now, this.o.config.resolutionTimeoutMs) : undefined;
   }
 
-  /** Start what is missing, show the request as Resolving, and look again by the deadline. */
-  wait(req: InternalRequest, need: RemoteRef[], what: string): Action[] {
+  /** Start what is missing (resolutions, commit checks), show the request as Resolving, and look again by the deadline. */
+  wait(req: InternalRequest, need: RemoteRef[], what: string, checks: CommitCheck[] = []): Action[] {
     const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind)) }));
+    actions.push(...checks.map((check): Action => ({ type: 'checkCommit', check })));
     const timeout = this.o.config.resolutionTimeoutMs;
     let ms = timeout;
     for (const rr of this.mine) {
@@ -500,8 +509,14 @@ class Resolutions {
   }
 }
 
-function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'> {
-  return { policy, namespace: policyTenant(o, req.metadata.namespace ?? ''), controllerNamespace: o.namespace, lookup: (ref) => r.lookup(ref, req) };
+function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits'> {
+  return {
+    policy,
+    namespace: policyTenant(o, req.metadata.namespace ?? ''),
+    controllerNamespace: o.namespace,
+    lookup: (ref) => r.lookup(ref, req),
+    ...(o.commits ? { commits: o.commits } : {}),
+  };
 }
 
 /**

@@ -14,6 +14,7 @@ import { PIPELINERUN, type PipelineRun } from '../tekton/types.js';
 import { endWithoutResults, type Action } from './decide.js';
 import type { Remote } from './remote.js';
 import type { StatusTarget, StatusWriter } from './status-writer.js';
+import type { CommitCheck } from '../policy/source.js';
 
 export interface ExecutorOptions {
   internal: Cluster;
@@ -32,6 +33,8 @@ export interface ExecutorOptions {
   deletedUnsigned?(reason: string, remote: string): void;
   /** Look at a request again after this long. */
   requeueAfter(key: string, ms: number): void;
+  /** Start looking for a commit in its repository for a request (owner: its uid); the key comes back with the answer. */
+  checkCommit(key: string, owner: string, check: CommitCheck): void;
 }
 
 export class Executor {
@@ -131,6 +134,11 @@ export class Executor {
       }
       case 'requeueAfter':
         this.opts.requeueAfter(key, action.ms);
+        return true;
+      case 'checkCommit':
+        if (!request?.metadata.uid) return false;
+        this.opts.checkCommit(key, request.metadata.uid, action.check);
+        log.info({ request: key, repository: action.check.url, commit: action.check.commit, refs: action.check.refs }, 'commit check started');
         return true;
       case 'writeStatus':
         if (!request) return false;

@@ -239,6 +239,39 @@ export function canonicalRevision(raw: string, opts: { pattern?: boolean } = {})
   return { ok: true, value: raw };
 }
 
+/**
+ * What a canonical revision names, decided here and never left to git: git
+ * reads a bare name as `refs/<name>`, then `refs/tags/<name>`, then
+ * `refs/heads/<name>` (gitrevisions(7)), so a tag called "main" would win over
+ * the branch. Here a bare name is a branch, always; a tag is named in full
+ * (`refs/tags/v1.2.0`); any other ref (pull requests, notes, remotes) has no
+ * meaning a rule could review and is refused. What is passed on to the
+ * resolver is the fully qualified ref, which names one thing to every git.
+ */
+export type QualifiedRevision =
+  | { kind: 'commit'; sha: string }
+  | { kind: 'branch' | 'tag'; /** The name below refs/heads/ or refs/tags/. */ name: string; /** refs/heads/<name> or refs/tags/<name>. */ ref: string };
+
+export const BRANCH_PREFIX = 'refs/heads/';
+export const TAG_PREFIX = 'refs/tags/';
+
+/** A canonical revision (see canonicalRevision) qualified: a commit, a branch or a tag; `pattern` for rule patterns. */
+export function qualifyRevision(canonical: string, opts: { pattern?: boolean } = {}): Canon<QualifiedRevision> {
+  if (!opts.pattern && isFullSha(canonical)) return { ok: true, value: { kind: 'commit', sha: canonical.toLowerCase() } };
+  let kind: 'branch' | 'tag' = 'branch';
+  let name = canonical;
+  if (canonical.startsWith(BRANCH_PREFIX)) name = canonical.slice(BRANCH_PREFIX.length);
+  else if (canonical.startsWith(TAG_PREFIX)) {
+    kind = 'tag';
+    name = canonical.slice(TAG_PREFIX.length);
+  } else if (canonical === 'refs' || canonical.startsWith('refs/')) {
+    return no('is a ref that is neither a branch (refs/heads/…) nor a tag (refs/tags/…); only branches and tags can be reviewed and allowed');
+  }
+  if (name === '') return no(`names no ${kind}`);
+  if (name === 'HEAD') return no(`is ${q(name)}, which names no ${kind} of its own (HEAD is whatever the server's default branch is); name the ${kind}`);
+  return { ok: true, value: { kind, name, ref: `${kind === 'branch' ? BRANCH_PREFIX : TAG_PREFIX}${name}` } };
+}
+
 // ---------------------------------------------------------------- pathInRepo
 
 /**

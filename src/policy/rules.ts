@@ -9,7 +9,7 @@
  *
  * Compiled rules are memoized per rule object. Pure: no I/O.
  */
-import { canonicalGitUrl, canonicalPathInRepo, canonicalRevision, gitRepositoryKey } from './canonical.js';
+import { canonicalGitUrl, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, isFullSha, qualifyRevision } from './canonical.js';
 import { canonicalRepositoryPattern } from './canonical-oci.js';
 import { compileGlob, compileSegments, escapeGlob, type Glob } from './glob.js';
 
@@ -21,14 +21,29 @@ export interface GitRule {
   urls: string[];
   /** The urls are exact URLs, not globs (allowedGitResolverURLs). */
   exact?: boolean;
-  /** Branch or tag names (globs) a revision may be; empty: none by name. */
+  /**
+   * Branches (globs) a revision may name: `main`, `release-*` (or, the same,
+   * `refs/heads/main`); tags only where written in full: `refs/tags/v*`.
+   * Empty: none by name.
+   */
   revisions?: string[];
-  /** Full commit SHAs (40 or 64 hex digits) are allowed as revisions. */
-  commits?: boolean;
+  /**
+   * Which full commit SHAs may be asked for: `{reachable: true}`, any commit
+   * reachable from a branch or tag this rule allows (checked against the
+   * repository itself before anything is resolved), and/or `{shas: [...]}`,
+   * exactly these. Absent: none. The old `true` (any commit the server hands
+   * out) is no longer accepted: the rule is unusable and says what to write.
+   */
+  commits?: GitCommits | boolean | unknown;
   /** pathInRepo globs; absent: any path inside the repository. */
   paths?: string[];
   /** Tenants (remote/namespace globs, bare entries qualified) the rule is for; absent: all. */
   namespaces?: string[];
+}
+
+export interface GitCommits {
+  reachable?: boolean;
+  shas?: string[];
 }
 
 /** A bundle rule as written in the configuration (spec.sources.bundles[]). */
@@ -43,8 +58,14 @@ export interface BundleRule {
 
 export interface CompiledGitRule {
   urls: Glob[];
-  revisions: Glob[];
-  commits: boolean;
+  /** Branch name globs (below refs/heads/). */
+  branches: Glob[];
+  /** Tag name globs (below refs/tags/). */
+  tags: Glob[];
+  /** The refs a commit must be reachable from, qualified globs (refs/heads/main, refs/tags/v*), when `commits.reachable`. */
+  reachableFrom: string[] | undefined;
+  /** Commits allowed by SHA as they are (lower case). */
+  shas: ReadonlySet<string>;
   /** undefined: any path (canonical paths are inside the repository). */
   paths: Glob[] | undefined;
 }
@@ -96,11 +117,25 @@ function compileGit(r: GitRule): Compiled<CompiledGitRule> {
   if (r.urls.length === 0) return { ok: false, why: 'it names no urls' };
   const urls = each('urls', r.urls, (p) => urlGlob(p, r.exact === true));
   if (!urls.ok) return { ok: false, why: urls.why };
+  const branches: Glob[] = [];
+  const tags: Glob[] = [];
+  const qualified: string[] = [];
   const revisions = each('revisions', r.revisions ?? [], (p) => {
     const c = canonicalRevision(p, { pattern: true });
-    return c.ok ? glob(c.value) : c;
+    if (!c.ok) return c;
+    if (isFullSha(c.value)) return { ok: false, why: 'is a commit SHA; list commits in commits.shas' };
+    const qr = qualifyRevision(c.value, { pattern: true });
+    if (!qr.ok) return qr;
+    if (qr.value.kind === 'commit') return { ok: false, why: 'is a commit SHA; list commits in commits.shas' };
+    const g = glob(qr.value.name);
+    if (!g.ok) return g;
+    (qr.value.kind === 'tag' ? tags : branches).push(g.value);
+    qualified.push(qr.value.ref);
+    return g;
   });
   if (!revisions.ok) return { ok: false, why: revisions.why };
+  const commits = compileCommits(r.commits);
+  if (!commits.ok) return commits;
   let paths: Glob[] | undefined;
   if (r.paths) {
     const c = each('paths', r.paths, (p) => {
@@ -110,7 +145,33 @@ function compileGit(r: GitRule): Compiled<CompiledGitRule> {
     if (!c.ok) return { ok: false, why: c.why };
     paths = c.value;
   }
-  return { ok: true, rule: { urls: urls.value, revisions: revisions.value, commits: r.commits === true, paths } };
+  if (commits.reachable && qualified.length === 0) return { ok: false, why: 'commits.reachable needs revisions to be reachable from (it names no branch or tag)' };
+  return { ok: true, rule: { urls: urls.value, branches, tags, reachableFrom: commits.reachable ? qualified : undefined, shas: commits.shas, paths } };
+}
+
+/** What to write instead of the old `commits: true`; the message of the unusable rule. */
+export const COMMITS_TRUE_MESSAGE =
+  'commits: true no longer allows a commit: it meant any commit the server would hand out, including commits only on unmerged branches or, on GitHub, ' +
+  'in any fork of the repository. Write commits: {reachable: true} to allow commits reachable from the branches and tags in revisions ' +
+  '(checked against the repository before anything runs), or commits: {shas: [...]} to list the reviewed commits (docs/security.md)';
+
+function compileCommits(c: unknown): { ok: true; reachable: boolean; shas: ReadonlySet<string> } | { ok: false; why: string } {
+  if (c === undefined || c === null || c === false) return { ok: true, reachable: false, shas: new Set() };
+  if (c === true) return { ok: false, why: COMMITS_TRUE_MESSAGE };
+  if (typeof c !== 'object' || Array.isArray(c)) return { ok: false, why: `commits is ${JSON.stringify(c)}; write commits: {reachable: true} and/or commits: {shas: [...]}` };
+  const o = c as Record<string, unknown>;
+  const extra = Object.keys(o).filter((k) => k !== 'reachable' && k !== 'shas');
+  if (extra.length) return { ok: false, why: `commits has unknown fields ${extra.map(q).join(', ')} (only reachable and shas)` };
+  if (o['reachable'] !== undefined && typeof o['reachable'] !== 'boolean') return { ok: false, why: 'commits.reachable must be true or false' };
+  const shas = new Set<string>();
+  if (o['shas'] !== undefined) {
+    if (!Array.isArray(o['shas'])) return { ok: false, why: 'commits.shas must be a list of full commit SHAs' };
+    for (const [i, s] of (o['shas'] as unknown[]).entries()) {
+      if (typeof s !== 'string' || !isFullSha(s)) return { ok: false, why: `commits.shas[${i}] ${q(String(s))} is not a full commit SHA (40 or 64 hex digits)` };
+      shas.add(s.toLowerCase());
+    }
+  }
+  return { ok: true, reachable: o['reachable'] === true, shas };
 }
 
 export function compileBundleRule(r: BundleRule): Compiled<CompiledBundleRule> {

@@ -20,9 +20,9 @@
  */
 import { describeTenant } from './tenant.js';
 import { globMatch, matchGlob } from './glob.js';
-import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, isFullSha, type Canon } from './canonical.js';
+import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, qualifyRevision, type Canon, type QualifiedRevision } from './canonical.js';
 import { canonicalBundle } from './canonical-oci.js';
-import { compileBundleRule, compileGitRule, type BundleRule, type GitRule } from './rules.js';
+import { compileBundleRule, compileGitRule, type BundleRule, type CompiledGitRule, type GitRule } from './rules.js';
 
 export type { BundleRule, GitRule };
 
@@ -42,8 +42,37 @@ export function hasSources(p: Pick<SourcePolicy, 'git' | 'bundles' | 'cluster'>)
 
 export type Param = { name: string; value: string };
 
-/** allowed: `params` are the canonical params (known ones only, in a fixed order), to resolve and run. */
-export type SourceVerdict = { allowed: true; rule: string; params: Param[] } | { allowed: false; message: string };
+/**
+ * A commit to look for in a repository before anything is resolved: allowed
+ * only if it is reachable from one of `refs` (qualified globs such as
+ * refs/heads/main, refs/tags/v*) as the repository shows them now.
+ */
+export interface CommitCheck {
+  /** The canonical repository URL. */
+  url: string;
+  /** Full SHA, lower case. */
+  commit: string;
+  /** Qualified ref globs, sorted, without duplicates. */
+  refs: string[];
+  /** The rules that would allow it, for messages. */
+  rules: string[];
+}
+
+/** What the repository says of a CommitCheck (src/git/commit-checker.ts asks it). */
+export type CommitAnswer =
+  | { state: 'pending' }
+  /** ref: the first of the matching refs found to contain the commit. */
+  | { state: 'reachable'; ref: string }
+  /** refs: the refs (matching the globs) the commit was looked for in; empty when none matched. */
+  | { state: 'unreachable'; refs: string[] }
+  | { state: 'failed'; message: string };
+
+/**
+ * allowed: `params` are the canonical params (known ones only, in a fixed
+ * order), to resolve and run; `commitCheck`: allowed only once the commit is
+ * found reachable from the refs the rules name (the caller checks, then goes on).
+ */
+export type SourceVerdict = { allowed: true; rule: string; params: Param[]; commitCheck?: CommitCheck } | { allowed: false; message: string };
 
 export interface SourceRef {
   resolver: string;
@@ -65,7 +94,7 @@ export function policyFromAllowedGitURLs(urls: readonly string[], source: string
 
 /** allowedGitResolverURLs as a git rule: exact URLs (compared in canonical form), any revision, any path inside the repository. */
 export function gitRuleFromAllowedURLs(urls: readonly string[]): GitRule {
-  return { name: 'allowedGitResolverURLs', urls: [...urls], exact: true, revisions: ['**'], commits: true };
+  return { name: 'allowedGitResolverURLs', urls: [...urls], exact: true, revisions: ['**', 'refs/tags/**'], commits: { reachable: true } };
 }
 
 const q = (s: string): string => JSON.stringify(s);
@@ -124,28 +153,44 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
       const rawRev = p.get('revision') ?? '';
       const revision = canonicalRevision(rawRev);
       if (!revision.ok) return refuse('revision', rawRev, revision, names);
+      const qualified = qualifyRevision(revision.value);
+      if (!qualified.ok) return refuse('revision', rawRev, qualified, names);
       const rawPath = p.get('pathInRepo') ?? '';
       const path = canonicalPathInRepo(rawPath);
       if (!path.ok) return refuse('pathInRepo', rawPath, path, names);
-      const rev = revision.value;
+      const rev = qualified.value;
+      const revText = rev.kind === 'commit' ? rev.sha : rev.ref;
+      const params: Param[] = [
+        { name: 'url', value: url.value.href },
+        { name: 'revision', value: revText },
+        { name: 'pathInRepo', value: path.value },
+      ];
       const problems: string[] = [];
+      const toCheck: Array<{ name: string; refs: string[] }> = [];
       for (const x of byUrl) {
-        const revOk = (x.rule.commits && isFullSha(rev)) || (!isFullSha(rev) && x.rule.revisions.some((g) => matchGlob(g, rev)));
-        if (!revOk) {
-          problems.push(`${x.name} allows revisions ${describeRevisions(x.r)}, not ${q(rev)}`);
+        const r = x.rule;
+        let revOk: boolean | 'check';
+        if (rev.kind === 'commit') revOk = r.shas.has(rev.sha) ? true : r.reachableFrom ? 'check' : false;
+        else revOk = (rev.kind === 'branch' ? r.branches : r.tags).some((g) => matchGlob(g, rev.name));
+        if (revOk === false) {
+          const hint = rev.kind === 'branch' && r.tags.some((g) => matchGlob(g, rev.name)) ? ` (a bare name is a branch; for the tag write ${q(`refs/tags/${rev.name}`)})` : '';
+          problems.push(`${x.name} allows ${describeRevisions(r)}, not ${describeRevision(rev)}${hint}`);
           continue;
         }
-        if (x.rule.paths && !x.rule.paths.some((g) => matchGlob(g, path.value))) {
+        if (r.paths && !r.paths.some((g) => matchGlob(g, path.value))) {
           problems.push(`${x.name} allows paths ${(x.r.paths ?? []).map(q).join(', ')}, not ${shown(path.value)}`);
           continue;
         }
-        return done(x.name, [
-          { name: 'url', value: url.value.href },
-          { name: 'revision', value: rev },
-          { name: 'pathInRepo', value: path.value },
-        ]);
+        if (revOk === true) return done(x.name, params);
+        toCheck.push({ name: x.name, refs: r.reachableFrom ?? [] });
       }
-      return { allowed: false, message: `git ${shown(url.value.href)} at ${q(rev)}, ${shown(path.value)} is not allowed by ${policy.source}: ${problems.join('; ')}${note}` };
+      if (toCheck.length && rev.kind === 'commit') {
+        const verdict = done(toCheck.map((t) => t.name).join(', '), params);
+        if (!verdict.allowed) return verdict;
+        const refs = [...new Set(toCheck.flatMap((t) => t.refs))].sort();
+        return { ...verdict, commitCheck: { url: url.value.href, commit: rev.sha, refs, rules: toCheck.map((t) => t.name) } };
+      }
+      return { allowed: false, message: `git ${shown(url.value.href)} at ${q(revText)}, ${shown(path.value)} is not allowed by ${policy.source}: ${problems.join('; ')}${note}` };
     }
     case 'bundles': {
       const rules = forNs(policy.bundles);
@@ -204,10 +249,18 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
   }
 }
 
-function describeRevisions(r: GitRule): string {
-  const parts = [...(r.revisions ?? []).map((x) => JSON.stringify(x))];
-  if (r.commits) parts.push('full commit SHAs');
-  return parts.length ? parts.join(', ') : 'none';
+function describeRevision(rev: QualifiedRevision): string {
+  return rev.kind === 'commit' ? `commit ${q(rev.sha)}` : `${rev.kind} ${q(rev.ref)}`;
+}
+
+/** What a compiled rule allows as revisions, in words. */
+function describeRevisions(r: CompiledGitRule): string {
+  const parts: string[] = [];
+  if (r.branches.length) parts.push(`branches ${r.branches.map((g) => q(`refs/heads/${g.pattern}`)).join(', ')}`);
+  if (r.tags.length) parts.push(`tags ${r.tags.map((g) => q(`refs/tags/${g.pattern}`)).join(', ')}`);
+  if (r.reachableFrom) parts.push('commits reachable from them');
+  if (r.shas.size) parts.push(`${r.shas.size} listed commit${r.shas.size === 1 ? '' : 's'}`);
+  return parts.length ? parts.join(', ') : 'no revision';
 }
 
 /** repository and digest of a bundle reference in canonical form (tag dropped); the value itself when it has none. */

@@ -19,7 +19,7 @@
  * checks themselves live in src/policy/ (source.ts, canonical.ts).
  */
 import { parse as parseYaml } from 'yaml';
-import { checkSource, RESOLVER_PARAMS, type SourcePolicy } from '../policy/source.js';
+import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
 import type { Resolution } from './resolve.js';
 import type { ParamValue } from './types.js';
@@ -39,14 +39,19 @@ export interface Provenance {
   source: string;
   /** The file in the source (git: pathInRepo). */
   path?: string;
-  /** The revision or tag asked for. */
+  /** The ref asked for, fully qualified (refs/heads/main, refs/tags/v1), or the commit asked for. */
   revision?: string;
+  /** For a commit asked for by SHA: the allowed ref it was found reachable from. */
+  reachableFrom?: string;
+  /** Where the rule requires signatures: the key that verified the resource. */
+  signedBy?: string;
   /** What it was pinned to, e.g. sha1:<commit>, sha256:<digest>. */
   digest?: string;
 }
 
 export type GraphResult =
-  | { state: 'pending'; need: RemoteRef[] }
+  /** need: resolutions to start; checks: commits to look for in their repositories first. */
+  | { state: 'pending'; need: RemoteRef[]; checks: CommitCheck[] }
   | { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_INVALID' }
   /** spec: the Pipeline spec to embed, or undefined when nothing had to change (an installed Pipeline runs by name). */
   | { state: 'ready'; spec: Record<string, unknown> | undefined; provenance: Provenance[] };
@@ -71,6 +76,8 @@ export interface GraphInput {
   pipelineName: string;
   /** A reference's resolution, or undefined when it has not been started. */
   lookup(ref: RemoteRef): Resolution | undefined;
+  /** What the repository says of a commit asked for by SHA, or undefined when not asked yet. */
+  commits?(check: CommitCheck): CommitAnswer | undefined;
   /** A Task installed in the controller's namespace, by name (undefined: not known). */
   installedTask(name: string): Record<string, unknown> | undefined;
 }
@@ -222,6 +229,8 @@ export type Followed =
   | { kind: 'resolved'; obj: Record<string, unknown>; pinned: RemoteRef; provenance: Provenance }
   /** ref: the reference in canonical form, the one to resolve (and nothing else). */
   | { kind: 'need'; ref: RemoteRef }
+  /** The commit must first be found reachable from the refs the rule names. */
+  | { kind: 'check'; check: CommitCheck }
   | { kind: 'pending'; ref: RemoteRef }
   | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' };
 
@@ -233,7 +242,7 @@ export type Followed =
  * values came from, for messages.
  */
 export function followReference(
-  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup'>,
+  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits'>,
   where: string,
   ref: RemoteRef,
   from: string[],
@@ -245,6 +254,29 @@ export function followReference(
   const verdict = checkSource(input.policy, ref, { tenant: input.namespace, controllerNamespace: input.controllerNamespace });
   if (!verdict.allowed) return { kind: 'refused', message: `${where}${via}: ${verdict.message}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
   ref = { resolver: ref.resolver, params: verdict.params };
+  let reachableFrom: string | undefined;
+  if (verdict.commitCheck) {
+    // A commit by SHA: found in the repository from an allowed ref before
+    // anything is resolved, or refused.
+    const c = verdict.commitCheck;
+    const a = input.commits?.(c);
+    if (!a) return { kind: 'check', check: c };
+    if (a.state === 'pending') return { kind: 'pending', ref };
+    if (a.state === 'failed') {
+      return { kind: 'refused', code: 'REQUEST_RESOLUTION_FAILED', message: `${where}${via}: commit ${q(c.commit)} could not be checked against ${q(c.url)} (${c.rules.join(', ')} allow only commits reachable from ${describeRefs(c.refs)}): ${a.message}; nothing was resolved or run` };
+    }
+    if (a.state === 'unreachable') {
+      const seen = a.refs.length ? `the refs ${a.refs.slice(0, 10).map(q).join(', ')}${a.refs.length > 10 ? ` and ${a.refs.length - 10} more` : ''}` : 'no ref (none of the repository\'s refs matches)';
+      return {
+        kind: 'refused',
+        code: 'REQUEST_SOURCE_NOT_ALLOWED',
+        message:
+          `${where}${via}: commit ${q(c.commit)} is not reachable from ${describeRefs(c.refs)} of ${q(c.url)}, which ${c.rules.join(', ')} allow${c.rules.length === 1 ? 's' : ''} commits from; it was looked for in ${seen} as the repository shows them now. ` +
+          'A commit only on an unmerged branch, in a fork, or force-pushed away has not been reviewed: ask for a commit on an allowed branch or tag, or for the branch itself',
+      };
+    }
+    reachableFrom = a.ref;
+  }
   const r = input.lookup(ref);
   if (!r) return { kind: 'need', ref };
   if (r.state === 'pending') return { kind: 'pending', ref };
@@ -253,7 +285,12 @@ export function followReference(
   if (!parsed.ok) return { kind: 'refused', message: `${where}: ${parsed.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
   const pinned = pin(ref, r);
   if ('error' in pinned) return { kind: 'refused', message: `${where}: ${pinned.error}`, code: 'REQUEST_RESOLUTION_FAILED' };
-  return { kind: 'resolved', obj: parsed.obj, pinned: { resolver: ref.resolver, params: pinned.params }, provenance: provenanceOf(where, ref, r) };
+  const provenance = provenanceOf(where, ref, r);
+  return { kind: 'resolved', obj: parsed.obj, pinned: { resolver: ref.resolver, params: pinned.params }, provenance: reachableFrom ? { ...provenance, reachableFrom } : provenance };
+}
+
+function describeRefs(refs: readonly string[]): string {
+  return refs.length ? refs.map(q).join(', ') : 'no ref';
 }
 
 function paramsOf(x: unknown): Array<{ name: string; value: unknown }> {
@@ -330,6 +367,7 @@ export function checkGraph(input: GraphInput): GraphResult {
   ]);
   const pvars = pipelineVars(spec, input.params);
   const need: RemoteRef[] = [];
+  const checks: CommitCheck[] = [];
   let pending = false;
   let changed = false;
   const provenance: Provenance[] = [];
@@ -363,6 +401,7 @@ export function checkGraph(input: GraphInput): GraphResult {
           const v = followReference(input, `${where}.taskRef`, s.ref, s.from, ['Task']);
           if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
           if (v.kind === 'need') need.push(v.ref);
+          if (v.kind === 'check') checks.push(v.check);
           if (v.kind !== 'resolved') {
             pending = true;
             continue;
@@ -380,7 +419,7 @@ export function checkGraph(input: GraphInput): GraphResult {
         } else {
           return { state: 'rejected', code: 'REQUEST_INVALID', message: `${where}.taskRef has neither name nor resolver` };
         }
-        const steps = checkSteps(input, where, taskObj['spec'] as Record<string, unknown>, pt['params'], pvars, context, name, taskTrusted, need, provenance);
+        const steps = checkSteps(input, where, taskObj['spec'] as Record<string, unknown>, pt['params'], pvars, context, name, taskTrusted, need, checks, provenance);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
         else if (steps.embed) {
@@ -399,7 +438,7 @@ export function checkGraph(input: GraphInput): GraphResult {
         if (taskSpec['apiVersion'] !== undefined || taskSpec['kind'] !== undefined) {
           return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskSpec is a custom task (${q(String(taskSpec['kind'] ?? taskSpec['apiVersion']))}); only Tasks run here` };
         }
-        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, trusted, need, provenance);
+        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, trusted, need, checks, provenance);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
         else if (steps.embed) {
@@ -409,7 +448,7 @@ export function checkGraph(input: GraphInput): GraphResult {
       }
     }
   }
-  if (pending || need.length) return { state: 'pending', need };
+  if (pending || need.length || checks.length) return { state: 'pending', need, checks };
   return { state: 'ready', spec: changed || input.origin === 'resolved' ? spec : undefined, provenance };
 }
 
@@ -428,6 +467,7 @@ function checkSteps(
   task: string,
   trusted: boolean,
   need: RemoteRef[],
+  checks: CommitCheck[],
   provenance: Provenance[],
 ): { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_INVALID' } | { state: 'pending' } | { state: 'ok'; embed: Record<string, unknown> | undefined } {
   const steps = taskSpec['steps'];
@@ -449,6 +489,7 @@ function checkSteps(
     const v = followReference(input, stepWhere, s.ref, s.from, ['StepAction']);
     if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
     if (v.kind === 'need') need.push(v.ref);
+    if (v.kind === 'check') checks.push(v.check);
     if (v.kind !== 'resolved') {
       pending = true;
       continue;

@@ -100,6 +100,8 @@ export function pipelineStatusOf(pr: Pick<PipelineRun, 'metadata'>): InternalReq
     ...(p.path ? { path: p.path } : {}),
     ...(p.revision ? { revision: p.revision } : {}),
     ...(p.digest ? { digest: p.digest } : {}),
+    ...(p.reachableFrom ? { reachableFrom: p.reachableFrom } : {}),
+    ...(p.signedBy ? { signedBy: p.signedBy } : {}),
   });
   const all = list as Provenance[];
   const top = all.find((p) => p.ref === 'spec.pipeline.pipelineRef');

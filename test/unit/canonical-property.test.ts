@@ -27,6 +27,29 @@ import { checkSource, type BundleRule, type GitRule, type SourcePolicy } from '.
 const numRuns = Number(process.env['FC_NUM_RUNS'] ?? 1000);
 const seed = process.env['FC_SEED'] !== undefined ? Number(process.env['FC_SEED']) : undefined;
 const params = { numRuns, ...(seed !== undefined ? { seed } : {}) };
+
+/**
+ * A property must see both sides: cases its generators made that the policy
+ * allowed, and cases it refused. A property that only ever saw refusals
+ * (a policy that refused everything) would prove nothing; the floor is 2% of
+ * the runs on each side.
+ */
+function tally(name: string): { see(allowed: boolean): void; check(): void } {
+  let allowed = 0;
+  let refused = 0;
+  return {
+    see(a) {
+      if (a) allowed++;
+      else refused++;
+    },
+    check() {
+      const floor = Math.max(1, Math.floor(numRuns * 0.02));
+      console.log(`property ${name}: ${allowed} allowed, ${refused} refused of ${allowed + refused} cases`);
+      assert.ok(allowed >= floor, `${name}: only ${allowed} allowed cases of ${allowed + refused} (floor ${floor}): the generators no longer reach what the policy allows`);
+      assert.ok(refused >= floor, `${name}: only ${refused} refused cases of ${allowed + refused} (floor ${floor})`);
+    },
+  };
+}
 const ctx = { tenant: 'default/team-a', controllerNamespace: 'internal-services' };
 const SRC = 'InternalServicesConfig internal-services/config';
 
@@ -117,7 +140,7 @@ const gitRule: fc.Arbitrary<GitRule> = fc.record(
   {
     urls: fc.array(urlPattern, { minLength: 1, maxLength: 2 }),
     revisions: fc.array(revPattern, { maxLength: 3 }),
-    commits: fc.boolean(),
+    commits: fc.constantFrom(undefined, true, { reachable: true }, { shas: ['b'.repeat(40)] }),
     paths: fc.array(pathPattern, { minLength: 1, maxLength: 3 }),
   },
   { requiredKeys: ['urls'] },
@@ -260,7 +283,7 @@ test('checkSource never throws, only a usable rule ever allows, and what it hand
   const related = fc
     .record({ u: urlCase, r: revCase, p: pathCase, b: bundleCase, commits: fc.boolean(), digestOnly: fc.boolean(), more: fc.array(gitRule, { maxLength: 2 }), resolver: fc.constantFrom('git', 'git', 'bundles', 'cluster'), extra: fc.dictionary(fc.constantFrom('token', 'name', 'kind', 'namespace'), token, { maxKeys: 2 }) })
     .map(({ u, r, p, b, commits, digestOnly, more, resolver, extra }) => ({
-      policy: { source: SRC, git: [{ urls: u.patterns, revisions: r.patterns, commits, paths: p.patterns }, ...more], bundles: [{ repositories: b.patterns, digestOnly }], cluster: commits },
+      policy: { source: SRC, git: [{ urls: u.patterns, revisions: r.patterns, commits: commits ? { reachable: true } : undefined, paths: p.patterns }, ...more], bundles: [{ repositories: b.patterns, digestOnly }], cluster: commits },
       ref: {
         resolver,
         params:
@@ -271,11 +294,13 @@ test('checkSource never throws, only a usable rule ever allows, and what it hand
               : { kind: 'pipeline', name: 'p', namespace: 'internal-services', ...extra },
       },
     }));
+  const seen = tally('checkSource');
   fc.assert(
     fc.property(fc.oneof(random, related) as fc.Arbitrary<{ policy: SourcePolicy; ref: { resolver: string; params: Record<string, string> } }>, ({ policy: p, ref: r }) => {
       const v = checkSource(p, r, ctx);
+      seen.see(v.allowed);
       if (!v.allowed) return;
-      const m = /^sources\.(git|bundles)\[(\d+)\]$/.exec(v.rule);
+      const m = /^sources\.(git|bundles)\[(\d+)\]$/.exec(v.rule.split(', ')[0]!);
       if (m) {
         const rule = m[1] === 'git' ? p.git[Number(m[2])]! : p.bundles[Number(m[2])]!;
         assert.ok(m[1] === 'git' ? compileGitRule(rule as GitRule).ok : compileBundleRule(rule as BundleRule).ok, `${v.rule} is unusable but allowed ${JSON.stringify(r)}`);
@@ -285,13 +310,16 @@ test('checkSource never throws, only a usable rule ever allows, and what it hand
     }),
     params,
   );
+  seen.check();
 });
 
 test('pathInRepo: whatever a rule accepts, joined onto the checkout as Go does, is that very file inside the checkout, and inside the rule\'s globs', () => {
+  const seenPaths = tally('pathInRepo');
   fc.assert(
     fc.property(fc.oneof(pathCase, fc.record({ patterns: fc.option(fc.array(pathPattern, { minLength: 1, maxLength: 3 }), { nil: undefined }), value: fc.oneof(pathValue, anyString, pathCase.map((c) => c.value)) })), ({ patterns: paths, value: path }) => {
       const rule: GitRule = { urls: ['https://github.com/org/catalog.git'], revisions: ['main'], ...(paths ? { paths } : {}) };
       const v = checkSource({ source: SRC, git: [rule], bundles: [], cluster: false }, { resolver: 'git', params: { url: 'https://github.com/org/catalog.git', revision: 'main', pathInRepo: path } }, ctx);
+      seenPaths.see(v.allowed);
       if (!v.allowed) return;
       const canonical = v.params.find((x) => x.name === 'pathInRepo')!.value;
       const read = goJoin(CHECKOUT, canonical);
@@ -308,13 +336,16 @@ test('pathInRepo: whatever a rule accepts, joined onto the checkout as Go does, 
     }),
     params,
   );
+  seenPaths.check();
 });
 
 test('url: whatever a rule accepts names, to a WHATWG URL parser, the same repository as the canonical URL passed on, inside the rule', () => {
+  const seenUrls = tally('url');
   fc.assert(
     fc.property(fc.oneof(urlCase, fc.record({ patterns: fc.array(urlPattern, { minLength: 1, maxLength: 3 }), value: fc.oneof(urlValue, anyString) })), ({ patterns: urls, value: url }) => {
       const rule: GitRule = { urls, revisions: ['main'] };
       const v = checkSource({ source: SRC, git: [rule], bundles: [], cluster: false }, { resolver: 'git', params: { url, revision: 'main', pathInRepo: 'a.yaml' } }, ctx);
+      seenUrls.see(v.allowed);
       if (!v.allowed) return;
       const canonical = v.params.find((x) => x.name === 'url')!.value;
       const c = canonicalGitUrl(canonical);
@@ -328,36 +359,50 @@ test('url: whatever a rule accepts names, to a WHATWG URL parser, the same repos
     }),
     params,
   );
+  seenUrls.check();
 });
 
-test('revision: whatever a rule accepts is never an option or a refspec to git, and is inside the rule', () => {
+test('revision: whatever a rule accepts is a fully qualified branch or tag inside the rule, or a commit it lists or sends to be checked; never an option or a refspec to git', () => {
+  const seenRevs = tally('revision');
+  const LISTED = 'b'.repeat(40);
+  const commitsOf = fc.constantFrom(undefined, { reachable: true }, { shas: [LISTED] }, { reachable: true, shas: [LISTED] });
+  const tagged = fc.array(fc.constantFrom('refs/tags/v*', 'refs/tags/**', 'refs/heads/release-*'), { maxLength: 2 });
   fc.assert(
-    fc.property(fc.oneof(revCase, fc.record({ patterns: fc.array(revPattern, { maxLength: 3 }), value: fc.oneof(revValue, anyString) })), fc.boolean(), ({ patterns: revisions, value: revision }, commits) => {
-      const rule: GitRule = { urls: ['https://github.com/org/catalog.git'], revisions, commits };
+    fc.property(fc.oneof(revCase, fc.record({ patterns: fc.array(revPattern, { maxLength: 3 }), value: fc.oneof(revValue, anyString, fc.constantFrom('refs/tags/v1', 'refs/heads/main', 'refs/tags/main', LISTED)) })), commitsOf, tagged, ({ patterns, value: revision }, commits, more) => {
+      const revisions = [...patterns, ...more];
+      const rule: GitRule = { urls: ['https://github.com/org/catalog.git'], revisions, ...(commits ? { commits } : {}) };
       const v = checkSource({ source: SRC, git: [rule], bundles: [], cluster: false }, { resolver: 'git', params: { url: 'https://github.com/org/catalog.git', revision, pathInRepo: 'a.yaml' } }, ctx);
+      seenRevs.see(v.allowed);
       if (!v.allowed) return;
       const rev = v.params.find((x) => x.name === 'revision')!.value;
       assert.ok(!/^[-+^]/.test(rev) && !/[:*?[\\\s~^]|\.\.|@\{/.test(rev) && /^[\x21-\x7e]+$/.test(rev), `${JSON.stringify(revision)} -> ${JSON.stringify(rev)} is not a plain ref name`);
-      if (isFullSha(rev)) assert.ok(commits, `${rev}: a commit without commits: true`);
-      else {
-        assert.ok(
-          revisions.some((p) => {
-            const g = compileGlob(p, true);
-            return g.ok && matchGlob(g.glob, rev);
-          }),
-          `${JSON.stringify(rev)} is outside ${JSON.stringify(revisions)}`,
-        );
+      const compiled = compileGitRule(rule);
+      assert.ok(compiled.ok);
+      if (isFullSha(rev)) {
+        if (v.commitCheck) assert.ok(commits && 'reachable' in commits && commits.reachable && v.commitCheck.commit === rev && v.commitCheck.refs.length > 0, `${rev}: sent to be checked without commits.reachable`);
+        else assert.equal(rev, LISTED, `${rev}: a commit neither listed nor checked`);
+        return;
       }
+      assert.equal(v.commitCheck, undefined);
+      const m = /^refs\/(heads|tags)\/(.+)$/.exec(rev);
+      assert.ok(m, `${JSON.stringify(revision)} -> ${JSON.stringify(rev)} is not fully qualified`);
+      const globs = m[1] === 'heads' ? compiled.rule.branches : compiled.rule.tags;
+      assert.ok(globs.some((g) => matchGlob(g, m[2]!)), `${JSON.stringify(rev)} is outside ${JSON.stringify(revisions)}`);
+      // A bare name is never a tag, whatever the rule allows.
+      if (!revision.startsWith('refs/')) assert.equal(m[1], 'heads', `${JSON.stringify(revision)} became a tag`);
     }),
     params,
   );
+  seenRevs.check();
 });
 
 test('bundle: whatever a rule accepts, go-containerregistry reads as the same registry, repository and tag or digest as the canonical reference passed on, inside the rule', () => {
+  const seenBundles = tally('bundle');
   fc.assert(
     fc.property(fc.oneof(bundleCase, fc.record({ patterns: fc.array(repoPattern, { minLength: 1, maxLength: 3 }), value: fc.oneof(bundleValue, anyString) })), fc.boolean(), ({ patterns: repositories, value: bundle }, digestOnly) => {
       const rule: BundleRule = { repositories, digestOnly };
       const v = checkSource({ source: SRC, git: [], bundles: [rule], cluster: false }, { resolver: 'bundles', params: { bundle } }, ctx);
+      seenBundles.see(v.allowed);
       if (!v.allowed) return;
       const canonical = v.params[0]!.value;
       const theirs = ggcrParse(bundle);
@@ -372,4 +417,5 @@ test('bundle: whatever a rule accepts, go-containerregistry reads as the same re
     }),
     params,
   );
+  seenBundles.check();
 });

@@ -132,7 +132,7 @@ function setup() {
     kindOf: (key: string) => kinds.get(splitRequestKey(key).kind ?? 'InternalRequest'),
   };
 
-  const seen = { created: [] as Array<[PipelineRun, PipelineRun]>, deleted: [] as PipelineRun[], requeued: [] as Array<[string, number]>, conflicts: [] as Array<{ key: string; fresh: InternalRequest; attempt: number }> };
+  const seen = { created: [] as Array<[PipelineRun, PipelineRun]>, deleted: [] as PipelineRun[], requeued: [] as Array<[string, number]>, checks: [] as Array<[string, string, string]>, conflicts: [] as Array<{ key: string; fresh: InternalRequest; attempt: number }> };
   const writer = new StatusWriter({ log, now: () => NOW, events: 'all', onConflict: async (key, fresh, attempt) => void seen.conflicts.push({ key, fresh, attempt }) });
   const executor = new Executor({
     internal: internal as unknown as Cluster,
@@ -143,6 +143,7 @@ function setup() {
     created: (sent, created) => void seen.created.push([sent, created]),
     deleted: (pr) => void seen.deleted.push(pr),
     requeueAfter: (key, ms) => void seen.requeued.push([key, ms]),
+    checkCommit: (key, owner, check) => void seen.checks.push([key, owner, check.commit]),
   });
   const act = (key: string, req: InternalRequest | undefined, action: Action, attempt = 0) => executor.act(remote as unknown as Remote, key, req, action, attempt);
   const warnings = () => lines.filter((l) => l.level === 40);

@@ -18,7 +18,9 @@ const SHA_P = '1'.repeat(40);
 const SHA_T = '2'.repeat(40);
 const SHA_S = '3'.repeat(40);
 const SRC = 'InternalServicesConfig internal-services/config';
-const policy: SourcePolicy = { source: SRC, git: [{ urls: [CATALOG], revisions: ['main'], commits: true, paths: ['pipelines/**', 'tasks/**', 'stepactions/**'] }], bundles: [], cluster: false };
+/** What a bare "main" is passed on as: the branch, fully qualified. */
+const MAIN = 'refs/heads/main';
+const policy: SourcePolicy = { source: SRC, git: [{ urls: [CATALOG], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**', 'stepactions/**'] }], bundles: [], cluster: false };
 
 const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
 
@@ -86,7 +88,7 @@ test('a resolved Pipeline: every task reference is substituted, checked, resolve
   assert.equal(first.state, 'pending');
   assert.deepEqual(
     first.state === 'pending' && first.need,
-    [gitRef(CATALOG, 'main', 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, 'main', 'tasks/internal/notify/notify.yaml')],
+    [gitRef(CATALOG, MAIN, 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, MAIN, 'tasks/internal/notify/notify.yaml')],
     'both references asked for at once, with the params and defaults substituted',
   );
   const contents = new Map([
@@ -100,7 +102,7 @@ test('a resolved Pipeline: every task reference is substituted, checked, resolve
   assert.deepEqual(tasks[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'), 'the revision is the commit, not the branch');
   assert.deepEqual(tasks[0]?.params, [{ name: 'image', value: '$(params.image)' }], 'everything else is left to Tekton');
   assert.deepEqual((r.spec?.['finally'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/notify/notify.yaml'));
-  assert.deepEqual(r.provenance[0], { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: 'main', digest: `sha1:${SHA_T}` });
+  assert.deepEqual(r.provenance[0], { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: MAIN, digest: `sha1:${SHA_T}` });
 });
 
 test('refusals name the reference, the params its values came from, and the rule', () => {
@@ -112,7 +114,7 @@ test('refusals name the reference, the params its values came from, and the rule
     /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", the default of param "taskGitRevision"\): git url "https:\/\/evil\.example\/tasks\.git" is not allowed by InternalServicesConfig internal-services\/config; allowed: "https:\/\/example\.com\/org\/catalog\.git" \(sources\.git\[0\]\)$/,
   );
   const rev = checkGraph(input({ params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: CATALOG }, { name: 'taskGitRevision', value: 'my-branch' }] }));
-  assert.match(rev.state === 'rejected' ? rev.message : '', /tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): .*sources\.git\[0\] allows revisions "main", full commit SHAs, not "my-branch"/);
+  assert.match(rev.state === 'rejected' ? rev.message : '', /tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): .*sources\.git\[0\] allows branches "refs\/heads\/main", commits reachable from them, not branch "refs\/heads\/my-branch"/);
 
   const path = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: gitRef('$(params.taskGitUrl)', 'main', 'secret/x.yaml') }] }) });
   assert.match((checkGraph(path) as { message: string }).message, /tasks\[x\]\.taskRef .*sources\.git\[0\] allows paths .*, not "secret\/x\.yaml"/);
@@ -123,10 +125,10 @@ test('refusals name the reference, the params its values came from, and the rule
   const hub = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: { resolver: 'hub', params: [{ name: 'name', value: 'git-clone' }] } }] }) });
   assert.match((checkGraph(hub) as { message: string }).message, /tasks\[x\]\.taskRef: the "hub" resolver is not allowed by InternalServicesConfig/);
 
-  const token = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: { resolver: 'git', params: [...gitRef(CATALOG, 'main', 'tasks/x.yaml').params, { name: 'token', value: 'ci-secret' }] } }] }) });
+  const token = input({ spec: catalogPipeline({ tasks: [{ name: 'x', taskRef: { resolver: 'git', params: [...gitRef(CATALOG, MAIN, 'tasks/x.yaml').params, { name: 'token', value: 'ci-secret' }] } }] }) });
   assert.match((checkGraph(token) as { message: string }).message, /resolver params "token" are not accepted for the git resolver/);
 
-  const nested = input({ spec: catalogPipeline({ tasks: [{ name: 'inner', pipelineRef: gitRef(CATALOG, 'main', 'pipelines/x.yaml') }] }) });
+  const nested = input({ spec: catalogPipeline({ tasks: [{ name: 'inner', pipelineRef: gitRef(CATALOG, MAIN, 'pipelines/x.yaml') }] }) });
   assert.match((checkGraph(nested) as { message: string }).message, /tasks\[inner\] is a nested Pipeline/);
 
   const custom = input({ spec: catalogPipeline({ tasks: [{ name: 'c', taskRef: { apiVersion: 'example.dev/v1', kind: 'Wait', name: 'w' } }] }) });
@@ -142,7 +144,7 @@ test('a Task whose step refers to a StepAction through a resolver: checked, pinn
   const spec = catalogPipeline();
   (spec['tasks'] as Array<Record<string, unknown>>)[0]!['params'] = [{ name: 'url', value: '$(params.taskGitUrl)' }];
   const pending = checkGraph(input({ spec, contents }));
-  assert.deepEqual(pending.state === 'pending' && pending.need, [gitRef(CATALOG, 'main', 'stepactions/clone.yaml')]);
+  assert.deepEqual(pending.state === 'pending' && pending.need, [gitRef(CATALOG, MAIN, 'stepactions/clone.yaml')]);
   contents.set('stepactions/clone.yaml', resolved(stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'clone' }, spec: { image: 'git' } }), SHA_S, 'stepactions/clone.yaml'));
   const r = checkGraph(input({ spec, contents }));
   assert.equal(r.state, 'ready');
@@ -180,7 +182,7 @@ test('pinning: git to the commit, bundles to the digest; a resolution without on
   assert.deepEqual(pin(bundle, { state: 'resolved', content: '', refSource: { uri: 'quay.io/org/catalog/sign', digest: { sha256: d }, entryPoint: 'sign' } }), {
     params: [{ name: 'bundle', value: `quay.io/org/catalog/sign@sha256:${d}` }, { name: 'name', value: 'sign' }, { name: 'kind', value: 'task' }],
   });
-  assert.deepEqual(pin(gitRef(CATALOG, 'main', 'a.yaml'), { state: 'resolved', content: '', refSource: undefined }), { error: 'the git resolver reported no commit, so the reference cannot be pinned' });
+  assert.deepEqual(pin(gitRef(CATALOG, MAIN, 'a.yaml'), { state: 'resolved', content: '', refSource: undefined }), { error: 'the git resolver reported no commit, so the reference cannot be pinned' });
 });
 
 // --- decide() driving the resolutions --------------------------------------------
@@ -203,7 +205,7 @@ const types = (a: Action[]) => a.map((x) => x.type);
 
 test('decide: resolve the Pipeline, then its Tasks, then run the checked graph and record what ran; the ResolutionRequests go', () => {
   const req = todays();
-  const pRef = gitRef(CATALOG, 'main', 'pipelines/internal/sign/sign.yaml');
+  const pRef = gitRef(CATALOG, MAIN, 'pipelines/internal/sign/sign.yaml');
   const a1 = decide(observe({ request: req }));
   assert.deepEqual(types(a1), ['startResolution', 'writeStatus', 'requeueAfter']);
   const start = a1[0] as Extract<Action, { type: 'startResolution' }>;
@@ -218,8 +220,8 @@ test('decide: resolve the Pipeline, then its Tasks, then run the checked graph a
   const a2 = decide(observe({ request: req, resolutions: [rrP] }));
   assert.deepEqual(types(a2), ['startResolution', 'startResolution', 'writeStatus', 'requeueAfter']);
 
-  const rrT1 = answered(req, gitRef(CATALOG, 'main', 'tasks/internal/sign/sign.yaml'), task(), SHA_T);
-  const rrT2 = answered(req, gitRef(CATALOG, 'main', 'tasks/internal/notify/notify.yaml'), task(), SHA_T);
+  const rrT1 = answered(req, gitRef(CATALOG, MAIN, 'tasks/internal/sign/sign.yaml'), task(), SHA_T);
+  const rrT2 = answered(req, gitRef(CATALOG, MAIN, 'tasks/internal/notify/notify.yaml'), task(), SHA_T);
   const a3 = decide(observe({ request: req, resolutions: [rrP, rrT1, rrT2] }));
   assert.deepEqual(types(a3), ['createPipelineRun', 'writeStatus', 'deleteResolution', 'deleteResolution', 'deleteResolution']);
   const pr = (a3[0] as Extract<Action, { type: 'createPipelineRun' }>).pipelineRun;
@@ -235,18 +237,18 @@ test('decide: resolve the Pipeline, then its Tasks, then run the checked graph a
     resolver: 'git',
     source: `git+${CATALOG}`,
     path: 'pipelines/internal/sign/sign.yaml',
-    revision: 'main',
+    revision: MAIN,
     digest: `sha1:${SHA_P}`,
     references: [
-      { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: 'main', digest: `sha1:${SHA_T}` },
-      { ref: 'finally[notify].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/notify/notify.yaml', revision: 'main', digest: `sha1:${SHA_T}` },
+      { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: MAIN, digest: `sha1:${SHA_T}` },
+      { ref: 'finally[notify].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/notify/notify.yaml', revision: MAIN, digest: `sha1:${SHA_T}` },
     ],
   });
 });
 
 test('decide: a failed or unanswered resolution Rejects the request with the resolver\'s message; params are checked against the resolved Pipeline', () => {
   const req = todays();
-  const pRef = gitRef(CATALOG, 'main', 'pipelines/internal/sign/sign.yaml');
+  const pRef = gitRef(CATALOG, MAIN, 'pipelines/internal/sign/sign.yaml');
   const failed = decide(observe({ request: req, resolutions: [answered(req, pRef, undefined, '', undefined, 'error opening file "pipelines/internal/sign/sign.yaml": file does not exist')] }));
   assert.deepEqual(types(failed), ['writeStatus', 'deleteResolution']);
   const w = failed[0] as Extract<Action, { type: 'writeStatus' }>;
@@ -273,14 +275,37 @@ test('decide: a failed or unanswered resolution Rejects the request with the res
 
 test('decide: ResolutionRequests of a deleted request, or of one already running, are removed', () => {
   const req = todays();
-  const rr = answered(req, gitRef(CATALOG, 'main', 'x.yaml'), undefined, '');
+  const rr = answered(req, gitRef(CATALOG, MAIN, 'x.yaml'), undefined, '');
   assert.deepEqual(types(decide(observe({ request: undefined, resolutions: [rr] }))), ['deleteResolution']);
 });
 
 test('what was checked is what runs: an uncanonical spelling is resolved, pinned and recorded in its canonical form; hostile values from params are refused naming the param', () => {
   const spelled = 'HTTPS://Example.com:443/org/catalog.git/';
-  const first = checkGraph(input({ params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: spelled }, { name: 'taskGitRevision', value: SHA_T.toUpperCase() }] }));
+  const byCommit = [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: spelled }, { name: 'taskGitRevision', value: SHA_T.toUpperCase() }];
+  // A commit by SHA: first looked for in the repository, from the refs the rule names; nothing is resolved before.
+  const check = { url: CATALOG, commit: SHA_T, refs: [MAIN], rules: ['sources.git[0]'] };
+  const unchecked = checkGraph(input({ params: byCommit }));
+  assert.deepEqual(unchecked.state === 'pending' && [unchecked.need, unchecked.checks], [[], [check, check]], 'a check per reference, no resolution yet');
+  const asked: unknown[] = [];
+  const waiting = checkGraph(input({ params: byCommit, commits: (c) => (asked.push(c), { state: 'pending' }) }));
+  assert.deepEqual(waiting.state === 'pending' && [waiting.need, waiting.checks], [[], []], 'a check under way: nothing more to start');
+  assert.equal(asked.length, 2);
+  const gone = checkGraph(input({ params: byCommit, commits: () => ({ state: 'unreachable', refs: [MAIN] }) }));
+  assert.equal(gone.state, 'rejected');
+  assert.equal(gone.state === 'rejected' && gone.code, 'REQUEST_SOURCE_NOT_ALLOWED');
+  assert.match(gone.state === 'rejected' ? gone.message : '', /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): commit "2{40}" is not reachable from "refs\/heads\/main" of "https:\/\/example\.com\/org\/catalog\.git", which sources\.git\[0\] allows commits from; it was looked for in the refs "refs\/heads\/main" as the repository shows them now/);
+  const broken = checkGraph(input({ params: byCommit, commits: () => ({ state: 'failed', message: 'fetching it failed: connection refused' }) }));
+  assert.equal(broken.state === 'rejected' && broken.code, 'REQUEST_RESOLUTION_FAILED');
+  assert.match(broken.state === 'rejected' ? broken.message : '', /could not be checked against .*: fetching it failed: connection refused; nothing was resolved or run/);
+  const reachable = () => ({ state: 'reachable' as const, ref: MAIN });
+  const first = checkGraph(input({ params: byCommit, commits: reachable }));
   assert.deepEqual(first.state === 'pending' && first.need, [gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, SHA_T, 'tasks/internal/notify/notify.yaml')], 'the canonical reference is the one resolved');
+  const contentsBySha = new Map([
+    ['tasks/internal/sign/sign.yaml', resolved(task(), SHA_T, 'tasks/internal/sign/sign.yaml')],
+    ['tasks/internal/notify/notify.yaml', resolved(task(), SHA_T, 'tasks/internal/notify/notify.yaml')],
+  ]);
+  const ran = checkGraph(input({ contents: contentsBySha, params: byCommit, commits: reachable }));
+  assert.deepEqual(ran.state === 'ready' && ran.provenance[0], { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: SHA_T, digest: `sha1:${SHA_T}`, reachableFrom: MAIN }, 'the ref it was found on is recorded');
   const contents = new Map([
     ['tasks/internal/sign/sign.yaml', resolved(task(), SHA_T, 'tasks/internal/sign/sign.yaml')],
     ['tasks/internal/notify/notify.yaml', resolved(task(), SHA_T, 'tasks/internal/notify/notify.yaml')],
@@ -307,7 +332,7 @@ test('decide: the pipelineRef\'s ResolutionRequest carries the canonical params,
   const a = decide(observe({ request: req }));
   const start = a[0] as Extract<Action, { type: 'startResolution' }>;
   assert.equal(start.type, 'startResolution');
-  assert.deepEqual(start.resolution.spec?.params, gitRef(CATALOG, 'main', 'pipelines/internal/sign/sign.yaml').params);
+  assert.deepEqual(start.resolution.spec?.params, gitRef(CATALOG, MAIN, 'pipelines/internal/sign/sign.yaml').params);
   (req.spec.pipeline!.pipelineRef!.params as Array<{ name: string; value: string }>)[2]!.value = 'pipelines/internal/sign/../../../../../etc/passwd';
   const refused = decide(observe({ request: req }));
   assert.deepEqual(types(refused), ['writeStatus'], 'refused before any ResolutionRequest');

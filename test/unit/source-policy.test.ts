@@ -17,8 +17,8 @@ const gitParams = (url: string, revision: string, pathInRepo = 'pipelines/intern
 const policy: SourcePolicy = {
   source: SRC,
   git: [
-    { urls: ['https://github.com/org/catalog.git'], revisions: ['main', 'release-*'], commits: true, paths: ['pipelines/internal/**', 'tasks/**'] },
-    { urls: ['https://github.com/org/experimental.git'], commits: true, namespaces: ['default/team-b'] },
+    { urls: ['https://github.com/org/catalog.git'], revisions: ['main', 'release-*'], commits: { reachable: true }, paths: ['pipelines/internal/**', 'tasks/**'] },
+    { urls: ['https://github.com/org/experimental.git'], commits: { shas: ['a'.repeat(40)] }, namespaces: ['default/team-b'] },
   ],
   bundles: [{ repositories: ['quay.io/org/catalog/*'], digestOnly: true }],
   cluster: true,
@@ -41,25 +41,95 @@ test('default deny: no rules, no resolver', () => {
   assert.match((checkSource(none, { resolver: 'cluster', params: { namespace: 'internal-services' } }, ctx) as { message: string }).message, /the cluster resolver is not allowed/);
 });
 
-test('git: url, revision (names or full SHAs) and path, with the rule that allowed it or the reason', () => {
-  // Allowed: the rule, and the canonical params to resolve and run (the trailing "/" is not part of the URL).
-  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git/', 'main'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', 'main') });
-  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', SHA, 'tasks/x/x.yaml') });
+test('git: url, revision and path, with the rule that allowed it or the reason; a revision is passed on as the fully qualified ref', () => {
+  // Allowed: the rule, and the canonical params to resolve and run (the trailing "/" is not part of the URL; a bare name is the branch, qualified).
+  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git/', 'main'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', 'refs/heads/main') });
+  assert.deepEqual(checkSource(policy, git('https://github.com/org/catalog.git', 'refs/heads/release-2'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams('https://github.com/org/catalog.git', 'refs/heads/release-2') });
   const evil = checkSource(policy, git('https://evil.example/catalog.git', 'main'), ctx);
   assert.deepEqual(evil, { allowed: false, message: `git url "https://evil.example/catalog.git" is not allowed by ${SRC}; allowed: "https://github.com/org/catalog.git" (sources.git[0])` });
   const rev = checkSource(policy, git('https://github.com/org/catalog.git', 'feature-x'), ctx);
-  assert.match((rev as { message: string }).message, /sources.git\[0\] allows revisions "main", "release-\*", full commit SHAs, not "feature-x"/);
+  assert.match((rev as { message: string }).message, /sources.git\[0\] allows branches "refs\/heads\/main", "refs\/heads\/release-\*", commits reachable from them, not branch "refs\/heads\/feature-x"/);
   const path = checkSource(policy, git('https://github.com/org/catalog.git', 'main', 'pipelines/public/x.yaml'), ctx);
   assert.match((path as { message: string }).message, /sources.git\[0\] allows paths "pipelines\/internal\/\*\*", "tasks\/\*\*", not "pipelines\/public\/x.yaml"/);
   assert.match((checkSource(policy, { resolver: 'git', params: { repo: 'catalog', org: 'org' } }, ctx) as { message: string }).message, /has no url param/);
 });
 
-test('git: a rule for other namespaces does not apply; a rule of commits only refuses branch names', () => {
+test('git: a tag is never a branch: a bare name is the branch, tags only where a rule names them in full', () => {
+  const tagged: SourcePolicy = { ...policy, git: [{ urls: ['https://github.com/org/catalog.git'], revisions: ['main', 'refs/tags/v*'] }] };
+  const url = 'https://github.com/org/catalog.git';
+  // "main" means refs/heads/main, whatever tags the repository has: git would read a tag "main" first.
+  assert.deepEqual(checkSource(tagged, git(url, 'main'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams(url, 'refs/heads/main') });
+  assert.deepEqual(checkSource(tagged, git(url, 'refs/tags/v1.2.0'), ctx), { allowed: true, rule: 'sources.git[0]', params: gitParams(url, 'refs/tags/v1.2.0') });
+  // A tag named like an allowed branch is not allowed: the rule names no tag "main".
+  const shadow = checkSource(tagged, git(url, 'refs/tags/main'), ctx) as { allowed: false; message: string };
+  assert.match(shadow.message, /allows branches "refs\/heads\/main", tags "refs\/tags\/v\*", not tag "refs\/tags\/main"/);
+  // A bare tag name is a branch; the message says how to name the tag.
+  const bare = checkSource(tagged, git(url, 'v1.2.0'), ctx) as { allowed: false; message: string };
+  assert.match(bare.message, /not branch "refs\/heads\/v1.2.0" \(a bare name is a branch; for the tag write "refs\/tags\/v1.2.0"\)/);
+  // The policy of branches only allows no tag at all.
+  assert.equal(checkSource(policy, git(url, 'refs/tags/main'), ctx).allowed, false);
+  // Other refs have nothing a rule could review; HEAD is whatever the server's default is.
+  for (const r of ['refs/pull/1/head', 'refs/remotes/origin/main', 'refs/notes/x', 'HEAD', 'refs/heads/HEAD']) {
+    const v = checkSource(tagged, git(url, r), ctx) as { allowed: false; message: string };
+    assert.equal(v.allowed, false, r);
+    assert.match(v.message, /git param "revision" .* refused by .* before sources.git\[0\] is applied/, r);
+  }
+});
+
+test('git: a commit by SHA is allowed when listed, or allowed subject to a reachability check from the refs the rules name', () => {
+  const url = 'https://github.com/org/catalog.git';
+  const listed = 'c'.repeat(40);
+  const p: SourcePolicy = {
+    ...policy,
+    git: [
+      { urls: [url], revisions: ['main', 'refs/tags/v*'], commits: { reachable: true } },
+      { urls: [url], revisions: ['release-*'], commits: { reachable: true } },
+      { urls: [url], commits: { shas: [listed.toUpperCase()] } },
+    ],
+  };
+  const v = checkSource(p, git(url, SHA.toUpperCase(), 'tasks/x.yaml'), ctx);
+  assert.deepEqual(v, {
+    allowed: true,
+    rule: 'sources.git[0], sources.git[1]',
+    params: gitParams(url, SHA, 'tasks/x.yaml'),
+    commitCheck: { url, commit: SHA, refs: ['refs/heads/main', 'refs/heads/release-*', 'refs/tags/v*'], rules: ['sources.git[0]', 'sources.git[1]'] },
+  });
+  // A listed commit needs no check: the administrators reviewed it.
+  assert.deepEqual(checkSource(p, git(url, listed, 'tasks/x.yaml'), ctx), { allowed: true, rule: 'sources.git[2]', params: gitParams(url, listed, 'tasks/x.yaml') });
+  // A rule without commits allows no SHA.
+  const none = checkSource({ ...p, git: [{ urls: [url], revisions: ['main'] }] }, git(url, SHA), ctx) as { allowed: false; message: string };
+  assert.match(none.message, /sources.git\[0\] allows branches "refs\/heads\/main", not commit "a{40}"/);
+});
+
+test('git: a rule for other namespaces does not apply; a rule of listed commits only refuses branch names', () => {
   const exp = git('https://github.com/org/experimental.git', SHA);
   assert.equal(checkSource(policy, exp, ctx).allowed, false);
   assert.deepEqual(checkSource(policy, exp, { ...ctx, tenant: 'default/team-b' }), { allowed: true, rule: 'sources.git[1]', params: gitParams('https://github.com/org/experimental.git', SHA) });
   const branch = checkSource(policy, git('https://github.com/org/experimental.git', 'main'), { ...ctx, tenant: 'default/team-b' });
-  assert.match((branch as { message: string }).message, /sources.git\[1\] allows revisions full commit SHAs, not "main"/);
+  assert.match((branch as { message: string }).message, /sources.git\[1\] allows 1 listed commit, not branch "refs\/heads\/main"/);
+});
+
+test('commits: true (any commit the server hands out) is no longer accepted: the rule is unusable and says what to write', () => {
+  const old: SourcePolicy = { ...policy, git: [{ urls: ['https://github.com/org/catalog.git'], revisions: ['main'], commits: true }] };
+  const v = checkSource(old, git('https://github.com/org/catalog.git', 'main'), ctx) as { allowed: false; message: string };
+  assert.equal(v.allowed, false, 'the whole rule grants nothing, branches included');
+  assert.match(v.message, /sources.git\[0\] is unusable and grants nothing \(commits: true no longer allows a commit.*Write commits: \{reachable: true\}.*or commits: \{shas: \[\.\.\.\]\}/);
+  const cfg = effectiveConfig({ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: 'internal-services' }, spec: { allowList: ['team-a'], sources: { git: [{ urls: ['https://github.com/org/catalog.git'], revisions: ['main'], commits: true }] } } } as never, 'internal-services');
+  assert.equal(cfg.problems.length, 1);
+  assert.match(cfg.problems[0]!, /sources.git\[0\] of .* is unusable and grants nothing: commits: true no longer allows a commit/);
+  for (const [commits, why] of [
+    ['yes', /commits is "yes"; write commits: \{reachable: true\}/],
+    [{ reachable: 'true' }, /commits.reachable must be true or false/],
+    [{ shas: ['abc'] }, /commits.shas\[0\] "abc" is not a full commit SHA/],
+    [{ any: true }, /commits has unknown fields "any"/],
+    [{ reachable: true }, /commits.reachable needs revisions/],
+  ] as const) {
+    const r = checkSource({ ...policy, git: [{ urls: ['https://github.com/org/catalog.git'], commits }] }, git('https://github.com/org/catalog.git', SHA), ctx) as { allowed: false; message: string };
+    assert.equal(r.allowed, false);
+    assert.match(r.message, why);
+  }
+  // false (or absent) means no commits, as it always did.
+  assert.equal(checkSource({ ...policy, git: [{ urls: ['https://github.com/org/catalog.git'], revisions: ['main'], commits: false }] }, git('https://github.com/org/catalog.git', 'main'), ctx).allowed, true);
 });
 
 test('allowedGitResolverURLs (the production field): exact URLs, any revision and path; empty: no git at all', () => {
@@ -92,7 +162,7 @@ test('hostile paths: ".." under a paths glob, absolute and climbing paths under 
     msg(checkSource(signOnly, git('https://github.com/org/catalog.git', 'main', 'pipelines/internal/sign-image/../other/other.yaml'), ctx)),
     `git param "pathInRepo" "pipelines/internal/sign-image/../other/other.yaml" has a ".." segment, which climbs out of the directory it names (and out of the repository): refused by ${SRC} before sources.git[0] is applied (references are matched only in their canonical form; docs/security.md)`,
   );
-  const two: SourcePolicy = { ...signOnly, git: [...signOnly.git, { urls: ['https://github.com/org/*'], commits: true }] };
+  const two: SourcePolicy = { ...signOnly, git: [...signOnly.git, { urls: ['https://github.com/org/*'], revisions: ['main'] }] };
   assert.match(msg(checkSource(two, git('https://github.com/org/catalog.git', 'main', 'a/../b.yaml'), ctx)), /before sources\.git\[0\], sources\.git\[1\] are applied/, 'every rule the URL matched is named');
   const anyPath = policyFromAllowedGitURLs(['https://github.com/org/catalog.git'], SRC);
   for (const [path, why] of [

@@ -1,0 +1,327 @@
+/**
+ * Is this commit one that was reviewed? The source policy allows a full
+ * commit SHA under `commits: {reachable: true}` only when the commit is
+ * reachable from a branch or tag the rule names. A git server hands out any
+ * object it has by SHA (on GitHub, a commit pushed to any fork of the
+ * repository), so the name alone says nothing: the controller asks the
+ * repository itself, from the internal side, before anything is resolved.
+ *
+ * How: one cached bare clone per repository URL under `dir`, partial
+ * (`--filter=tree:0`: commits only, which is all that ancestry needs), fetched
+ * again (all branches and tags, forced and pruned) before each check unless a
+ * fetch started after the check was asked for is already done. The commit is
+ * then looked for among the commits reachable from the refs that match the
+ * rule's globs (`git rev-list`), never by asking git for the object by name:
+ * in a partial clone that would make git fetch it from the server, imposter
+ * or not. A commit that was on an allowed branch and was force-pushed away is
+ * no longer reachable after the next fetch, and is refused from then on.
+ *
+ * Bounded: each git command has a deadline, a clone or fetch is stopped (and
+ * the clone removed) when the repository grows past `maxBytes`, concurrent
+ * checks of one repository share one fetch, and answers are kept per owner (a
+ * request's uid) for `answerTtlMs` so one request sees one answer while it is
+ * decided. An answer is read with `answer()` (no I/O) and asked for with
+ * `start()`, which calls back when it is in.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { compileGlob, matchGlob, type Glob } from '../policy/glob.js';
+import type { CommitAnswer, CommitCheck } from '../policy/source.js';
+
+export type { CommitAnswer };
+
+
+export interface CommitCheckerMetrics {
+  checked?(result: 'reachable' | 'unreachable' | 'failed', seconds: number): void;
+  fetched?(ok: boolean, seconds: number): void;
+}
+
+export interface CommitCheckerOptions {
+  /** Where the cached clones live (created if missing). */
+  dir: string;
+  log: Logger;
+  /** Deadline of one git command (clone, fetch, rev-list); default 60 s. */
+  timeoutMs?: number;
+  /** A clone larger than this is stopped and removed; default 512 MiB. */
+  maxBytes?: number;
+  /** How long an answer is kept for its owner; default 10 minutes. */
+  answerTtlMs?: number;
+  /** The git executable; default "git" on PATH. */
+  git?: string;
+  metrics?: CommitCheckerMetrics;
+  now?: () => number;
+}
+
+const MAX_ANSWERS = 10_000;
+
+/** The key of one check: repository, commit and the refs it may be reachable from. */
+export function checkKey(c: Pick<CommitCheck, 'url' | 'commit' | 'refs'>): string {
+  return `${c.url}\n${c.commit}\n${c.refs.join('\n')}`;
+}
+
+interface Repo {
+  /** Serializes the work on one clone. */
+  chain: Promise<void>;
+  /** When the last successful fetch (or clone) started. */
+  fetchedFrom: number;
+}
+
+export class CommitChecker {
+  private readonly answers = new Map<string, { answer: CommitAnswer; at: number }>();
+  private readonly repos = new Map<string, Repo>();
+  private readonly timeoutMs: number;
+  private readonly maxBytes: number;
+  private readonly ttlMs: number;
+  private readonly git: string;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: CommitCheckerOptions) {
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+    this.maxBytes = opts.maxBytes ?? 512 * 1024 * 1024;
+    this.ttlMs = opts.answerTtlMs ?? 10 * 60_000;
+    this.git = opts.git ?? 'git';
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** The answer for an owner's check, if one was asked for: no I/O. */
+  answer(owner: string, check: CommitCheck): CommitAnswer | undefined {
+    const k = `${owner}\n${checkKey(check)}`;
+    const a = this.answers.get(k);
+    if (!a) return undefined;
+    if (a.answer.state !== 'pending' && this.now() - a.at > this.ttlMs) {
+      this.answers.delete(k);
+      return undefined;
+    }
+    return a.answer;
+  }
+
+  /** Starts the check unless it is answered or under way; `done` is called when the answer is in. */
+  start(owner: string, check: CommitCheck, done: () => void): void {
+    const k = `${owner}\n${checkKey(check)}`;
+    if (this.answer(owner, check)) return;
+    this.trim();
+    const asked = this.now();
+    this.answers.set(k, { answer: { state: 'pending' }, at: asked });
+    const t0 = process.hrtime.bigint();
+    void this.check(check, asked).then((answer) => {
+      this.answers.set(k, { answer, at: this.now() });
+      const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+      this.opts.metrics?.checked?.(answer.state === 'pending' ? 'failed' : answer.state, secs);
+      const level = answer.state === 'failed' ? 'warn' : 'info';
+      this.opts.log[level]({ repository: check.url, commit: check.commit, refs: check.refs, answer }, answer.state === 'failed' ? 'commit could not be checked' : 'commit checked');
+      try {
+        done();
+      } catch {
+        // The callback only enqueues a key.
+      }
+    });
+  }
+
+  /** Drops an owner's answers (its request is decided or gone). */
+  forget(owner: string): void {
+    for (const k of this.answers.keys()) if (k.startsWith(`${owner}\n`)) this.answers.delete(k);
+  }
+
+  /** Answers held (for tests and the metrics of the size). */
+  get size(): number {
+    return this.answers.size;
+  }
+
+  private trim(): void {
+    if (this.answers.size < MAX_ANSWERS) return;
+    const now = this.now();
+    for (const [k, a] of this.answers) if (a.answer.state !== 'pending' && now - a.at > this.ttlMs) this.answers.delete(k);
+    // Still full: the oldest go first (a Map iterates in insertion order).
+    for (const k of this.answers.keys()) {
+      if (this.answers.size < MAX_ANSWERS) break;
+      this.answers.delete(k);
+    }
+  }
+
+  /** One check, in the repository's turn. Never throws. */
+  async check(check: CommitCheck, asked = this.now()): Promise<CommitAnswer> {
+    const globs: Glob[] = [];
+    for (const p of check.refs) {
+      const g = compileGlob(p, true);
+      if (!g.ok) return { state: 'failed', message: `the ref pattern ${JSON.stringify(p)} cannot be used: ${g.why}` };
+      globs.push(g.glob);
+    }
+    let repo = this.repos.get(check.url);
+    if (!repo) {
+      repo = { chain: Promise.resolve(), fetchedFrom: -Infinity };
+      this.repos.set(check.url, repo);
+    }
+    const r = repo;
+    let out: CommitAnswer = { state: 'failed', message: 'not checked' };
+    const turn = r.chain.then(async () => {
+      out = await this.inTurn(r, check, globs, asked);
+    });
+    r.chain = turn.catch(() => undefined);
+    await turn.catch((e: unknown) => {
+      out = { state: 'failed', message: (e as Error).message };
+    });
+    return out;
+  }
+
+  private async inTurn(repo: Repo, check: CommitCheck, globs: Glob[], asked: number): Promise<CommitAnswer> {
+    const dir = join(this.opts.dir, `${createHash('sha256').update(check.url).digest('hex').slice(0, 32)}.git`);
+    if (repo.fetchedFrom < asked || !existsSync(dir)) {
+      let err: string | undefined;
+      for (let attempt = 0; attempt < 2; attempt++) {
+        err = await this.update(repo, dir, check.url);
+        if (err === undefined) break;
+        if (attempt === 0) await new Promise((r) => setTimeout(r, 1000));
+      }
+      if (err !== undefined) return { state: 'failed', message: err };
+    }
+    const listed = await this.run(['for-each-ref', '--format=%(refname)', 'refs/heads', 'refs/tags'], dir);
+    if (!listed.ok) return { state: 'failed', message: `listing the refs of ${check.url} failed: ${listed.error}` };
+    const refs = listed.stdout
+      .split('\n')
+      .filter((r) => r !== '' && globs.some((g) => matchGlob(g, r)))
+      .sort();
+    if (refs.length === 0) return { state: 'unreachable', refs: [] };
+    // Every commit reachable from those refs, and nothing else: the commit is
+    // never asked for by name (in a partial clone git would fetch it).
+    const found = await this.run(['rev-list', ...refs, '--'], dir, check.commit);
+    if (!found.ok) return { state: 'failed', message: `walking the history of ${check.url} failed: ${found.error}` };
+    if (!found.found) return { state: 'unreachable', refs };
+    for (const ref of refs) {
+      const anc = await this.run(['merge-base', '--is-ancestor', check.commit, ref], dir);
+      if (anc.ok) return { state: 'reachable', ref };
+    }
+    // Found in the union but in no single ref: cannot happen; refuse rather than guess.
+    return { state: 'unreachable', refs };
+  }
+
+  /** Clones (first time) or fetches every branch and tag; undefined when done, else why not. */
+  private async update(repo: Repo, dir: string, url: string): Promise<string | undefined> {
+    mkdirSync(this.opts.dir, { recursive: true });
+    const started = this.now();
+    const t0 = process.hrtime.bigint();
+    let res: RunResult;
+    if (!existsSync(dir)) {
+      const tmp = `${dir}.tmp-${process.pid}`;
+      rmSync(tmp, { recursive: true, force: true });
+      res = await this.run(['clone', '--bare', '--quiet', '--no-tags', '--filter=tree:0', '--', url, tmp], this.opts.dir, undefined, tmp);
+      if (res.ok) {
+        const cfg = await this.run(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], tmp);
+        res = cfg.ok ? await this.fetch(tmp) : cfg;
+      }
+      if (res.ok) renameSync(tmp, dir);
+      else rmSync(tmp, { recursive: true, force: true });
+    } else {
+      res = await this.fetch(dir);
+      if (!res.ok && res.tooLarge) rmSync(dir, { recursive: true, force: true });
+    }
+    this.opts.metrics?.fetched?.(res.ok, Number(process.hrtime.bigint() - t0) / 1e9);
+    if (!res.ok) return `fetching ${url} failed: ${res.error}`;
+    repo.fetchedFrom = started;
+    return undefined;
+  }
+
+  private fetch(dir: string): Promise<RunResult> {
+    return this.run(['fetch', '--quiet', '--force', '--prune', '--prune-tags', '--no-tags', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], dir, undefined, dir);
+  }
+
+  /**
+   * Runs git with no user or system configuration, no prompts and only the
+   * network transports a canonical URL can name; stopped at the deadline, or
+   * when `watch` grows past maxBytes. With `lookFor`, stdout is scanned for
+   * that line instead of kept (rev-list's output can be long).
+   */
+  private run(args: string[], cwd: string, lookFor?: string, watch?: string): Promise<RunResult> {
+    return new Promise((resolve) => {
+      const env: NodeJS.ProcessEnv = {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOME: this.opts.dir,
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_TERMINAL_PROMPT: '0',
+        GIT_ASKPASS: '/bin/false',
+        GIT_PROTOCOL_FROM_USER: '0',
+        GIT_ALLOW_PROTOCOL: 'http:https:git',
+        LC_ALL: 'C',
+        ...(process.env['NO_PROXY'] !== undefined ? { NO_PROXY: process.env['NO_PROXY'] } : {}),
+        ...(process.env['HTTPS_PROXY'] !== undefined ? { HTTPS_PROXY: process.env['HTTPS_PROXY'] } : {}),
+        ...(process.env['HTTP_PROXY'] !== undefined ? { HTTP_PROXY: process.env['HTTP_PROXY'] } : {}),
+      };
+      const child = spawn(this.git, ['-c', 'core.askPass=/bin/false', '-c', 'credential.helper=', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      let rest = '';
+      let found = false;
+      let why: string | undefined;
+      let tooLarge = false;
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        if (lookFor === undefined) {
+          if (stdout.length < 16 * 1024 * 1024) stdout += d;
+          return;
+        }
+        const lines = (rest + d).split('\n');
+        rest = lines.pop() ?? '';
+        if (!found && lines.includes(lookFor)) {
+          found = true;
+          child.kill('SIGKILL');
+        }
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        if (stderr.length < 4096) stderr += d;
+      });
+      const deadline = setTimeout(() => {
+        why = `git ${args[0]} did not finish within ${Math.round(this.timeoutMs / 1000)} s`;
+        child.kill('SIGKILL');
+      }, this.timeoutMs);
+      const sizer = watch
+        ? setInterval(() => {
+            if (dirSize(watch) > this.maxBytes) {
+              why = `the repository is larger than ${Math.round(this.maxBytes / 1024 / 1024)} MiB, the most the controller keeps to check commits (--source-check-max-bytes)`;
+              tooLarge = true;
+              child.kill('SIGKILL');
+            }
+          }, 500)
+        : undefined;
+      child.on('error', (e) => {
+        why = `git could not be started (${e.message}); the controller needs git to check commits`;
+      });
+      child.on('close', (code) => {
+        clearTimeout(deadline);
+        if (sizer) clearInterval(sizer);
+        if (lookFor !== undefined && !found && rest === lookFor) found = true;
+        if (found) return resolve({ ok: true, stdout: '', found: true });
+        if (why) return resolve({ ok: false, error: why, tooLarge });
+        if (code !== 0) return resolve({ ok: false, error: stderr.trim().split('\n').slice(-3).join(' ') || `git ${args[0]} exited with ${code}`, tooLarge });
+        resolve({ ok: true, stdout, found: false });
+      });
+    });
+  }
+}
+
+type RunResult = { ok: true; stdout: string; found: boolean } | { ok: false; error: string; tooLarge: boolean };
+
+function dirSize(dir: string): number {
+  let total = 0;
+  const walk = (d: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(d);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = join(d, n);
+      try {
+        const s = statSync(p);
+        if (s.isDirectory()) walk(p);
+        else total += s.size;
+      } catch {
+        // Removed meanwhile (git renames its temporary files).
+      }
+    }
+  };
+  walk(dir);
+  return total;
+}
