@@ -217,10 +217,20 @@ export class CommitChecker {
       res = await this.fetch(dir);
       if (!res.ok && res.tooLarge) rmSync(dir, { recursive: true, force: true });
     }
+    if (res.ok && dirSize(dir) > this.maxBytes) {
+      // Finished between two looks of the watch: the limit holds all the same.
+      rmSync(dir, { recursive: true, force: true });
+      res = { ok: false, error: this.tooLargeMessage(), tooLarge: true };
+    }
     this.opts.metrics?.fetched?.(res.ok, Number(process.hrtime.bigint() - t0) / 1e9);
     if (!res.ok) return `fetching ${url} failed: ${res.error}`;
     repo.fetchedFrom = started;
     return undefined;
+  }
+
+  private tooLargeMessage(): string {
+    const size = this.maxBytes >= 1024 * 1024 ? `${Math.round(this.maxBytes / 1024 / 1024)} MiB` : `${this.maxBytes} bytes`;
+    return `the repository is larger than ${size}, the most the controller keeps to check commits (--source-check-max-size)`;
   }
 
   private fetch(dir: string): Promise<RunResult> {
@@ -278,7 +288,7 @@ export class CommitChecker {
       const sizer = watch
         ? setInterval(() => {
             if (dirSize(watch) > this.maxBytes) {
-              why = `the repository is larger than ${Math.round(this.maxBytes / 1024 / 1024)} MiB, the most the controller keeps to check commits (--source-check-max-bytes)`;
+              why = this.tooLargeMessage();
               tooLarge = true;
               child.kill('SIGKILL');
             }

@@ -65,7 +65,7 @@ const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolve
 const configure = (spec: Record<string, unknown>): Promise<void> => setRunConfigAndWait(internalAdmin, controller, spec);
 const CONFIG = (chains: Record<string, unknown> = { enabled: true }) => ({
   allowList: [TENANT],
-  sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: true, paths: ['pipelines/**', 'tasks/**'] }], resolutionTimeout: '20s' },
+  sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**'] }], resolutionTimeout: '20s' },
   chains,
 });
 
@@ -219,8 +219,8 @@ describe('Tekton Chains v0.22.0 (real) signs the PipelineRuns; the controller re
     console.log(`verify ${TENANT}/signed (pods SIMULATED):\n${ok.stdout}`);
     assert.match(ok.stdout, /^verified: internalrequest release-team\/signed$/m);
     assert.match(ok.stdout, /ok {2}DSSE signature over the payload \(PAE, application\/vnd\.in-toto\+json\) is valid for SHA256:/);
-    assert.ok(ok.stdout.includes(`pipeline: git git+${catalog.url} pipelines/sign.yaml revision main pinned sha1:${catalogHead}`), ok.stdout);
-    assert.ok(ok.stdout.includes(`reference tasks[sign].taskRef: git git+${catalog.url} tasks/sign.yaml revision main pinned sha1:${catalogHead}; Tekton resolved it at that digest (a material)`), ok.stdout);
+    assert.ok(ok.stdout.includes(`pipeline: git git+${catalog.url} pipelines/sign.yaml revision refs/heads/main pinned sha1:${catalogHead}`), ok.stdout);
+    assert.ok(ok.stdout.includes(`reference tasks[sign].taskRef: git git+${catalog.url} tasks/sign.yaml revision refs/heads/main pinned sha1:${catalogHead}; Tekton resolved it at that digest (a material)`), ok.stdout);
     assert.match(ok.stdout, /ok {2}status\.pipeline \(.*\) is what the signed provenance records/);
     const plugin = await runPlugin(['verify', `${TENANT}/signed`, '--key', publicKeyFile, '-o', 'json'], requesterKubeconfig);
     assert.equal(plugin.code, 0, plugin.stderr);

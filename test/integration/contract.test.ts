@@ -161,7 +161,7 @@ describe("the requester's contract: conditions[0] (real Tekton, pods simulated)"
     // 2. The configuration arrives: one slot; the git catalog allowed; approval for the managed namespace.
     await setRunConfigAndWait(internalAdmin, controller, {
       allowList: [TENANT],
-      sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: true, paths: ['pipelines/**', 'tasks/**'] }], resolutionTimeout: '30s' },
+      sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**'] }], resolutionTimeout: '30s' },
       capacity: { maxRunning: 1 },
       rules: [{ name: 'managed', namespaces: [MANAGED], pipelines: ['gated'], requireApproval: true, approvalTimeout: '1h' }],
     });

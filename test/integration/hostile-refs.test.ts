@@ -125,7 +125,7 @@ function policy(): Record<string, unknown> {
     allowList: [TENANT],
     allowedGitResolverURLs: [anyPath.url],
     sources: {
-      git: [{ urls: [catalog.url], revisions: ['main'], commits: true, paths: ['pipelines/internal/sign-image/**', 'tasks/**'] }],
+      git: [{ urls: [catalog.url], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/internal/sign-image/**', 'tasks/**'] }],
       bundles: [{ repositories: ['docker.io/library/tasks'] }, { repositories: ['quay.io/org/catalog/*'], digestOnly: true }],
       resolutionTimeout: '20s',
     },
@@ -182,7 +182,7 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
       createRequest(requester, TENANT, 'path-dot', todays({ pathInRepo: 'pipelines/internal/sign-image/./../other/other.yaml' })),
       createRequest(requester, TENANT, 'path-slashes', todays({ pathInRepo: 'pipelines/internal/sign-image//other.yaml' })),
     ]);
-    await expectRefusedBeforeResolution('path-other', /^spec\.pipeline\.pipelineRef: git ".*" at "main", "pipelines\/internal\/other\/other\.yaml" is not allowed by .*: sources\.git\[0\] allows paths "pipelines\/internal\/sign-image\/\*\*", "tasks\/\*\*"/);
+    await expectRefusedBeforeResolution('path-other', /^spec\.pipeline\.pipelineRef: git ".*" at "refs\/heads\/main", "pipelines\/internal\/other\/other\.yaml" is not allowed by .*: sources\.git\[0\] allows paths "pipelines\/internal\/sign-image\/\*\*", "tasks\/\*\*"/);
     await expectRefusedBeforeResolution('path-dotdot', /^spec\.pipeline\.pipelineRef: git param "pathInRepo" "pipelines\/internal\/sign-image\/\.\.\/other\/other\.yaml" has a "\.\." segment.*: refused by InternalServicesConfig internal-services\/config before sources\.git\[0\] is applied/);
     await expectRefusedBeforeResolution('path-dot', /git param "pathInRepo" .* has a "\." segment.*before sources\.git\[0\] is applied/);
     await expectRefusedBeforeResolution('path-slashes', /git param "pathInRepo" .* has an empty segment.*before sources\.git\[0\] is applied/);

@@ -301,6 +301,10 @@ test('the image runs by its ENTRYPOINT as user 1000 on a read-only root', async 
   const seen = JSON.parse(probe.stdout.trim().split('\n').pop()!) as { uid: number; gid: number; node: string; root: string; tmp: string };
   assert.deepEqual({ uid: seen.uid, gid: seen.gid, root: seen.root, tmp: seen.tmp }, { uid: UID, gid: UID, root: 'EROFS', tmp: 'writable' });
   assert.match(seen.node, /^22\./, 'Node.js 22, as the default base');
+  // git: the controller checks commits asked for by SHA in a clone of its own (src/git/commit-checker.ts).
+  const git = await runToEnd(c, { args: ['git', '--version'] });
+  assert.equal(git.code, 0, `git in the image: ${git.stderr}`);
+  assert.match(git.stdout, /^git version 2\./);
 });
 
 // --- end to end on the real control planes ---

@@ -126,7 +126,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     await configure({
       allowList: [TENANT],
       allowedGitResolverURLs: ['git://127.0.0.1:1/nothing.git'],
-      sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: true, paths: ['pipelines/**', 'tasks/**'] }], cluster: true, resolutionTimeout: '20s' },
+      sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**'] }], cluster: true, resolutionTimeout: '20s' },
     });
   });
 
@@ -146,11 +146,11 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
       resolver: 'git',
       source: src,
       path: 'pipelines/internal/sign/sign.yaml',
-      revision: 'main',
+      revision: 'refs/heads/main',
       digest: `sha1:${catalogHead}`,
       references: [
-        { ref: 'tasks[sign].taskRef', resolver: 'git', source: src, path: 'tasks/internal/sign/sign.yaml', revision: 'main', digest: `sha1:${catalogHead}` },
-        { ref: 'finally[notify].taskRef', resolver: 'git', source: src, path: 'tasks/internal/notify/notify.yaml', revision: 'main', digest: `sha1:${catalogHead}` },
+        { ref: 'tasks[sign].taskRef', resolver: 'git', source: src, path: 'tasks/internal/sign/sign.yaml', revision: 'refs/heads/main', digest: `sha1:${catalogHead}` },
+        { ref: 'finally[notify].taskRef', resolver: 'git', source: src, path: 'tasks/internal/notify/notify.yaml', revision: 'refs/heads/main', digest: `sha1:${catalogHead}` },
       ],
     });
     await waitFor('the ResolutionRequests to be removed', async () => (await resolutionRequestsLeft()) === 0, 20_000);
@@ -200,8 +200,8 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
         todays({}, { taskGitUrl: other.url }),
         new RegExp(`^tasks\\[sign\\]\\.taskRef \\(values from param "taskGitUrl", param "taskGitRevision"\\): git url "${other.url}" is not allowed by InternalServicesConfig internal-services/config; allowed: .*"${catalog.url}" \\(sources\\.git\\[0\\]\\)`),
       ],
-      ['task-revision', todays({}, { taskGitRevision: 'feature' }), /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): git ".*" at "feature", "tasks\/internal\/sign\/sign\.yaml" is not allowed .*: sources\.git\[0\] allows revisions "main", full commit SHAs, not "feature"/],
-      ['pipeline-path', todays({ pathInRepo: 'secret/pipeline.yaml' }), /^spec\.pipeline\.pipelineRef: git ".*" at "main", "secret\/pipeline\.yaml" is not allowed .*sources\.git\[0\] allows paths "pipelines\/\*\*", "tasks\/\*\*", not "secret\/pipeline\.yaml"/],
+      ['task-revision', todays({}, { taskGitRevision: 'feature' }), /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): git ".*" at "refs\/heads\/feature", "tasks\/internal\/sign\/sign\.yaml" is not allowed .*: sources\.git\[0\] allows branches "refs\/heads\/main", commits reachable from them, not branch "refs\/heads\/feature"/],
+      ['pipeline-path', todays({ pathInRepo: 'secret/pipeline.yaml' }), /^spec\.pipeline\.pipelineRef: git ".*" at "refs\/heads\/main", "secret\/pipeline\.yaml" is not allowed .*sources\.git\[0\] allows paths "pipelines\/\*\*", "tasks\/\*\*", not "secret\/pipeline\.yaml"/],
       ['resolver', { pipeline: { pipelineRef: { resolver: 'http', params: [{ name: 'url', value: 'https://example.com/p.yaml' }] } } }, /^spec\.pipeline\.pipelineRef: the "http" resolver is not allowed by InternalServicesConfig internal-services\/config; only git, bundles and cluster can be allowed/],
       ['cluster-elsewhere', { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'plain' }, { name: 'namespace', value: 'default' }] } }, params: { image: 'x' } }, /^spec\.pipeline\.pipelineRef: the cluster resolver may only read namespace "internal-services", not "default"/],
       ['nested-source', { pipeline: { pipelineRef: gitRef(catalog.url, 'main', 'pipelines/internal/nested/nested.yaml') } }, new RegExp(`^tasks\\[elsewhere\\]\\.taskRef: git url "${other.url}" is not allowed`)],

@@ -21,7 +21,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   kube: ['api', 'errors'],
   git: ['policy'],
   controller: ['api', 'kube', 'policy', 'tekton', 'util', 'errors', 'git'],
-  metrics: ['controller', 'kube', 'api'],
+  metrics: ['controller', 'kube', 'api', 'git'],
   log: ['controller', 'kube', 'api'],
   localenv: ['api', 'kube', 'util'],
   cli: ['*'],

@@ -45,8 +45,18 @@ export interface GitRepository {
    * commit's sha.
    */
   commit(files: Record<string, string | null>, message: string, branch?: string): Promise<string>;
-  /** Points `branch` (created if needed) at `revision` (a sha, tag or branch) and publishes it. */
+  /** Points `branch` (created if needed) at `revision` (a sha, tag or branch) and publishes it: a force-push when it moves back. */
   setBranch(branch: string, revision: string): Promise<void>;
+  /** Points the lightweight tag `tag` (created if needed) at `revision` (a sha, tag or branch) and publishes it. */
+  setTag(tag: string, revision: string): Promise<void>;
+  /**
+   * Makes a commit on top of `parent` (a sha) that no branch or tag points
+   * to, as a commit pushed to a fork is to its parent repository on GitHub:
+   * the server hands it out by SHA, but no ref of the repository reaches it.
+   */
+  danglingCommit(files: Record<string, string>, message: string, parent: string): Promise<string>;
+  /** The bare repository on disk (git's own answers in tests). */
+  dir: string;
 }
 
 export interface GitServer {
@@ -143,5 +153,29 @@ async function openRepository(name: string, bare: string, work: string, url: str
         const sha = await git(bare, 'rev-parse', '--verify', `${revision}^{commit}`);
         await git(bare, 'update-ref', `refs/heads/${branch}`, sha);
       }),
+    setTag: (tag, revision) =>
+      serial(async () => {
+        const sha = await git(bare, 'rev-parse', '--verify', `${revision}^{commit}`);
+        await git(bare, 'update-ref', `refs/tags/${tag}`, sha);
+      }),
+    danglingCommit: (files, message, parent) =>
+      serial(async () => {
+        const tmp = `refs/tmp/dangling-${process.pid}`;
+        await git(work, 'fetch', '--quiet', 'origin');
+        await git(work, 'checkout', '--quiet', '--detach', parent);
+        for (const [path, content] of Object.entries(files)) {
+          const full = join(work, path);
+          mkdirSync(dirname(full), { recursive: true });
+          writeFileSync(full, content);
+        }
+        await git(work, 'add', '--all');
+        await git(work, 'commit', '--quiet', '--allow-empty', '-m', message);
+        const sha = await git(work, 'rev-parse', 'HEAD');
+        // Pushed through a temporary ref, which is then removed: the objects stay, no ref reaches them.
+        await git(work, 'push', '--quiet', 'origin', `HEAD:${tmp}`);
+        await git(bare, 'update-ref', '-d', tmp);
+        return sha;
+      }),
+    dir: bare,
   };
 }

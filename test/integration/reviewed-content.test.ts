@@ -1,0 +1,196 @@
+/**
+ * What runs is what was reviewed (issue 35), on the REAL stack: Tekton
+ * Pipelines' controller, git resolver and webhook on the internal control
+ * plane (pods SIMULATED), the catalog on git daemon, the controller as its
+ * CLI process, the source rule `revisions: [main], commits: {reachable: true}`.
+ *
+ * - a tag named "main" that points at a commit only on an unmerged branch
+ *   changes nothing: `revision: main` (at the pipelineRef and as the Task's
+ *   revision) runs the branch, passed on as refs/heads/main; asked for by
+ *   name (refs/tags/main) it is refused before anything is resolved;
+ * - a commit only on an unmerged branch, and one force-pushed away, are
+ *   refused before any ResolutionRequest (at the pipelineRef) or before any
+ *   PipelineRun (as a Task's revision, once the Pipeline had to be resolved);
+ * - a commit on main runs, pinned, with the ref it was found on in status.
+ *
+ * The first test is the control: asked directly, Tekton's git resolver reads
+ * a bare "main" as the tag, and "refs/heads/main" as the branch. A watch on
+ * ResolutionRequests and PipelineRuns, open for the whole file, records every
+ * one the controller makes.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { startEnvironment, type Environment, grantRequester, installProject, type GitRepository } from '../../src/localenv/index.js';
+import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type ResolutionRequest } from '../../src/tekton/resolve.js';
+import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
+import type { InternalRequestSpec } from '../../src/api/types.js';
+import type { PipelineRun } from '../../src/tekton/types.js';
+import { createRequest, messageOf, NS, PR, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+
+const TENANT = 'release-team';
+const FINAL = ['Succeeded', 'Failed', 'Rejected'];
+let env: Environment;
+let internalAdmin: KubeConfig;
+let requester: KubeConfig;
+let controller: ControllerProcess;
+let catalog: GitRepository;
+/** Commits: on main (reviewed), only on the unmerged branch, on main and then force-pushed away. */
+let reviewed: string;
+let unmerged: string;
+let pushedAway: string;
+let mainHead: string;
+
+const made = { rr: new Map<string, ResolutionRequest[]>(), pr: new Map<string, PipelineRun[]>() };
+const watches: AbortController[] = [];
+
+const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
+const task = (name: string, marker: string) =>
+  stringify({ apiVersion: 'tekton.dev/v1', kind: 'Task', metadata: { name }, spec: { params: [{ name: 'image', default: '' }], results: [{ name: 'signature' }], steps: [simulatedStep(name, { SIMULATED_RESULT_signature: `${marker}:$(params.image)` })] } });
+const pipeline = (marker: string) =>
+  stringify({
+    apiVersion: 'tekton.dev/v1',
+    kind: 'Pipeline',
+    metadata: { name: 'sign-image', annotations: { marker } },
+    spec: {
+      params: [{ name: 'image' }, { name: 'taskGitUrl' }, { name: 'taskGitRevision' }],
+      results: [{ name: 'signature', value: '$(tasks.sign.results.signature)' }],
+      tasks: [{ name: 'sign', params: [{ name: 'image', value: '$(params.image)' }], taskRef: gitRef('$(params.taskGitUrl)', '$(params.taskGitRevision)', 'tasks/sign.yaml') }],
+    },
+  });
+const files = (marker: string) => ({ 'pipelines/sign-image.yaml': pipeline(marker), 'tasks/sign.yaml': task('sign', marker) });
+
+async function watchCollect(path: string, into: Map<string, unknown[]>): Promise<void> {
+  const ac = await new Watch(internalAdmin).watch(
+    path,
+    { labelSelector: OWNED_SELECTOR },
+    (phase, obj: { metadata?: { labels?: Record<string, string> } }) => {
+      if (phase !== 'ADDED') return;
+      const uid = obj.metadata?.labels?.[LABEL_REQUEST_UID] ?? '';
+      into.set(uid, [...(into.get(uid) ?? []), obj]);
+    },
+    (err) => {
+      if (err && !String(err).includes('aborted')) console.error(`watch ${path} ended: ${String(err)}`);
+    },
+  );
+  watches.push(ac);
+}
+
+const request = (revision: string, taskRevision = 'main'): InternalRequestSpec => ({
+  pipeline: { pipelineRef: gitRef(catalog.url, revision, 'pipelines/sign-image.yaml') },
+  params: { image: 'img', taskGitUrl: catalog.url, taskGitRevision: taskRevision },
+});
+
+async function expectRefused(name: string, message: RegExp, rrAllowed = 0): Promise<void> {
+  const r = await waitForPhase(requester, TENANT, name, FINAL, 90_000);
+  assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected', `${name}: ${messageOf(r)}`);
+  assert.match(messageOf(r), message, name);
+  const uid = r.metadata.uid!;
+  assert.equal((made.rr.get(uid) ?? []).length, rrAllowed, `${name}: ResolutionRequests made: ${JSON.stringify((made.rr.get(uid) ?? []).map((x) => x.spec?.params))}`);
+  assert.equal((made.pr.get(uid) ?? []).length, 0, `${name}: a PipelineRun was made`);
+}
+
+async function expectRan(name: string): Promise<{ results: Record<string, string>; pipeline: Record<string, unknown> }> {
+  const r = await waitForPhase(requester, TENANT, name, FINAL, 120_000);
+  assert.equal(r.status?.conditions?.[0]?.reason, 'Succeeded', `${name}: ${messageOf(r)}`);
+  assert.equal((made.pr.get(r.metadata.uid!) ?? []).length, 1, `${name}: one PipelineRun`);
+  return { results: (r.status?.results ?? {}) as Record<string, string>, pipeline: (r.status?.pipeline ?? {}) as Record<string, unknown> };
+}
+
+async function resolveDirectly(name: string, params: Array<{ name: string; value: string }>): Promise<ReturnType<typeof outcomeOfResolution>> {
+  const custom = internalAdmin.makeApiClient(CustomObjectsApi);
+  await custom.createNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, body: resolutionRequest(NS, name, 'git', params) });
+  try {
+    return await waitFor(`ResolutionRequest ${name} to be answered`, async () => {
+      const rr = (await custom.getNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name })) as ResolutionRequest;
+      const o = outcomeOfResolution(rr, new Date(), 60_000);
+      return o.state === 'pending' ? undefined : o;
+    }, 60_000);
+  } finally {
+    await custom.deleteNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name });
+  }
+}
+
+before(async () => {
+  env = await startEnvironment({ tekton: true });
+  await installProject(env);
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  requester = env.remote.identities.requester!.kubeConfig();
+  await grantRequester(env, TENANT);
+  catalog = await env.tekton!.git.repository('catalog');
+  reviewed = await catalog.commit(files('reviewed'), 'reviewed catalog');
+  unmerged = await catalog.commit(files('unmerged'), 'not reviewed', 'feature');
+  // A tag "main" at the unmerged commit: git reads a bare "main" as this tag.
+  await catalog.setTag('main', unmerged);
+  // A commit that was on main and was force-pushed away.
+  pushedAway = await catalog.commit(files('pushed-away'), 'withdrawn');
+  await catalog.setBranch('main', reviewed);
+  mainHead = await catalog.commit(files('head'), 'main today');
+  await watchCollect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
+  await watchCollect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
+  controller = await startController(env, ['--git-cache-dir', `${env.dir}/git-cache`]);
+  await setRunConfigAndWait(internalAdmin, controller, {
+    allowList: [TENANT],
+    sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**'] }], resolutionTimeout: '30s' },
+  });
+});
+
+after(async () => {
+  for (const w of watches) w.abort();
+  await controller?.kill('SIGKILL');
+  await env?.stop();
+});
+
+describe('what runs is what was reviewed (real Tekton git resolver, git daemon; pods SIMULATED)', () => {
+  test('control: asked directly, Tekton\'s git resolver reads a bare "main" as the tag, and "refs/heads/main" as the branch', async (t) => {
+    const bare = await resolveDirectly('control-bare-main', gitRef(catalog.url, 'main', 'tasks/sign.yaml').params);
+    const full = await resolveDirectly('control-refs-heads-main', gitRef(catalog.url, 'refs/heads/main', 'tasks/sign.yaml').params);
+    assert.equal(bare.state, 'resolved');
+    assert.equal(full.state, 'resolved');
+    const commitOf = (r: typeof bare) => (r.state === 'resolved' ? r.refSource?.digest['sha1'] : undefined);
+    t.diagnostic(`Tekton ${env.tekton!.version}: "main" → ${commitOf(bare)} (the tag's commit is ${unmerged}); "refs/heads/main" → ${commitOf(full)} (main is ${mainHead})`);
+    assert.equal(commitOf(bare), unmerged, 'git reads a bare name as the tag first');
+    assert.equal(commitOf(full), mainHead, 'the fully qualified ref names the branch');
+  });
+
+  test('a tag shadowing the allowed branch changes nothing: "main" runs the branch, pinned, at the pipelineRef and for the Task', async () => {
+    await createRequest(requester, TENANT, 'shadowed-main', request('main', 'main'));
+    const ran = await expectRan('shadowed-main');
+    assert.equal(ran.results['signature'], 'head:img', 'the Task of main ran, not the tagged one');
+    assert.equal(ran.pipeline['revision'], 'refs/heads/main');
+    assert.equal(ran.pipeline['digest'], `sha1:${mainHead}`);
+    const refs = ran.pipeline['references'] as Array<Record<string, unknown>>;
+    assert.deepEqual(refs.map((r) => [r['ref'], r['revision'], r['digest']]), [['tasks[sign].taskRef', 'refs/heads/main', `sha1:${mainHead}`]]);
+  });
+
+  test('the tag asked for by its name is refused before anything is resolved; so is a bare name that is no allowed branch', async () => {
+    await createRequest(requester, TENANT, 'tag-main', request('refs/tags/main'));
+    await createRequest(requester, TENANT, 'branch-feature', request('feature'));
+    await expectRefused('tag-main', /^spec\.pipeline\.pipelineRef: git ".*catalog\.git" at "refs\/tags\/main", "pipelines\/sign-image\.yaml" is not allowed by .*: sources\.git\[0\] allows branches "refs\/heads\/main", commits reachable from them, not tag "refs\/tags\/main"/);
+    await expectRefused('branch-feature', /not branch "refs\/heads\/feature"/);
+  });
+
+  test('a commit only on an unmerged branch, and one force-pushed away, are refused before any ResolutionRequest', async () => {
+    await createRequest(requester, TENANT, 'unmerged-commit', request(unmerged));
+    await createRequest(requester, TENANT, 'pushed-away-commit', request(pushedAway));
+    await expectRefused('unmerged-commit', new RegExp(`^spec\\.pipeline\\.pipelineRef: commit "${unmerged}" is not reachable from "refs/heads/main" of ".*catalog\\.git", which sources\\.git\\[0\\] allows commits from; it was looked for in the refs "refs/heads/main" as the repository shows them now`));
+    await expectRefused('pushed-away-commit', new RegExp(`commit "${pushedAway}" is not reachable from "refs/heads/main"`));
+  });
+
+  test('as the Task\'s revision, an unmerged commit is refused once the Pipeline is resolved, before any PipelineRun', async () => {
+    await createRequest(requester, TENANT, 'unmerged-task', request('main', unmerged));
+    await expectRefused('unmerged-task', new RegExp(`^tasks\\[sign\\]\\.taskRef \\(values from param "taskGitUrl", param "taskGitRevision"\\): commit "${unmerged}" is not reachable from "refs/heads/main"`), 1);
+  });
+
+  test('a commit on main, pinned by SHA, runs that commit, with the ref it was found on', async () => {
+    await createRequest(requester, TENANT, 'reviewed-commit', request(reviewed, reviewed));
+    const ran = await expectRan('reviewed-commit');
+    assert.equal(ran.results['signature'], 'reviewed:img');
+    assert.equal(ran.pipeline['revision'], reviewed);
+    assert.equal(ran.pipeline['digest'], `sha1:${reviewed}`);
+    assert.equal(ran.pipeline['reachableFrom'], 'refs/heads/main');
+    const refs = ran.pipeline['references'] as Array<Record<string, unknown>>;
+    assert.deepEqual(refs.map((r) => [r['revision'], r['reachableFrom']]), [[reviewed, 'refs/heads/main']]);
+  });
+});
