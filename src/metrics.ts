@@ -7,14 +7,17 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ControllerMetrics } from './controller/controller.js';
 import type { RequestObserver } from './kube/client.js';
+import type { CommitCheckerMetrics } from './git/commit-checker.js';
 import { describeRequested } from './controller/requested.js';
 
 export interface Metrics {
   registry: Registry;
   controller: ControllerMetrics;
+  /** Commits asked for by SHA, looked for in their repositories (src/git/commit-checker.ts). */
+  commitChecks: CommitCheckerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> } }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -161,9 +164,49 @@ export function createMetrics(): Metrics {
       this.set(sources?.leader() ? 1 : 0);
     },
   });
+  new Gauge({
+    name: 'internal_services_tekton_info',
+    help: 'Always 1, labelled with the Tekton Pipelines version of the internal cluster (data.version of its pipelines-info ConfigMap; "unknown" when it cannot be read)',
+    labelNames: ['version'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = sources?.tekton?.();
+      if (t) this.set({ version: t.version }, 1);
+    },
+  });
+  new Gauge({
+    name: 'internal_services_tekton_advisories',
+    help: 'Per published advisory of Tekton Pipelines in the git resolver this controller relies on (src/tekton/advisories.ts): 1 when it applies to the internal cluster\'s Tekton version, else 0; advisory="unknown-version" is 1 while the version cannot be told (none can be ruled out)',
+    labelNames: ['advisory'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [advisory, n] of Object.entries(sources?.tekton?.().advisories ?? {})) this.set({ advisory }, n);
+    },
+  });
+
+  const commitChecks = new Counter({
+    name: 'internal_services_source_commit_checks_total',
+    help: 'Commits asked for by SHA, looked for in their repository from the refs a source rule allows, by result: reachable, unreachable (refused), failed (the source could not be checked; the request is refused)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const commitCheckSeconds = new Histogram({ name: 'internal_services_source_commit_check_duration_seconds', help: 'Time to answer one commit check, fetch included', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] });
+  const sourceFetches = new Counter({ name: 'internal_services_source_fetches_total', help: 'Clones and fetches of the repositories commits are checked in, by result', labelNames: ['ok'] as const, registers: [registry] });
+  for (const result of ['reachable', 'unreachable', 'failed']) commitChecks.inc({ result }, 0);
 
   return {
     registry,
+    commitChecks: {
+      checked(result, seconds) {
+        commitChecks.inc({ result });
+        commitCheckSeconds.observe(seconds);
+      },
+      fetched(ok) {
+        sourceFetches.inc({ ok: String(ok) });
+      },
+    },
     bind(s) {
       sources = s;
     },

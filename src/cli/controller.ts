@@ -1,6 +1,8 @@
 /** `internal-services controller`: the controller process. */
 import { existsSync, readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CommitChecker } from '../git/commit-checker.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { connect, type Cluster } from '../kube/client.js';
 import { ResultsApi } from '../controller/results-archive.js';
@@ -17,6 +19,9 @@ import { KcpRemotes } from '../controller/kcp-remotes.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { RemoteProvider } from '../controller/remotes.js';
 import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
+import { configMapReader, DEFAULT_TEKTON_NAMESPACE, TektonVersion } from '../controller/tekton-version.js';
+import { EventRecorder } from '../kube/events.js';
+import { CONFIG_NAME, INTERNAL_SERVICES_CONFIG } from '../api/types.js';
 
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -49,6 +54,21 @@ export interface ControllerFlags {
   leaseDuration: number;
   renewDeadline: number;
   retryPeriod: number;
+  tektonNamespace: string;
+  refuseResolversOnAdvisory: boolean;
+  gitCacheDir?: string;
+  sourceCheckTimeout: number;
+  sourceCheckMaxSize: number;
+}
+
+/** A size in bytes: 1048576, 512Mi, 1Gi, 100M (Kubernetes quantity suffixes). */
+export function byteSize(v: string): number {
+  const m = /^([0-9]+)(Ki|Mi|Gi|Ti|K|M|G|T)?$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError(`${JSON.stringify(v)} is not a size (e.g. 512Mi, 1Gi, 1048576)`);
+  const mult: Record<string, number> = { '': 1, K: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
+  const n = Number(m[1]) * mult[m[2] ?? '']!;
+  if (n < 1024 * 1024) throw new InvalidArgumentError(`${JSON.stringify(v)} is below 1Mi`);
+  return n;
 }
 
 function positiveInt(v: string): number {
@@ -72,6 +92,11 @@ function secretNames(v: string, previous: string[] | undefined): string[] {
   const names = v.split(',').map((x) => x.trim()).filter(Boolean);
   for (const n of names) if (!/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(n) || n.length > 253) throw new InvalidArgumentError(`${JSON.stringify(n)} is not a Secret name`);
   return [...(previous ?? []), ...names];
+}
+
+function namespaceName(v: string): string {
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v) || v.length > 63) throw new InvalidArgumentError('must be a namespace name: lower-case letters, digits and "-", at most 63');
+  return v;
 }
 
 function shortDuration(v: string): number {
@@ -123,12 +148,19 @@ export function controllerCommand(): Command {
     )
     .addOption(new Option('--results-ca-file <path>', "PEM file of the CA that signed the Results API's certificate (default: the system's CAs)").env('RESULTS_CA_FILE'))
     .addOption(new Option('--results-logs-optional', 'count a run as stored once Results holds its record, without its logs (for a Results that does not store logs)').env('RESULTS_LOGS_OPTIONAL').default(false))
+    .addOption(new Option('--git-cache-dir <path>', 'where the partial clones that commits asked for by SHA are checked in live (commits: {reachable: true}); default: a folder under the temporary directory').env('GIT_CACHE_DIR'))
+    .addOption(new Option('--source-check-timeout <duration>', 'deadline of one git command (clone, fetch, history walk) of a commit check').env('SOURCE_CHECK_TIMEOUT').default(60_000, '60s').argParser(shortDuration))
+    .addOption(new Option('--source-check-max-size <bytes>', 'largest clone kept to check commits in (bytes; a larger repository is reported and its commits refused)').env('SOURCE_CHECK_MAX_SIZE').default(512 * 1024 * 1024, '512Mi').argParser(byteSize))
     .addOption(new Option('--leader-elect', 'elect a leader among replicas with a Lease; only the leader acts').env('LEADER_ELECT').default(false))
     .addOption(new Option('--leader-election-id <name>', 'name of the Lease').env('LEADER_ELECTION_ID').default('internal-services-controller'))
     .addOption(new Option('--leader-election-namespace <name>', 'namespace of the Lease (default: --namespace)').env('LEADER_ELECTION_NAMESPACE'))
     .addOption(new Option('--lease-duration <duration>', 'how long a standby waits before taking over a lease that is not renewed').default(15_000, '15s').argParser(shortDuration))
     .addOption(new Option('--renew-deadline <duration>', 'how long the leader tries to renew before it stops acting').default(10_000, '10s').argParser(shortDuration))
     .addOption(new Option('--retry-period <duration>', 'interval between lease attempts').default(2_000, '2s').argParser(shortDuration))
+    .addOption(new Option('--tekton-namespace <name>', "namespace of Tekton Pipelines on the internal cluster, whose ConfigMap pipelines-info says its version (checked against Tekton's advisories)").env('TEKTON_NAMESPACE').default(DEFAULT_TEKTON_NAMESPACE).argParser(namespaceName))
+    .addOption(
+      new Option('--refuse-resolvers-on-advisory', 'refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told').env('REFUSE_RESOLVERS_ON_ADVISORY').default(false),
+    )
     .addOption(new Option('--log-level <level>', 'log level').env('LOG_LEVEL').default('info').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .action(async (flags: ControllerFlags) => {
       await runController(flags);
@@ -192,6 +224,25 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   const remote = flags.remoteKubeconfig ? await connect('remote', { kubeconfig: flags.remoteKubeconfig }, { observer: metrics.apiObserver, remote: flags.remoteName }) : undefined;
   const internal = await connect('internal', { kubeconfig: flags.kubeconfig, inCluster }, { observer: metrics.apiObserver });
   const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
+  const instance = process.env.POD_NAME ?? hostname();
+
+  // The internal cluster's Tekton Pipelines version, checked against its advisories (read first below, before any worker starts).
+  const events = new EventRecorder(internal, 'internal-services-controller', instance, log);
+  let configTarget: () => ReturnType<Controller['configs']['get']> = () => undefined;
+  const tektonVersion = new TektonVersion({
+    namespace: flags.tektonNamespace,
+    read: configMapReader(internal),
+    log,
+    refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,
+    events: {
+      record: (obj, type, reason, message) => events.record(obj, type, reason, message),
+      // On the InternalServicesConfig "config" (the controller may write Events in its own namespace only).
+      target: () => {
+        const c = configTarget();
+        return c ? { ...c, apiVersion: `${INTERNAL_SERVICES_CONFIG.group}/${INTERNAL_SERVICES_CONFIG.version}`, kind: INTERNAL_SERVICES_CONFIG.kind } : undefined;
+      },
+    },
+  });
 
   const controller = new Controller({
     ...(remote ? { remote, remoteName: flags.remoteName } : {}),
@@ -201,11 +252,21 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     workers: flags.workers,
     resyncPeriodMs: flags.resyncPeriod,
     remoteMode: { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval },
-    instance: process.env.POD_NAME ?? hostname(),
+    instance,
     metrics: metrics.controller,
     events: flags.events,
     ...(flags.resultsUrl ? { results: resultsApi(flags, internal) } : {}),
+    tektonVersion: () => tektonVersion.current(),
+    commitChecker: new CommitChecker({
+      dir: flags.gitCacheDir ?? join(tmpdir(), 'internal-services-git'),
+      log: log.child({ component: 'commit-checker' }),
+      timeoutMs: flags.sourceCheckTimeout,
+      maxBytes: flags.sourceCheckMaxSize,
+      metrics: metrics.commitChecks,
+    }),
+    refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,
   });
+  configTarget = () => controller.configs.get(`${namespace}/${CONFIG_NAME}`);
   const elector = flags.leaderElect
     ? new LeaderElector(internal, {
         namespace: flags.leaderElectionNamespace ?? namespace,
@@ -262,8 +323,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     waiting: () => controller.waitingByPhase(),
     pastTimeout: () => controller.pipelineRunsPastTimeout(),
     awaitingResults: () => controller.awaitingResults(),
+    tekton: () => tektonVersion.metrics(),
   });
-  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness())], log) : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness()), tektonVersion.readiness()], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;
@@ -276,6 +338,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       process.exit(1);
     }, 9_500);
     hard.unref();
+    tektonVersion.stop();
     await Promise.all(providers.map((p) => p.stop()));
     await controller.stop(7_000);
     await elector?.release();
@@ -286,9 +349,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity }, 'starting');
+  log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity, tektonNamespace: flags.tektonNamespace, refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory }, 'starting');
   // Caches fill while waiting for leadership, so a standby takes over warm.
   await controller.startCaches();
+  // The Tekton version is read once (one get, bounded by the request timeout) before any worker starts: no request is decided before it is known.
+  await tektonVersion.start();
   // Remotes from the providers: each is served once listed; one that cannot be reached does not hold up the others.
   await Promise.all(providers.map((p) => p.start()));
   if (elector) {

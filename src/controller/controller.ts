@@ -54,6 +54,7 @@ import type { ControllerOptions } from './options.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitChecker } from '../git/commit-checker.js';
+import { resolverRefusal } from './tekton-version.js';
 import type { CommitCheck } from '../policy/source.js';
 
 /** Whether a plan acts on the request's spec: runs it, asks an approver about it, or ends it. */
@@ -474,6 +475,8 @@ export class Controller {
     const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
     const approvalTrustNow = needPipeline && decided ? await this.trust.check(decided) : undefined;
     const tasks = needPipeline ? new Map([...this.tasks.list()].map((t) => [t.metadata.name ?? '', t as unknown as Record<string, unknown>])) : undefined;
+    const tekton = this.opts.tektonVersion?.();
+    const refused = needPipeline && tekton ? resolverRefusal(tekton, { refuseResolversOnAdvisory: this.opts.refuseResolversOnAdvisory === true }) : undefined;
     const observe = (): Observation => ({
       namespace: ns,
       remote: remote.name,
@@ -493,6 +496,7 @@ export class Controller {
       ...(failedTasks ? { failedTasks } : {}),
       ...(this.archive ? { archive: (pr: PipelineRun) => this.archive!.verdict(pr) } : {}),
       ...(uid ? { commits: (check: CommitCheck) => this.commitChecker.answer(uid, check) } : {}),
+      ...(refused ? { resolversRefused: refused } : {}),
       logs: (req: InternalRequest) =>
         this.logRelay.answer(req.metadata.uid ?? '', req.metadata.annotations?.[ANNOTATION_LOGS] ?? '', req.status?.pipelineRun ?? `${ns}/${pipelineRunName(req.metadata.uid ?? '')}`, req.status?.archive?.log),
     });

@@ -90,6 +90,11 @@ export interface Observation {
    * src/git/commit-checker.ts); undefined: not asked yet. A read, no I/O.
    */
   commits?: (check: CommitCheck) => CommitAnswer | undefined;
+  /**
+   * Set when resolver references must be refused (--refuse-resolvers-on-advisory
+   * and a Tekton version with a known advisory, see tekton-version.ts): why.
+   */
+  resolversRefused?: string;
   now: Date;
 }
 
@@ -509,13 +514,14 @@ class Resolutions {
   }
 }
 
-function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits'> {
+function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'resolversRefused'> {
   return {
     policy,
     namespace: policyTenant(o, req.metadata.namespace ?? ''),
     controllerNamespace: o.namespace,
     lookup: (ref) => r.lookup(ref, req),
     ...(o.commits ? { commits: o.commits } : {}),
+    ...(o.resolversRefused ? { resolversRefused: o.resolversRefused } : {}),
   };
 }
 

@@ -2,6 +2,7 @@
  * What a Controller is made with: its clusters and tuning (ControllerOptions)
  * and what it reports (ControllerMetrics).
  */
+import type { CommitChecker } from '../git/commit-checker.js';
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
 import type { Cluster } from '../kube/client.js';
@@ -12,6 +13,7 @@ import type { ResultsApi } from './results-archive.js';
 import type { RemoteMode } from './remote.js';
 import type { RequestKind } from './request-kind.js';
 import type { EventsMode } from './status-writer.js';
+import type { TektonVersionState } from './tekton-version.js';
 
 export interface ControllerMetrics {
   queue?: QueueObserver;
@@ -68,6 +70,17 @@ export interface ControllerOptions {
    * requesters' asks for logs are answered from it after pruning.
    */
   results?: ResultsApi;
+  /** Looks for commits asked for by SHA in their repositories (default: one with its clones under the temporary directory). */
+  commitChecker?: CommitChecker;
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
+  /**
+   * The internal cluster's Tekton Pipelines version and the advisories
+   * against it, as last read (tekton-version.ts; --tekton-namespace). With
+   * refuseResolversOnAdvisory, resolverRefusal(tektonVersion(), …) says
+   * whether a request that uses a resolver is refused, and with what message.
+   */
+  tektonVersion?: () => TektonVersionState;
+  /** --refuse-resolvers-on-advisory: refuse resolver references on a Tekton version with a known advisory, or an unknown one (default false). */
+  refuseResolversOnAdvisory?: boolean;
 }

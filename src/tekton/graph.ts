@@ -78,6 +78,8 @@ export interface GraphInput {
   lookup(ref: RemoteRef): Resolution | undefined;
   /** What the repository says of a commit asked for by SHA, or undefined when not asked yet. */
   commits?(check: CommitCheck): CommitAnswer | undefined;
+  /** Set when no resolver reference may be resolved now (a Tekton version with a known advisory): why. */
+  resolversRefused?: string;
   /** A Task installed in the controller's namespace, by name (undefined: not known). */
   installedTask(name: string): Record<string, unknown> | undefined;
 }
@@ -242,13 +244,14 @@ export type Followed =
  * values came from, for messages.
  */
 export function followReference(
-  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits'>,
+  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'resolversRefused'>,
   where: string,
   ref: RemoteRef,
   from: string[],
   kinds: readonly string[],
 ): Followed {
   const via = from.length ? ` (values from ${from.join(', ')})` : '';
+  if (input.resolversRefused) return { kind: 'refused', message: `${where}${via}: ${input.resolversRefused}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
   const extra = unknownResolverParams(ref);
   if (extra) return { kind: 'refused', message: `${where}${via}: ${extra}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
   const verdict = checkSource(input.policy, ref, { tenant: input.namespace, controllerNamespace: input.controllerNamespace });

@@ -52,7 +52,7 @@ test('internal-services local runs the sample requests end to end and exits 0', 
 
   // Says Tekton is real and only its pods are simulated; runs the controller as its CLI process.
   assert.match(stdout, /Tekton is real \(its controller, resolvers and webhook\); only its pods are SIMULATED/);
-  assert.match(stdout, /Tekton v1\.6\.0 ready: controller, resolvers, webhook/);
+  assert.match(stdout, /Tekton v1\.6\.6 ready: controller, resolvers, webhook/);
   // Tekton's own TaskRun, with the results it read from the (simulated) pod.
   assert.match(stdout, /Tekton: TaskRun ir-[0-9a-f-]+-sign \(pod ir-[0-9a-f-]+-sign-pod, SIMULATED\): Succeeded: All Steps have completed executing — results: (log-index|signature)=/);
   assert.match(stdout, /Tekton: TaskRun ir-[0-9a-f-]+-sign \(pod \S+, SIMULATED\): Failed: "step-sign" exited with code 1/);

@@ -41,6 +41,8 @@ for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unrea
     { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--metrics-bind-address', 'nowhere'], msg: /--metrics-bind-address "nowhere" is not an address/ },
     { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--leader-elect', '--renew-deadline', '20s'], msg: /--retry-period < --renew-deadline < --lease-duration/ },
     { args: ['--remote-kubeconfig', empty, '--bogus'], msg: /unknown option '--bogus'/ },
+    { args: ['--remote-kubeconfig', empty, '--tekton-namespace', 'Tekton_Pipelines'], msg: /--tekton-namespace <name>' argument 'Tekton_Pipelines' is invalid\. must be a namespace name/ },
+    { args: ['--remote-kubeconfig', empty], env: { TEKTON_NAMESPACE: 'no/such' }, msg: /--tekton-namespace <name>' value 'no\/such' from env 'TEKTON_NAMESPACE' is invalid\. must be a namespace name/ },
     { args: ['--kcp-kubeconfig', join(dir, 'missing'), '--kubeconfig', empty, '--namespace', 'ns'], msg: /cannot read the kcp kubeconfig .*missing/ },
     { args: ['--kcp-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns'], msg: /the kcp kubeconfig .* names no current context/ },
     { args: [], env: { REMOTE_KUBECONFIG: join(dir, 'nope'), KUBECONFIG: empty, POD_NAMESPACE: 'ns' }, msg: /cannot read the remote kubeconfig .*nope/ },
@@ -51,4 +53,12 @@ for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unrea
     assert.equal(r.lines.length, 1, `one line for ${c.args.join(' ')}: ${r.lines.join(' | ')}`);
     assert.match(r.lines[0]!, c.msg, c.args.join(' '));
   }
+});
+
+for (const [build, path] of Object.entries(CLIS)) test(`the Tekton flags are documented in --help, with their environment variables and defaults (${build} build)`, () => {
+  const r = spawnSync(process.execPath, [path, 'controller', '--help'], { encoding: 'utf8', timeout: 15_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const help = r.stdout.replace(/\s+/g, ' ');
+  assert.match(help, /--tekton-namespace <name> namespace of Tekton Pipelines on the internal cluster, whose ConfigMap pipelines-info says its version .*\(default: "tekton-pipelines", env: TEKTON_NAMESPACE\)/);
+  assert.match(help, /--refuse-resolvers-on-advisory refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told \(default: false, env: REFUSE_RESOLVERS_ON_ADVISORY\)/);
 });

@@ -338,3 +338,19 @@ test('decide: the pipelineRef\'s ResolutionRequest carries the canonical params,
   assert.deepEqual(types(refused), ['writeStatus'], 'refused before any ResolutionRequest');
   assert.match((refused[0] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[0]?.message ?? '', /^spec\.pipeline\.pipelineRef: git param "pathInRepo" .* has a "\.\." segment.*before allowedGitResolverURLs is applied/);
 });
+
+test('decide: on a Tekton with a known advisory and --refuse-resolvers-on-advisory, every resolver reference is refused before anything is resolved', () => {
+  const why = 'resolver references are refused: Tekton Pipelines v1.6.0 on the internal cluster has known advisories in its git resolver (GHSA-j5q5-j9gm-2w5c/CVE-2026-33211)';
+  const a = decide(observe({ request: todays(), resolversRefused: why }));
+  assert.deepEqual(types(a), ['writeStatus']);
+  const w = a[0] as Extract<Action, { type: 'writeStatus' }>;
+  assert.equal(w.status.conditions?.[0]?.reason, 'Rejected');
+  assert.equal(w.code, 'REQUEST_SOURCE_NOT_ALLOWED');
+  assert.equal(w.status.conditions?.[0]?.message, `spec.pipeline.pipelineRef: ${why}`);
+  // A Task reference built from params in a resolved Pipeline: refused the same way, before its resolution.
+  const g = checkGraph(input({ resolversRefused: why }));
+  assert.equal(g.state, 'rejected');
+  assert.equal(g.state === 'rejected' && g.message, `tasks[sign].taskRef (values from param "taskGitUrl", the default of param "taskGitRevision"): ${why}`);
+  // Without the switch's message, the same request resolves as usual.
+  assert.deepEqual(types(decide(observe({ request: todays() }))), ['startResolution', 'writeStatus', 'requeueAfter']);
+});

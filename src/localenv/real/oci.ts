@@ -2,7 +2,7 @@
  * Pushing Tekton bundles to an OCI registry through the distribution (v2)
  * HTTP API, with nothing but fetch: what `tkn bundle push` does, for tests.
  *
- * A Tekton bundle (as github.com/tektoncd/pipeline v1.6.0 reads it,
+ * A Tekton bundle (as github.com/tektoncd/pipeline v1.6.6 reads it,
  * pkg/resolution/resolver/bundle) is an OCI image manifest with at most 20
  * layers, one per resource, each annotated with
  *   dev.tekton.image.apiVersion  the resource's API version ("v1"),

@@ -35,6 +35,8 @@ import { makeServingCert } from './selfsigned.js';
 import { startGitServer, type GitServer } from './git.js';
 
 export const TEKTON_NAMESPACE = 'tekton-pipelines';
+/** The ConfigMap that says Tekton's version (data.version), which the controller checks against Tekton's advisories. */
+export const PIPELINES_INFO = 'pipelines-info';
 export const RESOLVERS_NAMESPACE = 'tekton-pipelines-resolvers';
 export const WEBHOOK_SERVICE = 'tekton-pipelines-webhook';
 
@@ -151,7 +153,7 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
   const configMaps = [
     ...filesMatching('.', /^config-.*\.yaml$/).flatMap((f) => pick(f, ['ConfigMap'])),
     ...filesMatching('resolvers', /\.yaml$/).flatMap((f) => pick(f, ['ConfigMap'])),
-  ];
+  ].map((cm) => (cm.metadata?.name === PIPELINES_INFO ? stampVersion(cm, assets.tektonVersion) : cm));
   await ensureNamespace(admin, TEKTON_NAMESPACE);
   await ensureNamespace(admin, RESOLVERS_NAMESPACE);
   await applyManifests(admin, crds);
@@ -291,6 +293,17 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
     await stop().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * pipelines-info as a release ships it: the module's config-info.yaml says
+ * "devel" (what a build from source is), and Tekton's release process writes
+ * the release's version there. These binaries are built from that release's
+ * module, so its version is stamped the same way.
+ */
+function stampVersion(cm: Manifest, version: string): Manifest {
+  const data = (cm as { data?: Record<string, string> }).data ?? {};
+  return { ...cm, data: { ...data, version } } as Manifest;
 }
 
 async function leaseHolders(kc: KubeConfig): Promise<Array<{ namespace: string; name: string }>> {
