@@ -16,6 +16,7 @@ export const ErrorCodes = {
   REQUEST_IDEMPOTENCY_CONFLICT: 'The idempotency key is already used by an earlier running or succeeded request of the namespace with a different spec.',
   REQUEST_NOT_APPROVED: 'A rule requires approval, and an approver denied the request, or no decision came before approvalTimeout.',
   REQUEST_RESOLUTION_FAILED: 'The Pipeline, or a Task or StepAction it references, could not be resolved (or not within sources.resolutionTimeout), or is not a Tekton v1 object of the expected kind.',
+  REQUEST_SIGNATURE_INVALID: 'A source rule requires signatures (Tekton Trusted Resources), and a resolved Pipeline, Task or StepAction is unsigned, or its tekton.dev/signature does not verify against the keys of the rule (changed after signing, or another key).',
   REQUEST_INVALID: 'The request is malformed, or the internal cluster refused the PipelineRun built from it.',
   PIPELINERUN_FAILED: 'The PipelineRun ended unsuccessfully.',
   PIPELINERUN_MISSING: 'The PipelineRun of a running request disappeared before it finished.',

@@ -272,6 +272,36 @@ export const internalRequestStatusSchema = schema({
   },
 } as const);
 
+/** Tekton Trusted Resources keys a source rule requires signatures by (the shape of a VerificationPolicy's authorities). */
+const signaturesSchema = schema({
+  type: 'object',
+  description:
+    'Every Pipeline, Task and StepAction resolved under this rule must carry a tekton.dev/signature (Tekton Trusted Resources, as `tkn task sign` writes it) by one of these keys, verified over exactly the content that is pinned and run, before any PipelineRun exists. Unsigned, wrongly signed or tampered content is Rejected, naming the resource. See docs/trusted-resources.md.',
+  required: ['authorities'],
+  properties: {
+    authorities: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 32,
+      items: {
+        type: 'object',
+        required: ['name', 'key'],
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 253, description: 'How status.pipeline.signedBy and messages name the key.' },
+          key: {
+            type: 'object',
+            required: ['data'],
+            properties: {
+              data: { type: 'string', minLength: 1, maxLength: 16384, description: 'The public key, PEM (PUBLIC KEY or RSA PUBLIC KEY): ECDSA P-256/P-384/P-521, RSA (2048 bits or more advised) or ed25519.' },
+              hashAlgorithm: { type: 'string', enum: ['sha224', 'sha256', 'sha384', 'sha512'], description: 'As a VerificationPolicy: the hash ECDSA and RSA signatures are made with; default sha256.' },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const);
+
 const sourcesSchema = schema({
   type: 'object',
   description:
@@ -300,6 +330,7 @@ const sourcesSchema = schema({
           },
           paths: { type: 'array', maxItems: 256, description: 'pathInRepo globs (* within a segment, ** any number of whole segments; a path with "." or ".." segments is refused before any rule is matched). Absent: any path inside the repository.', items: { type: 'string', minLength: 1, maxLength: 4096 } },
           namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: every namespace on the allowList.', items: { type: 'string', minLength: 1, maxLength: 127 } },
+          signatures: signaturesSchema,
         },
       },
     },
@@ -314,6 +345,7 @@ const sourcesSchema = schema({
           repositories: { type: 'array', minItems: 1, maxItems: 256, description: 'Repositories without tag or digest (globs), e.g. quay.io/org/catalog/*, matched against the canonical reference (docker.io for Docker Hub, library/ for official images).', items: { type: 'string', minLength: 1, maxLength: 1024 } },
           digestOnly: { type: 'boolean', description: 'Only references by digest (@sha256:…), never by tag.' },
           namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 127 } },
+          signatures: signaturesSchema,
         },
       },
     },

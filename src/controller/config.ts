@@ -75,12 +75,19 @@ function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string, bare: s
       urls: strings(r['urls']),
       revisions: strings(r['revisions']),
       ...(r['commits'] !== undefined ? { commits: r['commits'] } : {}),
+      ...(r['signatures'] !== undefined ? { signatures: r['signatures'] } : {}),
       ...(r['paths'] !== undefined ? { paths: strings(r['paths']) } : {}),
       ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}),
     }));
   if (allowedURLs.length) git.push(gitRuleFromAllowedURLs(allowedURLs));
   const bundles: BundleRule[] = list(src['bundles'])
-    .map((r, i) => ({ name: `sources.bundles[${i}]`, repositories: strings(r['repositories']), digestOnly: r['digestOnly'] === true, ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}) }));
+    .map((r, i) => ({
+      name: `sources.bundles[${i}]`,
+      repositories: strings(r['repositories']),
+      digestOnly: r['digestOnly'] === true,
+      ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}),
+      ...(r['signatures'] !== undefined ? { signatures: r['signatures'] } : {}),
+    }));
   return { git, bundles, cluster: src['cluster'] === true, source };
 }
 

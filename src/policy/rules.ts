@@ -12,6 +12,7 @@
 import { canonicalGitUrl, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, isFullSha, qualifyRevision } from './canonical.js';
 import { canonicalRepositoryPattern } from './canonical-oci.js';
 import { compileGlob, compileSegments, escapeGlob, type Glob } from './glob.js';
+import { parsePublicKey, type TrustedKey } from './trusted.js';
 
 /** A source rule as written in the configuration (spec.sources.git[]). */
 export interface GitRule {
@@ -35,10 +36,20 @@ export interface GitRule {
    * out) is no longer accepted: the rule is unusable and says what to write.
    */
   commits?: GitCommits | boolean | unknown;
+  /** Every Pipeline, Task and StepAction resolved under this rule must carry a tekton.dev/signature by one of these keys. */
+  signatures?: Signatures | unknown;
   /** pathInRepo globs; absent: any path inside the repository. */
   paths?: string[];
   /** Tenants (remote/namespace globs, bare entries qualified) the rule is for; absent: all. */
   namespaces?: string[];
+}
+
+/**
+ * Tekton Trusted Resources, as a VerificationPolicy names its keys: each
+ * authority a name and a PEM public key (inline: public keys are not secret).
+ */
+export interface Signatures {
+  authorities: Array<{ name: string; key: { data: string; hashAlgorithm?: string } }>;
 }
 
 export interface GitCommits {
@@ -54,6 +65,7 @@ export interface BundleRule {
   /** Only references by digest (@sha256:…), never by tag. */
   digestOnly?: boolean;
   namespaces?: string[];
+  signatures?: Signatures | unknown;
 }
 
 export interface CompiledGitRule {
@@ -66,6 +78,8 @@ export interface CompiledGitRule {
   reachableFrom: string[] | undefined;
   /** Commits allowed by SHA as they are (lower case). */
   shas: ReadonlySet<string>;
+  /** Keys one of which must have signed every resource resolved under the rule; undefined: no signature required. */
+  signers: TrustedKey[] | undefined;
   /** undefined: any path (canonical paths are inside the repository). */
   paths: Glob[] | undefined;
 }
@@ -73,6 +87,7 @@ export interface CompiledGitRule {
 export interface CompiledBundleRule {
   repositories: Glob[];
   digestOnly: boolean;
+  signers: TrustedKey[] | undefined;
 }
 
 export type Compiled<T> = { ok: true; rule: T } | { ok: false; why: string };
@@ -146,7 +161,36 @@ function compileGit(r: GitRule): Compiled<CompiledGitRule> {
     paths = c.value;
   }
   if (commits.reachable && qualified.length === 0) return { ok: false, why: 'commits.reachable needs revisions to be reachable from (it names no branch or tag)' };
-  return { ok: true, rule: { urls: urls.value, branches, tags, reachableFrom: commits.reachable ? qualified : undefined, shas: commits.shas, paths } };
+  const signers = compileSignatures(r.signatures);
+  if (!signers.ok) return signers;
+  return { ok: true, rule: { urls: urls.value, branches, tags, reachableFrom: commits.reachable ? qualified : undefined, shas: commits.shas, paths, signers: signers.keys } };
+}
+
+const HASHES = ['sha224', 'sha256', 'sha384', 'sha512'];
+
+/** signatures.authorities: each a unique name and a PEM public key that can be used; absent: no signature required. */
+function compileSignatures(v: unknown): { ok: true; keys: TrustedKey[] | undefined } | { ok: false; why: string } {
+  if (v === undefined || v === null) return { ok: true, keys: undefined };
+  if (typeof v !== 'object' || Array.isArray(v)) return { ok: false, why: 'signatures must be an object {authorities: [{name, key: {data}}]}' };
+  const list = (v as Record<string, unknown>)['authorities'];
+  if (!Array.isArray(list) || list.length === 0) return { ok: false, why: 'signatures.authorities names no key (a rule that requires signatures needs at least one)' };
+  const keys: TrustedKey[] = [];
+  for (const [i, a] of list.entries()) {
+    const where = `signatures.authorities[${i}]`;
+    if (typeof a !== 'object' || a === null) return { ok: false, why: `${where} is not an object` };
+    const name = (a as Record<string, unknown>)['name'];
+    const key = (a as Record<string, unknown>)['key'];
+    if (typeof name !== 'string' || name === '') return { ok: false, why: `${where} has no name` };
+    if (keys.some((k) => k.name === name)) return { ok: false, why: `${where}: the name ${q(name)} is given twice` };
+    const data = typeof key === 'object' && key !== null ? (key as Record<string, unknown>)['data'] : undefined;
+    if (typeof data !== 'string') return { ok: false, why: `${where} (${q(name)}) has no key.data (a PEM public key)` };
+    const parsed = parsePublicKey(data);
+    if (!parsed.ok) return { ok: false, why: `${where} (${q(name)}): ${parsed.why}` };
+    const hash = (key as Record<string, unknown>)['hashAlgorithm'];
+    if (hash !== undefined && (typeof hash !== 'string' || !HASHES.includes(hash.toLowerCase()))) return { ok: false, why: `${where} (${q(name)}): hashAlgorithm ${q(String(hash))} is not one of ${HASHES.join(', ')}` };
+    keys.push({ name, publicKey: data, ...(typeof hash === 'string' ? { hashAlgorithm: hash.toLowerCase() } : {}) });
+  }
+  return { ok: true, keys };
 }
 
 /** What to write instead of the old `commits: true`; the message of the unusable rule. */
@@ -183,7 +227,8 @@ export function compileBundleRule(r: BundleRule): Compiled<CompiledBundleRule> {
         const v = canonicalRepositoryPattern(p);
         return v.ok ? glob(v.value) : v;
       });
-      c = repos.ok ? { ok: true, rule: { repositories: repos.value, digestOnly: r.digestOnly === true } } : { ok: false, why: repos.why };
+      const signers = compileSignatures(r.signatures);
+      c = !repos.ok ? { ok: false, why: repos.why } : !signers.ok ? signers : { ok: true, rule: { repositories: repos.value, digestOnly: r.digestOnly === true, signers: signers.keys } };
     }
     bundleCache.set(r, c);
   }

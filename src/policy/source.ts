@@ -23,6 +23,7 @@ import { globMatch, matchGlob } from './glob.js';
 import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, qualifyRevision, type Canon, type QualifiedRevision } from './canonical.js';
 import { canonicalBundle } from './canonical-oci.js';
 import { compileBundleRule, compileGitRule, type BundleRule, type CompiledGitRule, type GitRule } from './rules.js';
+import type { TrustedKey } from './trusted.js';
 
 export type { BundleRule, GitRule };
 
@@ -72,7 +73,16 @@ export type CommitAnswer =
  * order), to resolve and run; `commitCheck`: allowed only once the commit is
  * found reachable from the refs the rules name (the caller checks, then goes on).
  */
-export type SourceVerdict = { allowed: true; rule: string; params: Param[]; commitCheck?: CommitCheck } | { allowed: false; message: string };
+export type SourceVerdict =
+  | {
+      allowed: true;
+      rule: string;
+      params: Param[];
+      commitCheck?: CommitCheck;
+      /** The rule requires every resource resolved under it to be signed by one of these keys. */
+      signers?: TrustedKey[];
+    }
+  | { allowed: false; message: string };
 
 export interface SourceRef {
   resolver: string;
@@ -126,11 +136,11 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
     allowed: false,
     message: `${ref.resolver} param ${q(param)} ${shown(raw)} ${c.why}: refused by ${policy.source} before ${before} ${before.includes(', ') ? 'are' : 'is'} applied (references are matched only in their canonical form; docs/security.md)`,
   });
-  const done = (rule: string, params: Param[]): SourceVerdict => {
+  const done = (rule: string, params: Param[], signers?: TrustedKey[]): SourceVerdict => {
     const known = RESOLVER_PARAMS[ref.resolver] ?? [];
     const extra = [...p.keys()].filter((n) => !known.includes(n));
     if (extra.length) return { allowed: false, message: `resolver params ${extra.map(q).join(', ')} are not accepted for the ${ref.resolver} resolver (only ${known.map(q).join(', ')})` };
-    return { allowed: true, rule, params };
+    return { allowed: true, rule, params, ...(signers ? { signers } : {}) };
   };
   switch (ref.resolver) {
     case 'git': {
@@ -166,7 +176,7 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
         { name: 'pathInRepo', value: path.value },
       ];
       const problems: string[] = [];
-      const toCheck: Array<{ name: string; refs: string[] }> = [];
+      const toCheck: Array<{ name: string; refs: string[]; signers: TrustedKey[] | undefined }> = [];
       for (const x of byUrl) {
         const r = x.rule;
         let revOk: boolean | 'check';
@@ -181,11 +191,15 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
           problems.push(`${x.name} allows paths ${(x.r.paths ?? []).map(q).join(', ')}, not ${shown(path.value)}`);
           continue;
         }
-        if (revOk === true) return done(x.name, params);
-        toCheck.push({ name: x.name, refs: r.reachableFrom ?? [] });
+        if (revOk === true) return done(x.name, params, r.signers);
+        toCheck.push({ name: x.name, refs: r.reachableFrom ?? [], signers: r.signers });
       }
       if (toCheck.length && rev.kind === 'commit') {
-        const verdict = done(toCheck.map((t) => t.name).join(', '), params);
+        // Several rules may allow the commit, depending on where it is found:
+        // the strictest signature requirement among them applies (the keys of
+        // every one that requires signatures).
+        const keys = toCheck.flatMap((t) => t.signers ?? []);
+        const verdict = done(toCheck.map((t) => t.name).join(', '), params, keys.length ? keys : undefined);
         if (!verdict.allowed) return verdict;
         const refs = [...new Set(toCheck.flatMap((t) => t.refs))].sort();
         return { ...verdict, commitCheck: { url: url.value.href, commit: rev.sha, refs, rules: toCheck.map((t) => t.name) } };
@@ -223,7 +237,7 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
         if (!c.ok) return refuse(param, v, c, ok.name);
         params.push({ name: param, value: c.value });
       }
-      return done(ok.name, params);
+      return done(ok.name, params, ok.rule.signers);
     }
     case 'cluster': {
       if (!policy.cluster) return { allowed: false, message: `the cluster resolver is not allowed by ${policy.source}` };

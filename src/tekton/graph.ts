@@ -21,6 +21,7 @@
 import { parse as parseYaml } from 'yaml';
 import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
+import { verifySignature, type TrustedKey } from '../policy/trusted.js';
 import type { Resolution } from './resolve.js';
 import type { ParamValue } from './types.js';
 
@@ -52,7 +53,7 @@ export interface Provenance {
 export type GraphResult =
   /** need: resolutions to start; checks: commits to look for in their repositories first. */
   | { state: 'pending'; need: RemoteRef[]; checks: CommitCheck[] }
-  | { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_INVALID' }
+  | { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' }
   /** spec: the Pipeline spec to embed, or undefined when nothing had to change (an installed Pipeline runs by name). */
   | { state: 'ready'; spec: Record<string, unknown> | undefined; provenance: Provenance[] };
 
@@ -153,7 +154,9 @@ const clone = <T>(x: T): T => structuredClone(x);
 function parseResolved(content: string, kinds: readonly string[]): { ok: true; obj: Record<string, unknown> } | { ok: false; message: string } {
   let obj: unknown;
   try {
-    obj = parseYaml(content, { maxAliasCount: 100 });
+    // YAML 1.1, as Tekton reads it (go-yaml): "yes", "0644" and the like mean
+    // to this check, to the signature and to what runs what they mean to Tekton.
+    obj = parseYaml(content, { maxAliasCount: 100, version: '1.1' });
   } catch (e) {
     return { ok: false, message: `the resolved file is not YAML: ${(e as Error).message.split('\n')[0]}` };
   }
@@ -234,7 +237,7 @@ export type Followed =
   /** The commit must first be found reachable from the refs the rule names. */
   | { kind: 'check'; check: CommitCheck }
   | { kind: 'pending'; ref: RemoteRef }
-  | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' };
+  | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' };
 
 /**
  * One reference (already substituted): put in canonical form and checked
@@ -288,8 +291,31 @@ export function followReference(
   if (!parsed.ok) return { kind: 'refused', message: `${where}: ${parsed.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
   const pinned = pin(ref, r);
   if ('error' in pinned) return { kind: 'refused', message: `${where}: ${pinned.error}`, code: 'REQUEST_RESOLUTION_FAILED' };
+  let signedBy: string | undefined;
+  if (verdict.signers) {
+    // Over exactly the content that was resolved, pinned and runs.
+    const sig = checkSignature(parsed.obj, verdict.signers, verdict.rule);
+    if ('refused' in sig) return { kind: 'refused', message: `${where}${via}: ${sig.refused}`, code: 'REQUEST_SIGNATURE_INVALID' };
+    signedBy = sig.key;
+  }
   const provenance = provenanceOf(where, ref, r);
-  return { kind: 'resolved', obj: parsed.obj, pinned: { resolver: ref.resolver, params: pinned.params }, provenance: reachableFrom ? { ...provenance, reachableFrom } : provenance };
+  return {
+    kind: 'resolved',
+    obj: parsed.obj,
+    pinned: { resolver: ref.resolver, params: pinned.params },
+    provenance: { ...provenance, ...(reachableFrom ? { reachableFrom } : {}), ...(signedBy ? { signedBy } : {}) },
+  };
+}
+
+/** A resolved resource's tekton.dev/signature, checked against the keys of the rule that allowed it. */
+function checkSignature(obj: Record<string, unknown>, keys: readonly TrustedKey[], rule: string): { key: string } | { refused: string } {
+  const md = isObj(obj['metadata']) ? obj['metadata'] : {};
+  const what = `the resolved ${String(obj['kind'])} ${q(typeof md['name'] === 'string' ? md['name'] : '?')}`;
+  const names = keys.map((k) => q(k.name)).join(', ');
+  const v = verifySignature(obj, keys);
+  if (v.state === 'signed') return { key: v.key };
+  if (v.state === 'unsigned') return { refused: `${what} is not signed (no tekton.dev/signature annotation), and ${rule} requires a signature by one of the keys ${names}; nothing ran` };
+  return { refused: `${what} does not verify against the keys ${names} that ${rule} requires (${v.why}): it was changed after it was signed, or signed with another key; nothing ran` };
 }
 
 function describeRefs(refs: readonly string[]): string {
@@ -472,7 +498,7 @@ function checkSteps(
   need: RemoteRef[],
   checks: CommitCheck[],
   provenance: Provenance[],
-): { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_INVALID' } | { state: 'pending' } | { state: 'ok'; embed: Record<string, unknown> | undefined } {
+): { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' } | { state: 'pending' } | { state: 'ok'; embed: Record<string, unknown> | undefined } {
   const steps = taskSpec['steps'];
   if (!Array.isArray(steps)) return { state: 'ok', embed: undefined };
   const vars = taskVars(taskSpec, pipelineTaskParams, pvars, context, task);

@@ -11,7 +11,11 @@
  * - a commit only on an unmerged branch, and one force-pushed away, are
  *   refused before any ResolutionRequest (at the pipelineRef) or before any
  *   PipelineRun (as a Task's revision, once the Pipeline had to be resolved);
- * - a commit on main runs, pinned, with the ref it was found on in status.
+ * - a commit on main runs, pinned, with the ref it was found on in status;
+ * - from a catalog whose rule requires signatures (signed by Tekton's own
+ *   code, hack/trusted/sign, with a key pair the test makes): signed content
+ *   runs with the key in status; unsigned, wrongly signed and tampered
+ *   content is refused before any PipelineRun, naming the resource.
  *
  * The first test is the control: asked directly, Tekton's git resolver reads
  * a bare "main" as the tag, and "refs/heads/main" as the branch. A watch on
@@ -19,6 +23,11 @@
  * one the controller makes.
  */
 import { after, before, describe, test } from 'node:test';
+import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
@@ -28,6 +37,7 @@ import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { createRequest, messageOf, NS, PR, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { buildTools } from '../trusted-tools.js';
 
 const TENANT = 'release-team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -41,6 +51,10 @@ let reviewed: string;
 let unmerged: string;
 let pushedAway: string;
 let mainHead: string;
+/** A catalog whose rule requires signatures by RELEASE_KEY. */
+let signedCatalog: GitRepository;
+let keys: string;
+let releasePublicKey: string;
 
 const made = { rr: new Map<string, ResolutionRequest[]>(), pr: new Map<string, PipelineRun[]>() };
 const watches: AbortController[] = [];
@@ -60,6 +74,14 @@ const pipeline = (marker: string) =>
     },
   });
 const files = (marker: string) => ({ 'pipelines/sign-image.yaml': pipeline(marker), 'tasks/sign.yaml': task('sign', marker) });
+
+/** Signs a Tekton resource with Tekton's own code (hack/trusted/sign: its Checksum() and sigstore). */
+function tektonSign(text: string, key: string): string {
+  const tools = buildTools();
+  const path = join(keys, `doc-${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(path, text);
+  return execFileSync(tools.sign, ['--key', key, path], { encoding: 'utf8' });
+}
 
 async function watchCollect(path: string, into: Map<string, unknown[]>): Promise<void> {
   const ac = await new Watch(internalAdmin).watch(
@@ -127,12 +149,57 @@ before(async () => {
   pushedAway = await catalog.commit(files('pushed-away'), 'withdrawn');
   await catalog.setBranch('main', reviewed);
   mainHead = await catalog.commit(files('head'), 'main today');
+  // The signed catalog: every param typed, so that the resource as written is
+  // the resource as Tekton defaults it (docs/trusted-resources.md).
+  keys = mkdtempSync(join(tmpdir(), 'reviewed-content-keys-'));
+  const pair = (name: string) => {
+    const kp = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const priv = join(keys, `${name}.key`);
+    writeFileSync(priv, kp.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string);
+    return { priv, pub: kp.publicKey.export({ type: 'spki', format: 'pem' }) as string };
+  };
+  const release = pair('release');
+  const other = pair('other');
+  releasePublicKey = release.pub;
+  signedCatalog = await env.tekton!.git.repository('signed-catalog');
+  const typedTask = (marker: string) =>
+    stringify({ apiVersion: 'tekton.dev/v1', kind: 'Task', metadata: { name: 'sign' }, spec: { params: [{ name: 'image', type: 'string', default: '' }], results: [{ name: 'signature', type: 'string' }], steps: [simulatedStep('sign', { SIMULATED_RESULT_signature: `${marker}:$(params.image)` })] } });
+  const typedPipeline = (task: string) =>
+    stringify({
+      apiVersion: 'tekton.dev/v1',
+      kind: 'Pipeline',
+      metadata: { name: 'signed' },
+      spec: {
+        params: [{ name: 'image', type: 'string' }, { name: 'taskPath', type: 'string' }],
+        results: [{ name: 'signature', type: 'string', value: '$(tasks.sign.results.signature)' }],
+        tasks: [{ name: 'sign', params: [{ name: 'image', value: '$(params.image)' }], taskRef: gitRef(signedCatalog.url, 'main', `$(params.taskPath)`) }],
+      },
+    });
+  const signedTask = tektonSign(typedTask('signed'), release.priv);
+  await signedCatalog.commit(
+    {
+      'pipelines/signed.yaml': tektonSign(typedPipeline('x'), release.priv),
+      'pipelines/unsigned.yaml': typedPipeline('x'),
+      'tasks/signed.yaml': signedTask,
+      'tasks/unsigned.yaml': typedTask('unsigned'),
+      'tasks/other-key.yaml': tektonSign(typedTask('other-key'), other.priv),
+      // Changed after signing: the step's result, not the signature.
+      'tasks/tampered.yaml': signedTask.replace('signed:$(params.image)', 'tampered:$(params.image)'),
+    },
+    'a signed catalog',
+  );
   await watchCollect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
   await watchCollect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
   controller = await startController(env, ['--git-cache-dir', `${env.dir}/git-cache`]);
   await setRunConfigAndWait(internalAdmin, controller, {
     allowList: [TENANT],
-    sources: { git: [{ urls: [catalog.url], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**'] }], resolutionTimeout: '30s' },
+    sources: {
+      git: [
+        { urls: [catalog.url], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**'] },
+        { urls: [signedCatalog.url], revisions: ['main'], signatures: { authorities: [{ name: 'release-2026', key: { data: releasePublicKey } }] } },
+      ],
+      resolutionTimeout: '30s',
+    },
   });
 });
 
@@ -140,6 +207,7 @@ after(async () => {
   for (const w of watches) w.abort();
   await controller?.kill('SIGKILL');
   await env?.stop();
+  if (keys) rmSync(keys, { recursive: true, force: true });
 });
 
 describe('what runs is what was reviewed (real Tekton git resolver, git daemon; pods SIMULATED)', () => {
@@ -192,5 +260,36 @@ describe('what runs is what was reviewed (real Tekton git resolver, git daemon; 
     assert.equal(ran.pipeline['reachableFrom'], 'refs/heads/main');
     const refs = ran.pipeline['references'] as Array<Record<string, unknown>>;
     assert.deepEqual(refs.map((r) => [r['revision'], r['reachableFrom']]), [[reviewed, 'refs/heads/main']]);
+  });
+
+  const signedRequest = (pipelinePath: string, taskPath: string): InternalRequestSpec => ({
+    pipeline: { pipelineRef: gitRef(signedCatalog.url, 'main', pipelinePath) },
+    params: { image: 'img', taskPath },
+  });
+
+  test('signed content runs, with the key that verified it in status', async () => {
+    await createRequest(requester, TENANT, 'signed', signedRequest('pipelines/signed.yaml', 'tasks/signed.yaml'));
+    const ran = await expectRan('signed');
+    assert.equal(ran.results['signature'], 'signed:img');
+    assert.equal(ran.pipeline['signedBy'], 'release-2026');
+    const refs = ran.pipeline['references'] as Array<Record<string, unknown>>;
+    assert.deepEqual(refs.map((r) => [r['ref'], r['signedBy']]), [['tasks[sign].taskRef', 'release-2026']]);
+  });
+
+  test('unsigned, wrongly signed and tampered content is refused before any PipelineRun, naming the resource', async () => {
+    await Promise.all([
+      createRequest(requester, TENANT, 'unsigned-pipeline', signedRequest('pipelines/unsigned.yaml', 'tasks/signed.yaml')),
+      createRequest(requester, TENANT, 'unsigned-task', signedRequest('pipelines/signed.yaml', 'tasks/unsigned.yaml')),
+      createRequest(requester, TENANT, 'other-key-task', signedRequest('pipelines/signed.yaml', 'tasks/other-key.yaml')),
+      createRequest(requester, TENANT, 'tampered-task', signedRequest('pipelines/signed.yaml', 'tasks/tampered.yaml')),
+    ]);
+    await expectRefused('unsigned-pipeline', /^spec\.pipeline\.pipelineRef: the resolved Pipeline "signed" is not signed \(no tekton\.dev\/signature annotation\), and sources\.git\[1\] requires a signature by one of the keys "release-2026"; nothing ran$/, 1);
+    await expectRefused('unsigned-task', /^tasks\[sign\]\.taskRef \(values from param "taskPath"\): the resolved Task "sign" is not signed/, 2);
+    await expectRefused('other-key-task', /^tasks\[sign\]\.taskRef \(values from param "taskPath"\): the resolved Task "sign" does not verify against the keys "release-2026" that sources\.git\[1\] requires/, 2);
+    await expectRefused('tampered-task', /^tasks\[sign\]\.taskRef \(values from param "taskPath"\): the resolved Task "sign" does not verify against the keys "release-2026"/, 2);
+    for (const name of ['unsigned-pipeline', 'unsigned-task', 'other-key-task', 'tampered-task']) {
+      const r = await waitForPhase(requester, TENANT, name, FINAL);
+      assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected');
+    }
   });
 });

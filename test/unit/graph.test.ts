@@ -354,3 +354,52 @@ test('decide: on a Tekton with a known advisory and --refuse-resolvers-on-adviso
   // Without the switch's message, the same request resolves as usual.
   assert.deepEqual(types(decide(observe({ request: todays() }))), ['startResolution', 'writeStatus', 'requeueAfter']);
 });
+
+test('signatures: where the rule asks, every resolved resource is verified over the content that runs, and the key recorded', async () => {
+  const { generateKeyPairSync, sign } = await import('node:crypto');
+  const { tektonChecksum } = await import('../../src/policy/trusted.js');
+  const { parse } = await import('yaml');
+  const ours = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const theirs = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const pem = (k: typeof ours) => k.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const signed = (yamlText: string, key: typeof ours): string => {
+    const obj = parse(yamlText) as Record<string, unknown>;
+    const sum = tektonChecksum(obj);
+    assert.ok(Buffer.isBuffer(sum), JSON.stringify(sum));
+    const md = obj['metadata'] as Record<string, unknown>;
+    md['annotations'] = { ...((md['annotations'] as object) ?? {}), 'tekton.dev/signature': sign('sha256', sum, key.privateKey).toString('base64') };
+    return stringify(obj);
+  };
+  const rule = { urls: [CATALOG], revisions: ['main'], paths: ['tasks/**', 'pipelines/**'], signatures: { authorities: [{ name: 'release-key', key: { data: pem(ours) } }] } };
+  const signedPolicy: SourcePolicy = { ...policy, git: [rule] };
+  const contents = (sign: string, notify: string) =>
+    new Map([
+      ['tasks/internal/sign/sign.yaml', resolved(sign, SHA_T, 'tasks/internal/sign/sign.yaml')],
+      ['tasks/internal/notify/notify.yaml', resolved(notify, SHA_T, 'tasks/internal/notify/notify.yaml')],
+    ]);
+  const good = signed(task(), ours);
+  const ok = checkGraph(input({ policy: signedPolicy, contents: contents(good, good) }));
+  assert.equal(ok.state, 'ready');
+  assert.deepEqual(ok.state === 'ready' && ok.provenance.map((p) => [p.ref, p.signedBy]), [['tasks[sign].taskRef', 'release-key'], ['finally[notify].taskRef', 'release-key']]);
+  const refused = (c: Map<string, Resolution>) => {
+    const g = checkGraph(input({ policy: signedPolicy, contents: c }));
+    assert.equal(g.state, 'rejected');
+    assert.equal(g.state === 'rejected' && g.code, 'REQUEST_SIGNATURE_INVALID');
+    return g.state === 'rejected' ? g.message : '';
+  };
+  assert.match(refused(contents(task(), good)), /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", the default of param "taskGitRevision"\): the resolved Task "t" is not signed \(no tekton\.dev\/signature annotation\), and sources\.git\[0\] requires a signature by one of the keys "release-key"; nothing ran$/);
+  assert.match(refused(contents(good, signed(task(), theirs))), /^finally\[notify\]\.taskRef \([^)]*\): the resolved Task "t" does not verify against the keys "release-key" that sources\.git\[0\] requires \(.*\): it was changed after it was signed, or signed with another key; nothing ran$/);
+  const tampered = good.replace('registry/sign', 'registry/evil');
+  assert.notEqual(tampered, good);
+  assert.match(refused(contents(tampered, good)), /^tasks\[sign\]\.taskRef \([^)]*\): the resolved Task "t" does not verify/);
+  // YAML key order is not content: the same Task written in another order still verifies.
+  const reordered = stringify(Object.fromEntries(Object.entries(parse(good) as Record<string, unknown>).reverse()));
+  assert.notEqual(reordered, good);
+  assert.equal(checkGraph(input({ policy: signedPolicy, contents: contents(reordered, good) })).state, 'ready');
+  // A rule without signatures does not look.
+  assert.equal(checkGraph(input({ contents: contents(task(), task()) })).state, 'ready');
+  // A key that cannot be used makes the rule unusable (it grants nothing).
+  const broken = checkGraph(input({ policy: { ...policy, git: [{ ...rule, signatures: { authorities: [{ name: 'k', key: { data: 'not a key' } }] } }] } }));
+  assert.equal(broken.state, 'rejected');
+  assert.match(broken.state === 'rejected' ? broken.message : '', /sources\.git\[0\] is unusable and grants nothing \(signatures\.authorities\[0\] \("k"\): not a PEM public key/);
+});
