@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { AuthorizationV1Api, CustomObjectsApi, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
+import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
+import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import { repoRoot } from '../../src/api/crd-render.js';
 import { type Environment, applyObjects, KCP_PROVIDER_PATH } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
@@ -293,4 +295,55 @@ export async function expectAccess(kc: KubeConfig, where: string, who: { user: s
     if ((await accessAllowed(kc, who, c)) !== expected) wrong.push(describeAccessCheck(c));
   }
   assert.deepEqual(wrong, [], `${where}${who.user} should ${expected ? 'be allowed' : 'be DENIED'}: ${wrong.join('; ')}`);
+}
+
+/**
+ * Every ResolutionRequest and PipelineRun the controller makes in its
+ * namespace, by request uid, as first seen: a watch open until stop() (they
+ * are removed once a request is decided, so a list at the end would prove
+ * nothing).
+ */
+export interface Made {
+  rr: Map<string, ResolutionRequest[]>;
+  pr: Map<string, PipelineRun[]>;
+  stop(): void;
+}
+
+export async function watchMade(kc: KubeConfig): Promise<Made> {
+  const made: Made = { rr: new Map(), pr: new Map(), stop: () => watches.forEach((w) => w.abort()) };
+  const watches: AbortController[] = [];
+  const collect = async (path: string, into: Map<string, unknown[]>) => {
+    watches.push(
+      await new Watch(kc).watch(
+        path,
+        { labelSelector: OWNED_SELECTOR },
+        (phase, obj: { metadata?: { labels?: Record<string, string> } }) => {
+          if (phase !== 'ADDED') return;
+          const uid = obj.metadata?.labels?.[LABEL_REQUEST_UID] ?? '';
+          into.set(uid, [...(into.get(uid) ?? []), obj]);
+        },
+        (err) => {
+          if (err && !String(err).includes('aborted')) console.error(`watch ${path} ended: ${String(err)}`);
+        },
+      ),
+    );
+  };
+  await collect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
+  await collect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
+  return made;
+}
+
+/** Resolves with the git resolver directly, as anyone who can create a ResolutionRequest could: no controller in between. */
+export async function resolveDirectly(kc: KubeConfig, name: string, params: Array<{ name: string; value: string }>): Promise<Resolution> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await custom.createNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, body: resolutionRequest(NS, name, 'git', params) });
+  try {
+    return await waitFor(`ResolutionRequest ${name} to be answered`, async () => {
+      const rr = (await custom.getNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name })) as ResolutionRequest;
+      const o = outcomeOfResolution(rr, new Date(), 60_000);
+      return o.state === 'pending' ? undefined : o;
+    }, 60_000);
+  } finally {
+    await custom.deleteNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name });
+  }
 }

@@ -21,14 +21,11 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { startEnvironment, type Environment, grantRequester, installProject, type GitRepository } from '../../src/localenv/index.js';
-import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type ResolutionRequest } from '../../src/tekton/resolve.js';
-import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
-import { createRequest, messageOf, NS, PR, sample, scrape, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { createRequest, messageOf, resolveDirectly, sample, scrape, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, watchMade, type ControllerProcess, type Made } from './helpers.js';
 
 const TENANT = 'release-team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -47,8 +44,7 @@ let marker: string;
 const TOKEN = `marker-${process.pid}-${Date.now()}`;
 
 /** Every ResolutionRequest and PipelineRun the controller made, by request uid, as first seen. */
-const made = { rr: new Map<string, ResolutionRequest[]>(), pr: new Map<string, PipelineRun[]>() };
-const watches: AbortController[] = [];
+let made: Made;
 
 const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
 const task = (name: string, vars: Record<string, string>, results: string[] = []) =>
@@ -56,24 +52,6 @@ const task = (name: string, vars: Record<string, string>, results: string[] = []
 const pipeline = (name: string, spec: Record<string, unknown>) => stringify({ apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name }, spec });
 /** Climbs out of any checkout directory to the marker (Go's Clean stops at "/"). */
 const climbing = () => `${'../'.repeat(16)}${marker.slice(1)}`;
-
-async function watchCollect(path: string, into: Map<string, unknown[]>): Promise<void> {
-  const ready = { done: false };
-  const ac = await new Watch(internalAdmin).watch(
-    path,
-    { labelSelector: OWNED_SELECTOR },
-    (phase, obj: { metadata?: { labels?: Record<string, string> } }) => {
-      ready.done = true;
-      if (phase !== 'ADDED') return;
-      const uid = obj.metadata?.labels?.[LABEL_REQUEST_UID] ?? '';
-      into.set(uid, [...(into.get(uid) ?? []), obj]);
-    },
-    (err) => {
-      if (err && !String(err).includes('aborted')) console.error(`watch ${path} ended: ${String(err)}`);
-    },
-  );
-  watches.push(ac);
-}
 
 /** A request that must be Rejected before anything is resolved for it. */
 async function expectRefusedBeforeResolution(name: string, message: RegExp, opts: { rrAllowed?: number } = {}): Promise<void> {
@@ -112,8 +90,7 @@ before(async () => {
     'the catalog',
   );
   await anyPath.commit({ 'pipelines/p.yaml': pipeline('p', { tasks: [{ name: 'o', taskSpec: { steps: [simulatedStep('o')] } }] }) }, 'any path');
-  await watchCollect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
-  await watchCollect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
+  made = await watchMade(internalAdmin);
   controller = await startController(env, ['--metrics-bind-address', '127.0.0.1:0']);
   metricsPort = Number(String((await controller.waitForLog((l) => l.msg === 'serving metrics')).address).split(':').pop());
   await setRunConfigAndWait(internalAdmin, controller, policy());
@@ -133,7 +110,7 @@ function policy(): Record<string, unknown> {
 }
 
 after(async () => {
-  for (const w of watches) w.abort();
+  made?.stop();
   await controller?.kill('SIGKILL');
   await env?.stop();
   if (outside) rmSync(outside, { recursive: true, force: true });
@@ -144,24 +121,9 @@ const todays = (over: Partial<Record<'url' | 'revision' | 'pathInRepo', string>>
   params: { image: 'img', taskGitUrl: catalog.url, taskGitRevision: 'main', ...params },
 });
 
-/** Resolves directly, as anyone who can create a ResolutionRequest could: no controller in between. */
-async function resolveDirectly(name: string, params: Array<{ name: string; value: string }>): Promise<ReturnType<typeof outcomeOfResolution>> {
-  const custom = internalAdmin.makeApiClient(CustomObjectsApi);
-  await custom.createNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, body: resolutionRequest(NS, name, 'git', params) });
-  try {
-    return await waitFor(`ResolutionRequest ${name} to be answered`, async () => {
-      const rr = (await custom.getNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name })) as ResolutionRequest;
-      const o = outcomeOfResolution(rr, new Date(), 60_000);
-      return o.state === 'pending' ? undefined : o;
-    }, 60_000);
-  } finally {
-    await custom.deleteNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name });
-  }
-}
-
 describe('hostile references, refused before resolution (real Tekton, git daemon)', () => {
   test('control: asked directly, Tekton\'s git resolver reads a file outside its checkout, and runs a revision beginning with "-" as an option (v1.6.0; a patched Tekton refuses both itself)', async (t) => {
-    const read = await resolveDirectly('control-climb', gitRef(anyPath.url, 'main', climbing()).params);
+    const read = await resolveDirectly(internalAdmin, 'control-climb', gitRef(anyPath.url, 'main', climbing()).params);
     t.diagnostic(`climbing pathInRepo, asked directly: ${read.state === 'resolved' ? 'the resolver returned the marker file' : `the resolver refused: ${read.state === 'failed' ? read.message : ''}`}`);
     if (read.state === 'resolved') assert.match(read.content, new RegExp(TOKEN), 'the resolver returned the marker file from outside its checkout');
     // A patched Tekton (v1.6.1+, GHSA-j5q5-j9gm-2w5c) refuses ".." itself, or the path's escape after symbolic links.
@@ -170,7 +132,7 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
     const bare = join(outside, 'local.git');
     await promisify(execFile)('git', ['clone', '--quiet', '--bare', catalog.url, bare]);
     const ran = join(outside, 'ran');
-    const opt = await resolveDirectly('control-option', gitRef(bare, `--upload-pack=touch ${ran}; git upload-pack`, 'tasks/internal/sign/sign.yaml').params);
+    const opt = await resolveDirectly(internalAdmin, 'control-option', gitRef(bare, `--upload-pack=touch ${ran}; git upload-pack`, 'tasks/internal/sign/sign.yaml').params);
     t.diagnostic(`revision "--upload-pack=…", asked directly: ${existsSync(ran) ? 'git ran the command' : `not run (${opt.state === 'failed' ? opt.message : opt.state})`}`);
     assert.ok(existsSync(ran) || (opt.state === 'failed' && /must not begin with '-'|invalid/.test(opt.message)), `the revision ran as a command (${JSON.stringify(opt)})`);
     rmSync(ran, { force: true });

@@ -29,14 +29,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { startEnvironment, type Environment, grantRequester, installProject, type GitRepository } from '../../src/localenv/index.js';
-import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type ResolutionRequest } from '../../src/tekton/resolve.js';
-import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
-import { createRequest, messageOf, NS, PR, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { createRequest, messageOf, resolveDirectly, setRunConfigAndWait, simulatedStep, startController, waitForPhase, watchMade, type ControllerProcess, type Made } from './helpers.js';
 import { buildTools } from '../trusted-tools.js';
 
 const TENANT = 'release-team';
@@ -56,8 +53,7 @@ let signedCatalog: GitRepository;
 let keys: string;
 let releasePublicKey: string;
 
-const made = { rr: new Map<string, ResolutionRequest[]>(), pr: new Map<string, PipelineRun[]>() };
-const watches: AbortController[] = [];
+let made: Made;
 
 const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
 const task = (name: string, marker: string) =>
@@ -83,22 +79,6 @@ function tektonSign(text: string, key: string): string {
   return execFileSync(tools.sign, ['--key', key, path], { encoding: 'utf8' });
 }
 
-async function watchCollect(path: string, into: Map<string, unknown[]>): Promise<void> {
-  const ac = await new Watch(internalAdmin).watch(
-    path,
-    { labelSelector: OWNED_SELECTOR },
-    (phase, obj: { metadata?: { labels?: Record<string, string> } }) => {
-      if (phase !== 'ADDED') return;
-      const uid = obj.metadata?.labels?.[LABEL_REQUEST_UID] ?? '';
-      into.set(uid, [...(into.get(uid) ?? []), obj]);
-    },
-    (err) => {
-      if (err && !String(err).includes('aborted')) console.error(`watch ${path} ended: ${String(err)}`);
-    },
-  );
-  watches.push(ac);
-}
-
 const request = (revision: string, taskRevision = 'main'): InternalRequestSpec => ({
   pipeline: { pipelineRef: gitRef(catalog.url, revision, 'pipelines/sign-image.yaml') },
   params: { image: 'img', taskGitUrl: catalog.url, taskGitRevision: taskRevision },
@@ -118,20 +98,6 @@ async function expectRan(name: string): Promise<{ results: Record<string, string
   assert.equal(r.status?.conditions?.[0]?.reason, 'Succeeded', `${name}: ${messageOf(r)}`);
   assert.equal((made.pr.get(r.metadata.uid!) ?? []).length, 1, `${name}: one PipelineRun`);
   return { results: (r.status?.results ?? {}) as Record<string, string>, pipeline: (r.status?.pipeline ?? {}) as Record<string, unknown> };
-}
-
-async function resolveDirectly(name: string, params: Array<{ name: string; value: string }>): Promise<ReturnType<typeof outcomeOfResolution>> {
-  const custom = internalAdmin.makeApiClient(CustomObjectsApi);
-  await custom.createNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, body: resolutionRequest(NS, name, 'git', params) });
-  try {
-    return await waitFor(`ResolutionRequest ${name} to be answered`, async () => {
-      const rr = (await custom.getNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name })) as ResolutionRequest;
-      const o = outcomeOfResolution(rr, new Date(), 60_000);
-      return o.state === 'pending' ? undefined : o;
-    }, 60_000);
-  } finally {
-    await custom.deleteNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name });
-  }
 }
 
 before(async () => {
@@ -188,8 +154,7 @@ before(async () => {
     },
     'a signed catalog',
   );
-  await watchCollect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
-  await watchCollect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
+  made = await watchMade(internalAdmin);
   controller = await startController(env, ['--git-cache-dir', `${env.dir}/git-cache`]);
   await setRunConfigAndWait(internalAdmin, controller, {
     allowList: [TENANT],
@@ -204,7 +169,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const w of watches) w.abort();
+  made?.stop();
   await controller?.kill('SIGKILL');
   await env?.stop();
   if (keys) rmSync(keys, { recursive: true, force: true });
@@ -212,8 +177,8 @@ after(async () => {
 
 describe('what runs is what was reviewed (real Tekton git resolver, git daemon; pods SIMULATED)', () => {
   test('control: asked directly, Tekton\'s git resolver reads a bare "main" as the tag, and "refs/heads/main" as the branch', async (t) => {
-    const bare = await resolveDirectly('control-bare-main', gitRef(catalog.url, 'main', 'tasks/sign.yaml').params);
-    const full = await resolveDirectly('control-refs-heads-main', gitRef(catalog.url, 'refs/heads/main', 'tasks/sign.yaml').params);
+    const bare = await resolveDirectly(internalAdmin, 'control-bare-main', gitRef(catalog.url, 'main', 'tasks/sign.yaml').params);
+    const full = await resolveDirectly(internalAdmin, 'control-refs-heads-main', gitRef(catalog.url, 'refs/heads/main', 'tasks/sign.yaml').params);
     assert.equal(bare.state, 'resolved');
     assert.equal(full.state, 'resolved');
     const commitOf = (r: typeof bare) => (r.state === 'resolved' ? r.refSource?.digest['sha1'] : undefined);

@@ -9,12 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { CommitChecker } from '../../src/git/commit-checker.js';
-import { startGitServer, type GitServer } from '../../src/localenv/real/git.js';
+import { servedRepository } from './served-repository.js';
 
 const log = pino({ level: 'silent' });
 
@@ -28,14 +27,7 @@ function isAncestor(bare: string, commit: string, ref: string): boolean {
 }
 
 test('commit checker: reachable from an allowed ref, or not, as git itself answers; never fetched by name', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'commit-checker-'));
-  let server: GitServer | undefined;
-  t.after(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  server = await startGitServer(join(dir, 'git'));
-  const repo = await server.repository('catalog');
+  const { dir, repo } = await servedRepository(t, 'commit-checker');
   const c1 = await repo.commit({ 'tasks/a.yaml': 'one' }, 'one');
   const c2 = await repo.commit({ 'tasks/a.yaml': 'two' }, 'two');
   const unmerged = await repo.commit({ 'tasks/a.yaml': 'evil' }, 'evil', 'feature');
@@ -71,14 +63,7 @@ test('commit checker: reachable from an allowed ref, or not, as git itself answe
 });
 
 test('commit checker: answers per owner, asked once, with a callback; a server that is down or too large fails with a reason', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'commit-checker-'));
-  let server: GitServer | undefined;
-  t.after(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  server = await startGitServer(join(dir, 'git'));
-  const repo = await server.repository('catalog');
+  const { dir, repo } = await servedRepository(t, 'commit-checker');
   const c1 = await repo.commit({ 'a.yaml': 'x'.repeat(64 * 1024) }, 'one');
   const seen: Array<{ result: string }> = [];
   const checker = new CommitChecker({ dir: join(dir, 'cache'), log, timeoutMs: 20_000, metrics: { checked: (result) => void seen.push({ result }) } });

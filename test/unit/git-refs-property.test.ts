@@ -16,15 +16,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import pino from 'pino';
 import { checkSource, type GitRule } from '../../src/policy/source.js';
 import { compileGlob, matchGlob } from '../../src/policy/glob.js';
 import { CommitChecker } from '../../src/git/commit-checker.js';
-import { startGitServer, type GitServer } from '../../src/localenv/real/git.js';
+import { servedRepository } from './served-repository.js';
 
 const numRuns = Math.min(Number(process.env['FC_NUM_RUNS'] ?? 1000), 150);
 const seed = process.env['FC_SEED'] !== undefined ? Number(process.env['FC_SEED']) : undefined;
@@ -34,14 +32,7 @@ const ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev
 const git = (cwd: string, ...args: string[]): string => execFileSync('git', args, { cwd, env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
 test('refs and commits: what the policy allows is what git fetches, and reachability is git\'s own answer', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'git-refs-property-'));
-  let server: GitServer | undefined;
-  t.after(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  server = await startGitServer(join(dir, 'git'));
-  const repo = await server.repository('catalog');
+  const { dir, repo } = await servedRepository(t, 'git-refs-property');
   const c: string[] = [];
   c.push(await repo.commit({ 'a.yaml': '1' }, 'c0'));
   c.push(await repo.commit({ 'a.yaml': '2' }, 'c1'));
