@@ -4,129 +4,36 @@
  * is covered by a table of cases in test/unit/decide.test.ts. The numbered
  * steps follow the request flow of the design (seed 000/001).
  *
- * Longer than 400 lines on purpose: it is the one place where the whole
- * workflow can be read in order, step by step, and every helper it calls is
- * already a pure function elsewhere (src/policy, src/tekton). Splitting the
- * steps across files would hide their order, which is the point of the file.
+ * The workflow stays in one file, read in order; its parts live beside it,
+ * as cert-manager splits its state machine: the vocabulary (observation.ts),
+ * every status it writes (status-report.ts), the ResolutionRequests and
+ * commit checks (resolutions.ts), the approval gate (approval-gate.ts), and
+ * what a finished request's run still owes (retention.ts: Chains, Results,
+ * logs). Every rule it applies is a pure function of src/policy or src/tekton.
  */
-import { finished, inProgress, isFinished, Phase, Reason, showsPhase, succeededCondition, rfc3339, type Outcome } from '../api/conditions.js';
-import { type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
-import { approvalFor } from './approval.js';
-import type { Grant } from '../policy/grant.js';
-import { formatDuration } from '../util/duration.js';
-import type { ErrorCode } from '../errors.js';
-import { ANNOTATION_LOGS, ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, ANNOTATION_RESULTS_STORED, type ArchiveVerdict, type FetchedLogs } from './results-archive.js';
-import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
-import { checkGraph, followReference, type GraphInput, type Provenance, type RemoteRef } from '../tekton/graph.js';
-import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
+import { isFinished, Phase, Reason, showsPhase, succeededCondition } from '../api/conditions.js';
+import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
+import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { checkGraph, followReference, type Provenance } from '../tekton/graph.js';
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
-import type { EffectiveConfig } from './config.js';
 import { checkParamConstraints, grantFor, isServed, notServedMessage } from '../policy/grant.js';
-import { DEFAULT_REMOTE, requestRef, tenantOf } from '../policy/tenant.js';
-import { admit, type CapacityView } from '../policy/capacity.js';
-import { followOf, idempotencyKeyOf, type Earlier } from './idempotency.js';
-import { hasSources, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
+import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
+import { admit } from '../policy/capacity.js';
+import { followOf, idempotencyKeyOf } from './idempotency.js';
+import { hasSources } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested.js';
 import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
 import { requestKey } from '../api/request-key.js';
-import { chainsStep, type UnsignedReason } from './attestation.js';
-import type { Attestation } from '../tekton/chains.js';
 
 export { checkShape } from './request-shape.js';
-
-export interface Observation {
-  /** The controller's namespace on the internal cluster. */
-  namespace: string;
-  /** The remote cluster the request is on (default: DEFAULT_REMOTE). */
-  remote?: string;
-  /**
-   * For a remote that is a kcp workspace: its path (`root:org:team`), which
-   * the configuration's rules name; the remote's own name is its logical
-   * cluster. Rules see the path, identity (keys, capacity, fair turns) the name.
-   */
-  workspace?: string;
-  /** The request's kind (default: the built-in InternalRequest); see request-kind.ts. */
-  kind?: Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'>;
-  /** The request; undefined when it no longer exists on the remote cluster. */
-  request: InternalRequest | undefined;
-  /** PipelineRuns labelled as made for this request key (any uid). */
-  pipelineRuns: PipelineRun[];
-  config: EffectiveConfig;
-  /** The installed Pipeline the request names (spec.request or spec.pipeline.pipelineRef.name) in the controller's namespace; undefined: not found or none named. */
-  pipeline: Pipeline | undefined;
-  /** ResolutionRequests made for this request key (any uid). */
-  resolutions?: ResolutionRequest[];
-  /** InternalRequestApprovals made for this request key (any uid). */
-  approvals?: InternalRequestApproval[];
-  /**
-   * For an approval that holds a decision: whether the controller trusts it
-   * (the admission policy that checks approvers is in force, and the approver
-   * may approve under the rule now), as the controller found out.
-   */
-  approvalTrust?: { trusted: true } | { trusted: false; why: string };
-  /** For a request with an idempotency key: the other requests with that key (see idempotency.ts). */
-  earlier?: Earlier[];
-  /** Running PipelineRuns and waiting requests, when the configuration sets a capacity. */
-  capacity?: CapacityView;
-  /** Tasks installed in the controller's namespace, by name. */
-  tasks?: ReadonlyMap<string, Record<string, unknown>>;
-  /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
-  failedTasks?: string[];
-  /**
-   * When the controller follows Tekton Results (--results-url): whether
-   * Results has stored a finished PipelineRun (see results-archive.ts).
-   * Pruning waits for it, bounded by resultsStoreTimeout.
-   */
-  archive?: (pr: PipelineRun) => ArchiveVerdict;
-  /**
-   * For a request whose internal-services.dev/logs annotation has not been
-   * answered yet: the run's logs, or undefined while they are being fetched.
-   */
-  logs?: (req: InternalRequest) => FetchedLogs | undefined;
-  /**
-   * What the repository said of a commit this request asks for by SHA (see
-   * src/git/commit-checker.ts); undefined: not asked yet. A read, no I/O.
-   */
-  commits?: (check: CommitCheck) => CommitAnswer | undefined;
-  /**
-   * Set when resolver references must be refused (--refuse-resolvers-on-advisory
-   * and a Tekton version with a known advisory, see tekton-version.ts): why.
-   */
-  resolversRefused?: string;
-  now: Date;
-}
-
-export interface EventSpec {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-  /**
-   * A routine success (Running without an approval, Succeeded): the status
-   * already says it, so it is recorded only with `--events all`. Failures,
-   * rejections, approvals and the other notices are recorded by default.
-   */
-  success?: true;
-}
-
-export type Action =
-  | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
-  | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
-  | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
-  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; unsigned?: UnsignedReason; /** Deleted before Tekton Results stored it (its bound ran out). */ unarchived?: true }
-  /** Tekton Chains: add what it signed for the request's PipelineRun (or why nothing) to its status (attestation.ts). */
-  | { type: 'relayAttestation'; attestation: Attestation; event: EventSpec }
-  | { type: 'startResolution'; resolution: ResolutionRequest }
-  /** Look for a commit in its repository (from the refs the rule allows); the key is looked at again when the answer is in. */
-  | { type: 'checkCommit'; check: CommitCheck }
-  | { type: 'createApproval'; approval: InternalRequestApproval }
-  | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
-  | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
-  /** Delete the (finished) request on the remote cluster: ttlSecondsAfterFinished. */
-  | { type: 'deleteRequest'; request: InternalRequest; why: string }
-  /** Look at the request again after this long (a resolution's deadline), whatever else happens. */
-  | { type: 'requeueAfter'; ms: number };
+export type { Action, EventSpec, Observation } from './observation.js';
+import { policyTenant, type Action, type Observation } from './observation.js';
+import { finish, reject, running, runningMessage, waiting } from './status-report.js';
+import { graphContext, Resolutions } from './resolutions.js';
+import { approvalGate, deleteApproval } from './approval-gate.js';
+import { archiveOf, logsAnswer, relayChains, removeDone } from './retention.js';
 
 export function decide(o: Observation): Action[] {
   const actions: Action[] = [];
@@ -386,143 +293,9 @@ export function decide(o: Observation): Action[] {
 }
 
 /** The tenant the configuration's rules see: `workspace-path/namespace` for a kcp workspace, `remote/namespace` otherwise. */
-function policyTenant(o: Observation, namespace: string): string {
-  return tenantOf(o.workspace ?? o.remote ?? DEFAULT_REMOTE, namespace);
-}
-
 /** The request's kind: the built-in InternalRequest unless the observation names another. */
 function kindOf(o: Observation): Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'> {
   return o.kind ?? INTERNAL_REQUEST_KIND;
-}
-
-function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, approval?: InternalRequestStatus['approval']): Action {
-  const pipeline = pipelineStatusOf(pr);
-  const { followed: _stale, ...previous } = req.status ?? {}; // it followed a request that then failed: it runs itself now
-  const status: InternalRequestStatus = {
-    ...previous,
-    ...(approval ? { approval } : {}),
-    ...(pipeline ? { pipeline } : {}),
-    conditions: inProgress(req.status?.conditions, Phase.Running, { message: runningMessage(ref), ...gen(req) }, o.now),
-    startTime: req.status?.startTime ?? rfc3339(o.now),
-    pipelineRun: ref,
-    ...gen(req),
-  };
-  const approvedBy = approval?.by ? `, approved by ${JSON.stringify(approval.by)} under rule ${JSON.stringify(approval.rule ?? '')}${approval.message ? `: ${approval.message}` : ''}` : '';
-  return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster${approvedBy}`, ...(approvedBy ? {} : { success: true as const }) } };
-}
-
-function runningMessage(ref: string): string {
-  return `PipelineRun ${ref} is running`;
-}
-
-/**
- * An unfinished request waits in `phase`: Succeeded stays Unknown/Running
- * (the requester's contract), the phase and its message go into Progressing
- * and into both messages.
- */
-function waiting(req: InternalRequest, o: Observation, phase: Phase, message: string, extra: InternalRequestStatus, event?: EventSpec): Action & { type: 'writeStatus' } {
-  const status: InternalRequestStatus = { ...req.status, ...extra, conditions: inProgress(req.status?.conditions, phase, { message, ...gen(req) }, o.now), ...gen(req) };
-  return { type: 'writeStatus', status, ...(event ? { event } : {}) };
-}
-
-function reject(req: InternalRequest, o: Observation, message: string, code: ErrorCode): Action {
-  return endWithoutResults(req, Reason.Rejected, message, o.now, code);
-}
-
-/**
- * The request ends unsuccessfully (Rejected, or Failed), with no results:
- * also used by the controller when the clusters refuse what decide() planned
- * (a PipelineRun the internal cluster will not store, results the remote one
- * will not).
- */
-export function endWithoutResults(req: InternalRequest, reason: typeof Reason.Failed | typeof Reason.Rejected, message: string, now: Date, code: ErrorCode): Action & { type: 'writeStatus' } {
-  const status: InternalRequestStatus = {
-    ...req.status,
-    conditions: finished(req.status?.conditions, reason, { message, ...gen(req) }, now),
-    completionTime: rfc3339(now),
-    ...gen(req),
-  };
-  delete status.results;
-  return { type: 'writeStatus', status, event: { type: 'Warning', reason, message }, code };
-}
-
-function finish(
-  req: InternalRequest,
-  o: Observation,
-  reason: Outcome,
-  message: string,
-  results: Record<string, string>,
-  code?: ErrorCode,
-  startTime?: string,
-  completionTime?: string,
-  extra: InternalRequestStatus = {},
-): Action {
-  const s: InternalRequestStatus = {
-    ...req.status,
-    ...extra,
-    conditions: finished(req.status?.conditions, reason, { message, ...gen(req) }, o.now),
-    startTime: req.status?.startTime ?? startTime ?? rfc3339(o.now),
-    completionTime: completionTime ?? rfc3339(o.now),
-    ...gen(req),
-  };
-  if (Object.keys(results).length) s.results = results;
-  return { type: 'writeStatus', status: s, event: reason === Reason.Succeeded ? { type: 'Normal', reason, message, success: true } : { type: 'Warning', reason, message }, ...(code ? { code } : {}) };
-}
-
-function gen(req: InternalRequest): { observedGeneration?: number } {
-  return req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {};
-}
-
-/**
- * The ResolutionRequests of one request (by uid): what each reference's
- * resolution says, and the actions to start the missing ones, wait for the
- * pending ones, or remove them all once the decision is made.
- */
-class Resolutions {
-  private readonly mine: ResolutionRequest[];
-  constructor(
-    private readonly o: Observation,
-    uid: string,
-  ) {
-    this.mine = (o.resolutions ?? []).filter((rr) => requestUidOf(rr) === uid);
-  }
-
-  lookup(ref: RemoteRef, req: InternalRequest): Resolution | undefined {
-    const want = resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind));
-    const rr = this.mine.find((x) => x.metadata?.name === want.metadata?.name);
-    return rr ? outcomeOfResolution(rr, this.o.now, this.o.config.resolutionTimeoutMs) : undefined;
-  }
-
-  /** Start what is missing (resolutions, commit checks), show the request as Resolving, and look again by the deadline. */
-  wait(req: InternalRequest, need: RemoteRef[], what: string, checks: CommitCheck[] = []): Action[] {
-    const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind)) }));
-    actions.push(...checks.map((check): Action => ({ type: 'checkCommit', check })));
-    const timeout = this.o.config.resolutionTimeoutMs;
-    let ms = timeout;
-    for (const rr of this.mine) {
-      const r = outcomeOfResolution(rr, this.o.now, timeout);
-      if (r.state === 'pending') ms = Math.min(ms, timeout - r.waitedMs);
-    }
-    const message = `${what}; nothing runs until every reference is checked`;
-    if (!showsPhase(req, Phase.Resolving, message)) actions.push(waiting(req, this.o, Phase.Resolving, message, {}));
-    actions.push({ type: 'requeueAfter', ms: Math.max(250, ms) + 250 });
-    return actions;
-  }
-
-  cleanup(): Action[] {
-    return this.mine.map((rr) => ({ type: 'deleteResolution', resolution: rr, why: 'the request no longer needs it' }));
-  }
-}
-
-function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'resolversRefused'> {
-  return {
-    policy,
-    namespace: policyTenant(o, req.metadata.namespace ?? ''),
-    controllerNamespace: o.namespace,
-    lookup: (ref) => r.lookup(ref, req),
-    ...(o.commits ? { commits: o.commits } : {}),
-    ...(o.resolversRefused ? { resolversRefused: o.resolversRefused } : {}),
-  };
 }
 
 /**
@@ -539,118 +312,3 @@ function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): st
   return v.ok ? undefined : v.message;
 }
 
-function deleteApproval(approval: InternalRequestApproval, why: string): Action {
-  return { type: 'deleteApproval', approval, why };
-}
-
-type Gate =
-  | { state: 'waiting'; actions: Action[] }
-  | { state: 'ended'; actions: Action[] }
-  | { state: 'approved'; record: NonNullable<InternalRequestStatus['approval']> };
-
-/**
- * The approval gate: make the approval object, wait for a decision (until it
- * expires), and accept an approval only if the controller trusts it.
- */
-function approvalGate(o: Observation, req: InternalRequest, grant: Grant, pr: PipelineRun, what: { serviceAccount?: string | undefined; params: Record<string, string> }, existing: InternalRequestApproval | undefined): Gate {
-  const rule = grant.approval.rule;
-  const where = `${grant.rule} of ${o.config.source}`;
-  const kind = kindLabel(o.kind);
-  const ref = `${requestRef(o.remote ?? DEFAULT_REMOTE, req)}${kind ? ` --kind ${kind}` : ''}`;
-  const awaiting = (note: string | undefined, expiresAt: string): Action[] => {
-    const message =
-      `waiting for approval under ${where}: someone allowed to approve it (verb "approve" on rules.appstudio.redhat.com ${JSON.stringify(rule)} in namespace ${JSON.stringify(o.namespace)} of the internal cluster) ` +
-      `runs "kubectl internalrequest approve ${ref}" (or "deny ${ref} --message …") against the internal cluster; without a decision by ${expiresAt} the request is Rejected` +
-      (note ? `. ${note}` : '');
-    if (showsPhase(req, Phase.AwaitingApproval, message)) return [];
-    return [waiting(req, o, Phase.AwaitingApproval, message, {}, { type: 'Normal', reason: Phase.AwaitingApproval, message })];
-  };
-  const until = (expiresAt: string): Action => ({ type: 'requeueAfter', ms: Math.max(1000, Date.parse(expiresAt) - o.now.getTime() + 500) });
-  if (!existing) {
-    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs), kind);
-    const expiresAt = approval.spec.expiresAt!;
-    return { state: 'waiting', actions: [{ type: 'createApproval', approval }, ...awaiting(undefined, expiresAt), until(expiresAt)] };
-  }
-  const expiresAt = existing.spec.expiresAt ?? rfc3339(o.now);
-  const d = existing.status?.decision;
-  const end = (result: string, message: string, by?: string, at?: string): Gate => {
-    const record = { result, rule, ...(by ? { by } : {}), at: at ?? rfc3339(o.now), ...(d?.message ? { message: d.message } : {}) };
-    const w = endWithoutResults(req, Reason.Rejected, message, o.now, 'REQUEST_NOT_APPROVED');
-    w.status.approval = record;
-    return { state: 'ended', actions: [w] };
-  };
-  if (!d) {
-    if (Date.parse(expiresAt) <= o.now.getTime()) {
-      return end('Expired', `not approved within ${formatDuration(grant.approval.timeoutMs)} (by ${expiresAt}), as ${where} requires; create a new request to ask again`);
-    }
-    return { state: 'waiting', actions: [...awaiting(undefined, expiresAt), until(expiresAt)] };
-  }
-  if (d.result === 'Denied') {
-    return end('Denied', `denied by ${JSON.stringify(d.by)} under ${where}${d.message ? `: ${d.message}` : ''}`, d.by, d.at);
-  }
-  const trust = o.approvalTrust;
-  if (!trust || !trust.trusted) {
-    const note = trust ? `An approval by ${JSON.stringify(d.by)} was not accepted: ${trust.why}` : undefined;
-    return { state: 'waiting', actions: [...awaiting(note, expiresAt), until(expiresAt)] };
-  }
-  return { state: 'approved', record: { result: 'Approved', rule, by: d.by, at: d.at ?? rfc3339(o.now), ...(d.message ? { message: d.message } : {}) } };
-}
-
-/**
- * Tekton Chains' part for a finished request's done run (see attestation.ts):
- * adds the relay or the wait to `actions`; says whether the run must stay
- * ('hold'), may go unsigned (why), or may go (undefined).
- */
-function relayChains(o: Observation, req: InternalRequest, pr: PipelineRun, actions: Action[]): 'hold' | { reason: UnsignedReason; why: string } | undefined {
-  const step = chainsStep(o.config, req, pr, o.now);
-  if (!step) return undefined;
-  if (step.relay) actions.push({ type: 'relayAttestation', attestation: step.relay.attestation, event: step.relay.event });
-  if (step.requeueMs !== undefined) actions.push({ type: 'requeueAfter', ms: step.requeueMs });
-  if (!step.removable) return 'hold';
-  return step.unsigned;
-}
-
-/** Tekton Results marks a run it has seen with these, and (with its logs API off) `stored: "true"` once it holds it. */
-const RESULTS_SEEN = [ANNOTATION_RESULTS_RECORD, 'results.tekton.dev/result'];
-
-/** The Results record (and log record) a run carries, when Results follows it. */
-function archiveOf(pr: PipelineRun): { record: string; log?: string } | undefined {
-  const a = pr.metadata.annotations ?? {};
-  const record = a[ANNOTATION_RESULTS_RECORD];
-  if (!record) return undefined;
-  const log = a[ANNOTATION_RESULTS_LOG];
-  return { record, ...(log ? { log } : {}) };
-}
-
-/**
- * The answer to a requester's ask for the logs (a new value of the
- * internal-services.dev/logs annotation): status.logs, once fetched.
- */
-function logsAnswer(o: Observation, req: InternalRequest): Action | undefined {
-  const asked = req.metadata.annotations?.[ANNOTATION_LOGS];
-  if (!asked || !o.logs || req.status?.logs?.request === asked) return undefined;
-  const got = o.logs(req);
-  if (!got) return { type: 'requeueAfter', ms: 500 };
-  return { type: 'writeStatus', status: { ...req.status, logs: { request: asked, source: got.source, at: rfc3339(o.now), truncated: got.truncated, text: got.text } } };
-}
-
-/**
- * Deletes a finished PipelineRun, unless Tekton Results follows it and has
- * not stored it yet: then it waits (bounded by resultsStoreTimeout from the
- * run's completion; after that it is deleted anyway, and the log and the
- * metric internal_services_pipelineruns_pruned_unarchived_total say so).
- * Results follows a run when the controller was given its API
- * (o.archive: asked there) or the watcher annotated the run.
- */
-function removeDone(o: Observation, pr: PipelineRun, why: string): Action {
-  const a = pr.metadata.annotations ?? {};
-  const following = o.archive !== undefined || RESULTS_SEEN.some((k) => k in a);
-  if (!following || a[ANNOTATION_RESULTS_STORED] === 'true') return { type: 'deletePipelineRun', pipelineRun: pr, why };
-  const verdict = o.archive?.(pr);
-  if (verdict?.stored) return { type: 'deletePipelineRun', pipelineRun: pr, why: `${why}; Tekton Results holds it as ${verdict.record}` };
-  const done = Date.parse(pr.status?.completionTime ?? '') || o.now.getTime();
-  const left = done + o.config.resultsStoreTimeoutMs - o.now.getTime();
-  if (left > 0) return { type: 'requeueAfter', ms: Math.min(left, o.archive ? 1500 : 30_000) + 100 };
-  const reason = verdict ? `: ${verdict.why}` : '';
-  return { type: 'deletePipelineRun', pipelineRun: pr, unarchived: true, why: `${why}; Tekton Results had not stored it within ${formatDuration(o.config.resultsStoreTimeoutMs)}${reason}` };
-}

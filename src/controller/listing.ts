@@ -30,7 +30,7 @@ import { describeError, statusCode, type ResourceClient } from '../kube/client.j
 import type { InternalRequest } from '../api/types.js';
 import { requestUidOf } from '../tekton/pipelinerun.js';
 import type { EffectiveConfig } from './config.js';
-import type { Action } from './decide.js';
+import type { Action } from './observation.js';
 import { idempotencyKeyOf } from './idempotency.js';
 
 /** Whether a request may be decided before its kind's cache has the full list (see above). */

@@ -8,7 +8,7 @@ import type { InternalRequest } from '../api/types.js';
 import type { Cluster } from '../kube/client.js';
 import type { InformerObserver } from '../kube/informer.js';
 import type { QueueObserver } from '../kube/queue.js';
-import type { Action } from './decide.js';
+import type { Action } from './observation.js';
 import type { ResultsApi } from './results-archive.js';
 import type { RemoteMode } from './remote.js';
 import type { RequestKind } from './request-kind.js';

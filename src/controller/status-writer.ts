@@ -17,7 +17,8 @@ import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
 import { Phase, phaseOf, Reason } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode } from '../kube/client.js';
-import { endWithoutResults, type EventSpec } from './decide.js';
+import type { EventSpec } from './observation.js';
+import { endWithoutResults } from './status-report.js';
 import type { Attestation } from '../tekton/chains.js';
 import { slimRequest } from './slim.js';
 

@@ -1,0 +1,112 @@
+import { type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
+import type { ErrorCode } from '../errors.js';
+import { type ArchiveVerdict, type FetchedLogs } from './results-archive.js';
+import { type ResolutionRequest } from '../tekton/resolve.js';
+import type { Pipeline, PipelineRun } from '../tekton/types.js';
+import type { EffectiveConfig } from './config.js';
+import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
+import { type CapacityView } from '../policy/capacity.js';
+import { type Earlier } from './idempotency.js';
+import { type CommitAnswer, type CommitCheck } from '../policy/source.js';
+import { type RequestKind } from './request-kind.js';
+import { type UnsignedReason } from './attestation.js';
+import type { Attestation } from '../tekton/chains.js';
+
+
+export interface Observation {
+  /** The controller's namespace on the internal cluster. */
+  namespace: string;
+  /** The remote cluster the request is on (default: DEFAULT_REMOTE). */
+  remote?: string;
+  /**
+   * For a remote that is a kcp workspace: its path (`root:org:team`), which
+   * the configuration's rules name; the remote's own name is its logical
+   * cluster. Rules see the path, identity (keys, capacity, fair turns) the name.
+   */
+  workspace?: string;
+  /** The request's kind (default: the built-in InternalRequest); see request-kind.ts. */
+  kind?: Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'>;
+  /** The request; undefined when it no longer exists on the remote cluster. */
+  request: InternalRequest | undefined;
+  /** PipelineRuns labelled as made for this request key (any uid). */
+  pipelineRuns: PipelineRun[];
+  config: EffectiveConfig;
+  /** The installed Pipeline the request names (spec.request or spec.pipeline.pipelineRef.name) in the controller's namespace; undefined: not found or none named. */
+  pipeline: Pipeline | undefined;
+  /** ResolutionRequests made for this request key (any uid). */
+  resolutions?: ResolutionRequest[];
+  /** InternalRequestApprovals made for this request key (any uid). */
+  approvals?: InternalRequestApproval[];
+  /**
+   * For an approval that holds a decision: whether the controller trusts it
+   * (the admission policy that checks approvers is in force, and the approver
+   * may approve under the rule now), as the controller found out.
+   */
+  approvalTrust?: { trusted: true } | { trusted: false; why: string };
+  /** For a request with an idempotency key: the other requests with that key (see idempotency.ts). */
+  earlier?: Earlier[];
+  /** Running PipelineRuns and waiting requests, when the configuration sets a capacity. */
+  capacity?: CapacityView;
+  /** Tasks installed in the controller's namespace, by name. */
+  tasks?: ReadonlyMap<string, Record<string, unknown>>;
+  /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
+  failedTasks?: string[];
+  /**
+   * When the controller follows Tekton Results (--results-url): whether
+   * Results has stored a finished PipelineRun (see results-archive.ts).
+   * Pruning waits for it, bounded by resultsStoreTimeout.
+   */
+  archive?: (pr: PipelineRun) => ArchiveVerdict;
+  /**
+   * For a request whose internal-services.dev/logs annotation has not been
+   * answered yet: the run's logs, or undefined while they are being fetched.
+   */
+  logs?: (req: InternalRequest) => FetchedLogs | undefined;
+  /**
+   * What the repository said of a commit this request asks for by SHA (see
+   * src/git/commit-checker.ts); undefined: not asked yet. A read, no I/O.
+   */
+  commits?: (check: CommitCheck) => CommitAnswer | undefined;
+  /**
+   * Set when resolver references must be refused (--refuse-resolvers-on-advisory
+   * and a Tekton version with a known advisory, see tekton-version.ts): why.
+   */
+  resolversRefused?: string;
+  now: Date;
+}
+
+export interface EventSpec {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+  /**
+   * A routine success (Running without an approval, Succeeded): the status
+   * already says it, so it is recorded only with `--events all`. Failures,
+   * rejections, approvals and the other notices are recorded by default.
+   */
+  success?: true;
+}
+
+export type Action =
+  | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
+  | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
+  | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
+  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; unsigned?: UnsignedReason; /** Deleted before Tekton Results stored it (its bound ran out). */ unarchived?: true }
+  /** Tekton Chains: add what it signed for the request's PipelineRun (or why nothing) to its status (attestation.ts). */
+  | { type: 'relayAttestation'; attestation: Attestation; event: EventSpec }
+  | { type: 'startResolution'; resolution: ResolutionRequest }
+  /** Look for a commit in its repository (from the refs the rule allows); the key is looked at again when the answer is in. */
+  | { type: 'checkCommit'; check: CommitCheck }
+  | { type: 'createApproval'; approval: InternalRequestApproval }
+  | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
+  | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
+  /** Delete the (finished) request on the remote cluster: ttlSecondsAfterFinished. */
+  | { type: 'deleteRequest'; request: InternalRequest; why: string }
+  /** Look at the request again after this long (a resolution's deadline), whatever else happens. */
+  | { type: 'requeueAfter'; ms: number };
+
+/** The tenant the configuration's rules see: the workspace path on kcp, else the remote, and the namespace. */
+export function policyTenant(o: Observation, namespace: string): string {
+  return tenantOf(o.workspace ?? o.remote ?? DEFAULT_REMOTE, namespace);
+}
+

@@ -1,0 +1,70 @@
+/**
+ * The ResolutionRequests of one request and the graph check's view of them
+ * (what a reference's resolution says, which commit checks and resolutions
+ * to start, which to remove once the request is decided). Pure.
+ */
+import { Phase, showsPhase } from '../api/conditions.js';
+import { type InternalRequest } from '../api/types.js';
+import { requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
+import { type GraphInput, type RemoteRef } from '../tekton/graph.js';
+import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
+import { DEFAULT_REMOTE } from '../policy/tenant.js';
+import { type CommitCheck, type SourcePolicy } from '../policy/source.js';
+import { kindLabel } from './request-kind.js';
+
+import type { Action, Observation } from './observation.js';
+import { policyTenant } from './observation.js';
+import { waiting } from './status-report.js';
+
+/**
+ * The ResolutionRequests of one request (by uid): what each reference's
+ * resolution says, and the actions to start the missing ones, wait for the
+ * pending ones, or remove them all once the decision is made.
+ */
+export class Resolutions {
+  private readonly mine: ResolutionRequest[];
+  constructor(
+    private readonly o: Observation,
+    uid: string,
+  ) {
+    this.mine = (o.resolutions ?? []).filter((rr) => requestUidOf(rr) === uid);
+  }
+
+  lookup(ref: RemoteRef, req: InternalRequest): Resolution | undefined {
+    const want = resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind));
+    const rr = this.mine.find((x) => x.metadata?.name === want.metadata?.name);
+    return rr ? outcomeOfResolution(rr, this.o.now, this.o.config.resolutionTimeoutMs) : undefined;
+  }
+
+  /** Start what is missing (resolutions, commit checks), show the request as Resolving, and look again by the deadline. */
+  wait(req: InternalRequest, need: RemoteRef[], what: string, checks: CommitCheck[] = []): Action[] {
+    const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind)) }));
+    actions.push(...checks.map((check): Action => ({ type: 'checkCommit', check })));
+    const timeout = this.o.config.resolutionTimeoutMs;
+    let ms = timeout;
+    for (const rr of this.mine) {
+      const r = outcomeOfResolution(rr, this.o.now, timeout);
+      if (r.state === 'pending') ms = Math.min(ms, timeout - r.waitedMs);
+    }
+    const message = `${what}; nothing runs until every reference is checked`;
+    if (!showsPhase(req, Phase.Resolving, message)) actions.push(waiting(req, this.o, Phase.Resolving, message, {}));
+    actions.push({ type: 'requeueAfter', ms: Math.max(250, ms) + 250 });
+    return actions;
+  }
+
+  cleanup(): Action[] {
+    return this.mine.map((rr) => ({ type: 'deleteResolution', resolution: rr, why: 'the request no longer needs it' }));
+  }
+}
+
+export function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'resolversRefused'> {
+  return {
+    policy,
+    namespace: policyTenant(o, req.metadata.namespace ?? ''),
+    controllerNamespace: o.namespace,
+    lookup: (ref) => r.lookup(ref, req),
+    ...(o.commits ? { commits: o.commits } : {}),
+    ...(o.resolversRefused ? { resolversRefused: o.resolversRefused } : {}),
+  };
+}
+

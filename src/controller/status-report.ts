@@ -1,0 +1,94 @@
+/**
+ * The request's status, built in one place: every status decide() writes,
+ * and the ones the shell writes when a cluster refuses what was planned
+ * (endWithoutResults), go through these builders, so conditions[0] — the
+ * requester's contract: Unknown/Running until a terminal reason — and the
+ * Progressing condition are set the same way everywhere (the role of
+ * cert-manager's reporter). Pure: the time is an argument.
+ */
+import { finished, inProgress, Phase, Reason, rfc3339, type Outcome } from '../api/conditions.js';
+import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
+import type { ErrorCode } from '../errors.js';
+import { pipelineStatusOf } from '../tekton/pipelinerun.js';
+import type { PipelineRun } from '../tekton/types.js';
+
+import type { Action, EventSpec, Observation } from './observation.js';
+
+export function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, approval?: InternalRequestStatus['approval']): Action {
+  const pipeline = pipelineStatusOf(pr);
+  const { followed: _stale, ...previous } = req.status ?? {}; // it followed a request that then failed: it runs itself now
+  const status: InternalRequestStatus = {
+    ...previous,
+    ...(approval ? { approval } : {}),
+    ...(pipeline ? { pipeline } : {}),
+    conditions: inProgress(req.status?.conditions, Phase.Running, { message: runningMessage(ref), ...gen(req) }, o.now),
+    startTime: req.status?.startTime ?? rfc3339(o.now),
+    pipelineRun: ref,
+    ...gen(req),
+  };
+  const approvedBy = approval?.by ? `, approved by ${JSON.stringify(approval.by)} under rule ${JSON.stringify(approval.rule ?? '')}${approval.message ? `: ${approval.message}` : ''}` : '';
+  return { type: 'writeStatus', status, event: { type: 'Normal', reason: Reason.Running, message: `PipelineRun ${ref} created on the internal cluster${approvedBy}`, ...(approvedBy ? {} : { success: true as const }) } };
+}
+
+export function runningMessage(ref: string): string {
+  return `PipelineRun ${ref} is running`;
+}
+
+/**
+ * An unfinished request waits in `phase`: Succeeded stays Unknown/Running
+ * (the requester's contract), the phase and its message go into Progressing
+ * and into both messages.
+ */
+export function waiting(req: InternalRequest, o: Observation, phase: Phase, message: string, extra: InternalRequestStatus, event?: EventSpec): Action & { type: 'writeStatus' } {
+  const status: InternalRequestStatus = { ...req.status, ...extra, conditions: inProgress(req.status?.conditions, phase, { message, ...gen(req) }, o.now), ...gen(req) };
+  return { type: 'writeStatus', status, ...(event ? { event } : {}) };
+}
+
+export function reject(req: InternalRequest, o: Observation, message: string, code: ErrorCode): Action {
+  return endWithoutResults(req, Reason.Rejected, message, o.now, code);
+}
+
+/**
+ * The request ends unsuccessfully (Rejected, or Failed), with no results:
+ * also used by the controller when the clusters refuse what decide() planned
+ * (a PipelineRun the internal cluster will not store, results the remote one
+ * will not).
+ */
+export function endWithoutResults(req: InternalRequest, reason: typeof Reason.Failed | typeof Reason.Rejected, message: string, now: Date, code: ErrorCode): Action & { type: 'writeStatus' } {
+  const status: InternalRequestStatus = {
+    ...req.status,
+    conditions: finished(req.status?.conditions, reason, { message, ...gen(req) }, now),
+    completionTime: rfc3339(now),
+    ...gen(req),
+  };
+  delete status.results;
+  return { type: 'writeStatus', status, event: { type: 'Warning', reason, message }, code };
+}
+
+export function finish(
+  req: InternalRequest,
+  o: Observation,
+  reason: Outcome,
+  message: string,
+  results: Record<string, string>,
+  code?: ErrorCode,
+  startTime?: string,
+  completionTime?: string,
+  extra: InternalRequestStatus = {},
+): Action {
+  const s: InternalRequestStatus = {
+    ...req.status,
+    ...extra,
+    conditions: finished(req.status?.conditions, reason, { message, ...gen(req) }, o.now),
+    startTime: req.status?.startTime ?? startTime ?? rfc3339(o.now),
+    completionTime: completionTime ?? rfc3339(o.now),
+    ...gen(req),
+  };
+  if (Object.keys(results).length) s.results = results;
+  return { type: 'writeStatus', status: s, event: reason === Reason.Succeeded ? { type: 'Normal', reason, message, success: true } : { type: 'Warning', reason, message }, ...(code ? { code } : {}) };
+}
+
+export function gen(req: InternalRequest): { observedGeneration?: number } {
+  return req.metadata.generation !== undefined ? { observedGeneration: req.metadata.generation } : {};
+}
+
