@@ -26,27 +26,24 @@ import { checkKinds, INTERNAL_REQUEST_KIND, type RequestKind } from './request-k
 import { tenantOfKey } from '../api/request-key.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { WorkQueue } from '../kube/queue.js';
-import { LABEL_REQUEST_UID, outcomeOf, pipelineRunName, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { pipelineRunName, requestKeyOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
 import { ConfigSource } from './config-source.js';
-import { failedTasksOf } from './failed-tasks.js';
 import { idempotencyKeyOf } from './idempotency.js';
-import { installedPipelineName } from './requested.js';
 import { internalCaches } from './internal-caches.js';
-import { decide, type Action, type Observation } from './decide.js';
+import { decide } from './decide.js';
 import { StatusWriter } from './status-writer.js';
 import { Executor } from './executor.js';
 import { Admission } from './admission.js';
 import { RunIndex } from './run-index.js';
 import { KubeconfigRemote, RemoteSet } from './remotes.js';
-import { earlierOf, KeyLocks } from './followers.js';
+import { KeyLocks } from './followers.js';
 import { RequestDefinitions } from './definitions.js';
 import * as views from './views.js';
 import { ANNOTATION_LOGS, fetchRunLogs, LogRelay, ResultsArchive } from './results-archive.js';
-import { FinishedRequest } from './slim.js';
-import { confirmingRead, decidableWhileListing, removesForAnother, worthALook } from './listing.js';
+import { confirmingRead, worthALook } from './listing.js';
 
 export { EVENTS_MODES, eventWanted, type EventsMode } from './status-writer.js';
 export type { ControllerMetrics, ControllerOptions } from './options.js';
@@ -54,13 +51,8 @@ import type { ControllerOptions } from './options.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitChecker } from '../git/commit-checker.js';
-import { resolverRefusal } from './tekton-version.js';
-import type { CommitCheck } from '../policy/source.js';
-
-/** Whether a plan acts on the request's spec: runs it, asks an approver about it, or ends it. */
-function actsOnSpec(actions: readonly Action[]): boolean {
-  return actions.some((a) => a.type === 'createPipelineRun' || a.type === 'createApproval' || (a.type === 'writeStatus' && a.status.conditions?.[0]?.status !== 'Unknown'));
-}
+import { liveReadFor, type LiveReads, type Seen } from './live-reads.js';
+import { observe } from './observe.js';
 
 /** A requester's ask for the logs (the internal-services.dev/logs annotation) not answered yet. */
 function logsAsked(req: InternalRequest): boolean {
@@ -127,7 +119,7 @@ export class Controller {
     checkKinds(kinds);
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
 
-    this.writer = new StatusWriter({ log: this.log, now: this.now, metrics: opts.metrics, events: opts.events, onConflict: (key, fresh, attempt) => this.reconcileOne(key, fresh, attempt) });
+    this.writer = new StatusWriter({ log: this.log, now: this.now, metrics: opts.metrics, events: opts.events, requeue: (key) => this.queue.add(key) });
     this.admission = new Admission({
       pipelineRuns: () => this.runs.all(),
       pipelineRunsSynced: () => this.pipelineRuns.synced,
@@ -150,6 +142,8 @@ export class Controller {
       deletedUnsigned: (reason, remote) => m.deletedUnsigned?.(reason, remote),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
       checkCommit: (key, owner, check) => this.commitChecker.start(owner, check, () => this.queue.add(key)),
+      askArchive: (key, pr) => this.archive?.ask(pr, () => this.queue.add(key)),
+      fetchLogs: (key, owner, asked, pipelineRun, archivedLog) => this.logRelay.start(owner, asked, pipelineRun, archivedLog, () => this.queue.add(key)),
     });
     this.remotes = new RemoteSet(
       {
@@ -419,24 +413,36 @@ export class Controller {
     return this.writer.current(key, this.remotes.cached(key));
   }
 
-  /** Reconciles one request key. Exported for tests through the class. */
-  async reconcile(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
-    const request = fresh ?? this.currentRequest(key);
-    if (!this.admission.capped || !request || isFinished(request) || request.status?.pipelineRun) return this.reconcileNow(key, fresh, attempt);
-    return this.admission.serialize(() => this.reconcileNow(key, fresh, attempt));
+  /**
+   * Reconciles one request key (what the workers call). `observed`: a copy
+   * of the request to decide on instead of the cache's, as if read fresh
+   * (tests use it to decide on a stale copy).
+   */
+  async reconcile(key: string, observed?: InternalRequest): Promise<void> {
+    const request = observed ?? this.currentRequest(key);
+    if (!this.admission.capped || !request || isFinished(request) || request.status?.pipelineRun) return this.reconcileNow(key, observed);
+    return this.admission.serialize(() => this.reconcileNow(key, observed));
   }
 
   /** Decisions about requests with the same idempotency key, one at a time (two workers must not both start one). */
-  private async reconcileNow(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
-    const req = fresh ?? this.currentRequest(key);
+  private async reconcileNow(key: string, observed?: InternalRequest): Promise<void> {
+    const req = observed ?? this.currentRequest(key);
     const idem = req && !isFinished(req) ? idempotencyKeyOf(req) : undefined;
-    if (!idem) return this.reconcileOne(key, fresh, attempt);
+    if (!idem) return this.reconcileOne(key, observed);
     const k = splitKey(key);
-    return this.keyLocks.run(`${k.remote}/${req!.metadata.namespace}/${idem}${k.kind ? `/${k.kind}` : ''}`, () => this.reconcileOne(key, fresh, attempt));
+    return this.keyLocks.run(`${k.remote}/${req!.metadata.namespace}/${idem}${k.kind ? `/${k.kind}` : ''}`, () => this.reconcileOne(key, observed));
   }
 
-  /** Observe, decide(), act: one request key. */
-  private async reconcileOne(key: string, fresh?: InternalRequest, attempt = 0): Promise<void> {
+  /**
+   * Observe, decide(), act: one request key, in that order. Some answers of
+   * a cache are confirmed against the cluster before they are acted on
+   * (reads, below); each is made at most once, and then the key is observed
+   * and decided again in the same loop. Nothing here is entered twice: a
+   * conflicting status write requeues the key (status-writer.ts), a need
+   * (a resolution, a commit check, Results, logs) is started by the
+   * executor and brings the key back when it is in.
+   */
+  private async reconcileOne(key: string, observed?: InternalRequest): Promise<void> {
     // A remote that is not served (removed, or not added yet): nothing of it
     // is decided, no PipelineRun of it swept.
     const remote = this.remotes.served(key);
@@ -452,94 +458,81 @@ export class Controller {
       this.queue.addAfter(key, UNREACHABLE_RETRY_MS);
       return;
     }
-    const request = fresh ?? this.currentRequest(key);
-    const ns = this.opts.namespace;
-    const config = this.config();
-    // Before the kind's full list is in, only what needs no history is decided
-    // (listing.ts); the full list's arrival brings every key back.
-    if (!kind.requests.synced && !decidableWhileListing(request, config)) return;
-    let prs = this.runs.forRequest(key);
-    const uid = request?.metadata.uid;
-    const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
-    const needPipeline = request && !isFinished(request) && !ours;
-    const pipelineName = installedPipelineName(request?.spec);
-    let pipeline = needPipeline && pipelineName ? this.pipelines.get(`${ns}/${pipelineName}`) : undefined;
-    let failedTasks: string[] | undefined;
-    if (request && ours && !isFinished(request)) {
-      const out = outcomeOf(ours);
-      if (out.done && !out.succeeded) failedTasks = await failedTasksOf(this.taskRunClient, ns, ours, this.log);
-    }
-    const resolutions = [...this.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
-    const earlier = needPipeline && request && idempotencyKeyOf(request) ? await earlierOf(this.followerSources, { name: remote.name, client: kind.client, kind: kind.kind }, request) : undefined;
-    const approvals = [...this.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
-    const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
-    const approvalTrustNow = needPipeline && decided ? await this.trust.check(decided) : undefined;
-    const tasks = needPipeline ? new Map([...this.tasks.list()].map((t) => [t.metadata.name ?? '', t as unknown as Record<string, unknown>])) : undefined;
-    const tekton = this.opts.tektonVersion?.();
-    const refused = needPipeline && tekton ? resolverRefusal(tekton, { refuseResolversOnAdvisory: this.opts.refuseResolversOnAdvisory === true }) : undefined;
-    const observe = (): Observation => ({
-      namespace: ns,
-      remote: remote.name,
-      ...(kind.kind.builtIn ? {} : { kind: kind.kind }),
-      ...(remote.workspace ? { workspace: remote.workspace } : {}),
-      request,
-      pipelineRuns: prs,
-      config,
-      pipeline,
-      now: this.now(),
-      resolutions,
-      approvals,
-      ...(earlier ? { earlier } : {}),
-      ...(needPipeline && (config.capacity.maxRunning !== undefined || config.capacity.maxRunningPerNamespace !== undefined) ? { capacity: this.admission.view() } : {}),
-      ...(approvalTrustNow ? { approvalTrust: approvalTrustNow } : {}),
-      ...(tasks ? { tasks } : {}),
-      ...(failedTasks ? { failedTasks } : {}),
-      ...(this.archive ? { archive: (pr: PipelineRun) => this.archive!.verdict(pr) } : {}),
-      ...(uid ? { commits: (check: CommitCheck) => this.commitChecker.answer(uid, check) } : {}),
-      ...(refused ? { resolversRefused: refused } : {}),
-      logs: (req: InternalRequest) =>
-        this.logRelay.answer(req.metadata.uid ?? '', req.metadata.annotations?.[ANNOTATION_LOGS] ?? '', req.status?.pipelineRun ?? `${ns}/${pipelineRunName(req.metadata.uid ?? '')}`, req.status?.archive?.log),
-    });
-    let actions: Action[] = decide(observe());
-
-    // A typed kind's request is decided again on a fresh read before its
-    // spec is acted on (a run, an approval, an outcome): a watch opened under
-    // an older CRD of the kind serves its objects pruned by the older schema
-    // (a field added since is missing); a read is served under the CRD of now.
-    // A finished request is cached in brief (slim.ts): a status write for it
-    // (Results' record, logs a requester asked for) starts from a fresh read.
-    const brief = request !== undefined && request instanceof FinishedRequest && actions.some((a) => a.type === 'writeStatus');
-    if (request && !fresh && ((!kind.kind.builtIn && actsOnSpec(actions)) || brief)) {
-      const got = await kind.client.tryGet(request.metadata.namespace ?? '', request.metadata.name ?? '');
-      if (!got || got.metadata.uid !== uid) return; // gone or replaced: its delete event brings the key back
-      return this.reconcileOne(key, kind.kind.toRequest(got as never), attempt);
-    }
-
-    // Negative answers from a cache are checked against the cluster before
-    // they become a requester-visible outcome, or remove what was made for a
-    // request the cache does not show (it may be behind: listing.ts).
-    if (!fresh && removesForAnother(actions, uid)) {
-      const k = splitKey(key);
-      const got = await confirmingRead(kind.client, this.log, key, k.namespace, k.name);
-      if (got && got.metadata.uid !== uid) return this.reconcileOne(key, kind.kind.toRequest(got as never), attempt);
-    }
-    const status = actions.find((a) => a.type === 'writeStatus');
-    if (status?.type === 'writeStatus' && status.code === 'REQUEST_PIPELINE_NOT_FOUND' && request && pipelineName) {
-      pipeline = await this.pipelineClient.tryGet(ns, pipelineName);
-      if (pipeline) actions = decide(observe());
-    } else if (status?.type === 'writeStatus' && status.code === 'PIPELINERUN_MISSING' && uid) {
-      const live = await this.executor.prClient.tryGet(ns, pipelineRunName(uid));
-      if (live) {
-        prs = [...prs, live];
-        actions = decide(observe());
+    const conflicted = this.writer.conflicted(key);
+    const attempt = conflicted?.attempt ?? 0;
+    const reads: LiveReads = { request: conflicted || observed ? 'read' : undefined };
+    let request = observed ?? this.currentRequest(key);
+    for (;;) {
+      const seen = await this.observe(key, remote, kind, request, reads);
+      if (!seen) return;
+      const actions = decide(seen.observation);
+      const read = liveReadFor(actions, seen, reads, kind.kind.builtIn);
+      if (read === 'request' || read === 'confirm') {
+        // A typed kind's request is decided again on a fresh read before
+        // its spec is acted on (a run, an approval, an outcome): a watch
+        // opened under an older CRD of the kind serves its objects pruned by
+        // the older schema; a read is served under the CRD of now. A
+        // finished request is cached in brief (slim.ts): a status write for
+        // it starts from a fresh read. And a negative answer of the cache is
+        // confirmed before it removes what was made for a request the cache
+        // does not show (it may be behind: listing.ts).
+        const k = splitKey(key);
+        const got = read === 'request' ? await kind.client.tryGet(k.namespace, k.name) : await confirmingRead(kind.client, this.log, key, k.namespace, k.name);
+        reads.request = 'read';
+        if (read === 'request' && (!got || got.metadata.uid !== request?.metadata.uid)) return; // gone or replaced: its delete event brings the key back
+        if (got && got.metadata.uid !== request?.metadata.uid) {
+          request = kind.kind.toRequest(got as never);
+          continue;
+        }
+        if (read === 'request') {
+          request = kind.kind.toRequest(got as never);
+          continue;
+        }
+      } else if (read === 'pipeline') {
+        reads.pipeline = (await this.pipelineClient.tryGet(this.opts.namespace, seen.pipelineName!)) ?? null;
+        if (reads.pipeline) continue;
+      } else if (read === 'pipelineRun') {
+        reads.pipelineRun = (await this.executor.prClient.tryGet(this.opts.namespace, pipelineRunName(seen.uid!))) ?? null;
+        if (reads.pipelineRun) continue;
       }
+      for (const action of actions) {
+        const ok = await this.executor.act(remote, key, request, action, attempt);
+        this.opts.metrics?.acted?.(action.type, ok);
+        if (!ok) return;
+      }
+      return;
     }
+  }
 
-    for (const action of actions) {
-      const ok = await this.executor.act(remote, key, request, action, attempt);
-      this.opts.metrics?.acted?.(action.type, ok);
-      if (!ok) return;
-    }
+  /** What the observation step reads (observe.ts). */
+  private observe(key: string, remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>, request: InternalRequest | undefined, reads: LiveReads): Promise<Seen | undefined> {
+    return observe(
+      {
+        namespace: this.opts.namespace,
+        config: () => this.config(),
+        now: this.now,
+        log: this.log,
+        runs: this.runs,
+        pipelines: this.pipelines,
+        tasks: this.tasks,
+        resolutions: this.resolutions,
+        approvals: this.approvals,
+        taskRuns: this.taskRunClient,
+        trust: this.trust,
+        followers: this.followerSources,
+        capacity: () => this.admission.view(),
+        ...(this.archive ? { archive: this.archive } : {}),
+        logs: this.logRelay,
+        commits: this.commitChecker,
+        ...(this.opts.tektonVersion ? { tektonVersion: this.opts.tektonVersion } : {}),
+        refuseResolversOnAdvisory: this.opts.refuseResolversOnAdvisory === true,
+      },
+      key,
+      remote,
+      kind,
+      request,
+      reads,
+    );
   }
 
   private readonly followerSources = {

@@ -52,7 +52,7 @@ export function decide(o: Observation): Action[] {
       if (!out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: gone });
       continue;
     }
-    if (!o.config.debug) actions.push(removeDone(o, pr, gone));
+    if (!o.config.debug) actions.push(...removeDone(o, pr, gone));
   }
   for (const rr of o.resolutions ?? []) {
     if (!uid || requestUidOf(rr) !== uid) actions.push({ type: 'deleteResolution', resolution: rr, why: gone });
@@ -69,7 +69,7 @@ export function decide(o: Observation): Action[] {
   //    cleaned up (e.g. after a restart between the status write and the delete).
   if (isFinished(req)) {
     const answer = logsAnswer(o, req);
-    if (answer) return [...actions, answer];
+    if (answer) return [...actions, ...answer];
     // With Tekton Chains, what it signed is relayed first; the run stays until then.
     const chains = ours && outcomeOf(ours).done ? relayChains(o, req, ours, actions) : undefined;
     if (ours && outcomeOf(ours).done && !o.config.debug && chains !== 'hold') {
@@ -81,7 +81,7 @@ export function decide(o: Observation): Action[] {
         return [...actions, { type: 'writeStatus', status: { ...req.status, archive: rec } }];
       }
       const del = removeDone(o, ours, chains ? `the request is finished; ${chains.why}` : 'the request is finished');
-      actions.push(chains && del.type === 'deletePipelineRun' ? { ...del, unsigned: chains.reason } : del);
+      actions.push(...del.map((d): Action => (chains && d.type === 'deletePipelineRun' ? { ...d, unsigned: chains.reason } : d)));
     }
     actions.push(...new Resolutions(o, uid).cleanup(), ...(o.approvals ?? []).map((a) => deleteApproval(a, 'the request is finished')));
     // Finished requests go after ttlSecondsAfterFinished, when set (in debug
@@ -264,7 +264,7 @@ export function decide(o: Observation): Action[] {
       actions.push(running(req, o, ref, ours));
     } else {
       const answer = logsAnswer(o, req);
-      if (answer) actions.push(answer);
+      if (answer) actions.push(...answer);
     }
     actions.push(...new Resolutions(o, uid).cleanup());
     return actions;
@@ -288,11 +288,10 @@ export function decide(o: Observation): Action[] {
   }
   // 9. Then the PipelineRun is removed, unless debugging (with Tekton Chains:
   //    once the request is finished, after the relay in 1.).
-  if (!o.config.debug && !o.config.chains.enabled) actions.push(removeDone(o, ours, 'it finished and its outcome was recorded'));
+  if (!o.config.debug && !o.config.chains.enabled) actions.push(...removeDone(o, ours, 'it finished and its outcome was recorded'));
   return actions;
 }
 
-/** The tenant the configuration's rules see: `workspace-path/namespace` for a kcp workspace, `remote/namespace` otherwise. */
 /** The request's kind: the built-in InternalRequest unless the observation names another. */
 function kindOf(o: Observation): Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'> {
   return o.kind ?? INTERNAL_REQUEST_KIND;

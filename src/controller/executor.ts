@@ -36,6 +36,10 @@ export interface ExecutorOptions {
   requeueAfter(key: string, ms: number): void;
   /** Start looking for a commit in its repository for a request (owner: its uid); the key comes back with the answer. */
   checkCommit(key: string, owner: string, check: CommitCheck): void;
+  /** Ask Tekton Results whether it stored a finished run; the key comes back with the answer. */
+  askArchive?(key: string, pipelineRun: PipelineRun): void;
+  /** Fetch the logs a requester asked for (owner: the request's uid); the key comes back with them. */
+  fetchLogs?(key: string, owner: string, asked: string, pipelineRun: string, archivedLog: string | undefined): void;
 }
 
 export class Executor {
@@ -135,6 +139,13 @@ export class Executor {
       }
       case 'requeueAfter':
         this.opts.requeueAfter(key, action.ms);
+        return true;
+      case 'askArchive':
+        this.opts.askArchive?.(key, action.pipelineRun);
+        return true;
+      case 'fetchLogs':
+        if (!request?.metadata.uid) return false;
+        this.opts.fetchLogs?.(key, request.metadata.uid, action.asked, action.pipelineRun, action.archivedLog);
         return true;
       case 'checkCommit':
         if (!request?.metadata.uid) return false;

@@ -1,6 +1,6 @@
 import { type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
-import { type ArchiveVerdict, type FetchedLogs } from './results-archive.js';
+import { type ArchiveVerdict, type FetchedLogs } from './archive-names.js';
 import { type ResolutionRequest } from '../tekton/resolve.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
@@ -52,16 +52,18 @@ export interface Observation {
   /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
   failedTasks?: string[];
   /**
-   * When the controller follows Tekton Results (--results-url): whether
-   * Results has stored a finished PipelineRun (see results-archive.ts).
-   * Pruning waits for it, bounded by resultsStoreTimeout.
+   * When the controller follows Tekton Results (--results-url): what it knows
+   * of whether Results has stored each finished PipelineRun, by the run's
+   * uid (absent: not asked yet). Pruning waits for it, bounded by
+   * resultsStoreTimeout; an unknown or stale verdict is a need (askArchive).
    */
-  archive?: (pr: PipelineRun) => ArchiveVerdict;
+  archive?: ReadonlyMap<string, ArchiveVerdict>;
   /**
    * For a request whose internal-services.dev/logs annotation has not been
-   * answered yet: the run's logs, or undefined while they are being fetched.
+   * answered yet: the run's logs once fetched, 'fetching' while they are;
+   * undefined: not asked yet (a need: fetchLogs).
    */
-  logs?: (req: InternalRequest) => FetchedLogs | undefined;
+  logs?: FetchedLogs | 'fetching';
   /**
    * What the repository said of a commit this request asks for by SHA (see
    * src/git/commit-checker.ts); undefined: not asked yet. A read, no I/O.
@@ -102,6 +104,10 @@ export type Action =
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
   /** Delete the (finished) request on the remote cluster: ttlSecondsAfterFinished. */
   | { type: 'deleteRequest'; request: InternalRequest; why: string }
+  /** Ask Tekton Results (again) whether it stored this finished run; the key comes back with the answer. */
+  | { type: 'askArchive'; pipelineRun: PipelineRun }
+  /** Fetch the logs a requester asked for (the value of the annotation); the key comes back with them. */
+  | { type: 'fetchLogs'; asked: string; pipelineRun: string; archivedLog?: string }
   /** Look at the request again after this long (a resolution's deadline), whatever else happens. */
   | { type: 'requeueAfter'; ms: number };
 

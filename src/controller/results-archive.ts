@@ -21,15 +21,9 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { describeError, statusCode } from '../kube/client.js';
 import type { PipelineRun, TaskRun } from '../tekton/types.js';
 
-export const ANNOTATION_RESULTS_RECORD = 'results.tekton.dev/record';
-export const ANNOTATION_RESULTS_LOG = 'results.tekton.dev/log';
-export const ANNOTATION_RESULTS_STORED = 'results.tekton.dev/stored';
-/** Set by a requester (any new value) to ask for the run's logs in status.logs. */
-export const ANNOTATION_LOGS = 'internal-services.dev/logs';
-/** status.logs.text holds at most this many bytes: the end of the logs. */
-export const MAX_LOG_BYTES = 60_000;
+import { ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, MAX_LOG_BYTES, type ArchiveVerdict, type FetchedLogs } from './archive-names.js';
 
-export type ArchiveVerdict = { stored: true; record: string; log?: string } | { stored: false; why: string };
+export { ANNOTATION_LOGS, ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, ANNOTATION_RESULTS_STORED, MAX_LOG_BYTES, type ArchiveVerdict, type FetchedLogs } from './archive-names.js';
 
 export interface ResultsApiOptions {
   /** e.g. https://tekton-results-api-service.tekton-pipelines.svc:8080 */
@@ -130,18 +124,26 @@ export class ResultsArchive {
     this.refreshMs = opts.refreshMs ?? 1000;
   }
 
-  /** What is known now about `pr`; starts a check when nothing recent is. */
-  verdict(pr: PipelineRun, now = Date.now()): ArchiveVerdict {
+  /** What is known now about `pr` (no I/O): a verdict, or undefined when Results was not asked yet. */
+  known(pr: PipelineRun): ArchiveVerdict | undefined {
+    const e = this.entries.get(pr.metadata.uid ?? '');
+    return e && e.at > 0 ? e.verdict : undefined;
+  }
+
+  /** Asks Results about `pr` unless it is known stored, being asked, or was asked within refreshMs; `done` once the answer is in. */
+  ask(pr: PipelineRun, done: () => void = () => {}, now = Date.now()): void {
     const uid = pr.metadata.uid ?? '';
     let e = this.entries.get(uid);
     if (!e) {
       e = { verdict: { stored: false, why: 'not yet asked Tekton Results' }, at: 0, asking: false };
       this.entries.set(uid, e);
     }
-    if (!e.verdict.stored && !e.asking && now - e.at >= this.refreshMs) {
-      const entry = e;
-      entry.asking = true;
-      void this.api.verdict(pr).then(
+    if (e.verdict.stored || e.asking || now - e.at < this.refreshMs) return;
+    const entry = e;
+    entry.asking = true;
+    void this.api
+      .verdict(pr)
+      .then(
         (v) => {
           entry.verdict = v;
         },
@@ -149,13 +151,17 @@ export class ResultsArchive {
           entry.verdict = { stored: false, why: (err as Error).message };
           this.log.warn({ pipelineRun: pr.metadata.name, err: (err as Error).message }, 'cannot ask Tekton Results whether it stored a PipelineRun');
         },
-      ).finally(() => {
+      )
+      .finally(() => {
         entry.at = Date.now();
         entry.asking = false;
+        try {
+          done();
+        } catch {
+          // Only enqueues a key.
+        }
       });
-    }
     this.sweep(now);
-    return e.verdict;
   }
 
   /** How many finished PipelineRuns are waiting for Results (asked about within the last minute, not stored). */
@@ -174,11 +180,6 @@ export class ResultsArchive {
 }
 
 /** What a requester gets in status.logs. */
-export interface FetchedLogs {
-  source: 'PipelineRun' | 'TektonResults' | 'None';
-  text: string;
-  truncated: boolean;
-}
 
 /** Keeps the end of `text` within MAX_LOG_BYTES (whole lines where possible). */
 export function tail(text: string, max = MAX_LOG_BYTES): { text: string; truncated: boolean } {
@@ -253,22 +254,34 @@ export class LogRelay {
 
   constructor(private readonly fetch: (pipelineRun: string | undefined, archivedLog: string | undefined) => Promise<FetchedLogs>) {}
 
-  /** The answer to `asked` for the request, or undefined while it is fetched (the fetch starts on the first call). */
-  answer(uid: string, asked: string, pipelineRun: string | undefined, archivedLog: string | undefined, now = Date.now()): FetchedLogs | undefined {
+  /** What is known of the answer to `asked` for the request: the logs, 'fetching', or undefined (not asked: start() it). No I/O. */
+  known(uid: string, asked: string): FetchedLogs | 'fetching' | undefined {
+    const e = this.asks.get(`${uid}\n${asked}`);
+    return e ? (e.got ?? 'fetching') : undefined;
+  }
+
+  /** Starts fetching the logs for `asked` unless it is under way or done; `done` is called once they are in. */
+  start(uid: string, asked: string, pipelineRun: string | undefined, archivedLog: string | undefined, done: () => void = () => {}, now = Date.now()): void {
     const id = `${uid}\n${asked}`;
-    const known = this.asks.get(id);
-    if (known) return known.got;
+    if (this.asks.has(id)) return;
     const entry: { at: number; got?: FetchedLogs } = { at: now };
     this.asks.set(id, entry);
-    void this.fetch(pipelineRun, archivedLog).then(
-      (got) => {
-        entry.got = got;
-      },
-      (e: unknown) => {
-        entry.got = { source: 'None', text: `The logs could not be read: ${(e as Error).message}`, truncated: false };
-      },
-    );
+    void this.fetch(pipelineRun, archivedLog)
+      .then(
+        (got) => {
+          entry.got = got;
+        },
+        (e: unknown) => {
+          entry.got = { source: 'None', text: `The logs could not be read: ${(e as Error).message}`, truncated: false };
+        },
+      )
+      .finally(() => {
+        try {
+          done();
+        } catch {
+          // Only enqueues a key.
+        }
+      });
     for (const [k, v] of this.asks) if (now - v.at > 60_000) this.asks.delete(k);
-    return undefined;
   }
 }

@@ -6,7 +6,7 @@
  * dropped, and what is left is kept small (see `slimRequest`), because with
  * a long history in view finished requests are most of the process's memory.
  */
-import { ANNOTATION_LOGS } from './results-archive.js';
+import { ANNOTATION_LOGS } from './archive-names.js';
 import { FINISHED, isFinished, rfc3339, succeededCondition, SUCCEEDED } from '../api/conditions.js';
 import type { Condition, InternalRequest, ObjectMeta } from '../api/types.js';
 import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, LABEL_IDEMPOTENCY_KEY, specHash } from './idempotency.js';

@@ -4,7 +4,9 @@
  * - compare before write: a status equal to the one the request has is not written;
  * - the write is a PUT on the status subresource, conditional on the
  *   resourceVersion the decision was made on; on a conflict the request is
- *   read fresh and handed back (onConflict) to be decided again;
+ *   read fresh, kept (current() answers with it until the cache shows as
+ *   new a copy) and its key requeued: it is decided again by the next
+ *   reconcile of the key, never by a call back into the one that wrote;
  * - results that the remote cluster refuses (too large, invalid): the outcome
  *   is written without them rather than retried for ever;
  * - after a write: the object written is remembered until the cache catches
@@ -75,12 +77,14 @@ export interface StatusWriterOptions {
   now: () => Date;
   metrics?: StatusMetrics | undefined;
   events?: EventsMode | undefined;
-  /** A write conflicted (409): decide again on this fresh read, as attempt number `attempt`. */
-  onConflict(key: string, fresh: InternalRequest, attempt: number): Promise<void>;
+  /** A write conflicted (409): the request was read fresh (see conflicted()); look at the key again. */
+  requeue(key: string): void;
 }
 
 /** How long a write of ours is remembered at most, for a cache that does not show its request (see current()). */
 const WRITTEN_KEPT_MS = 10 * 60_000;
+/** How long a fresh read after a conflict is kept for the next reconcile of its key. */
+const CONFLICT_KEPT_MS = 60_000;
 
 /** Whether the cached copy (resourceVersion `cached`) is not newer than the one we wrote over (`basedOn`), given the one we wrote (`ours`). */
 function notNewer(cached: string | undefined, basedOn: string, ours: string | undefined): boolean {
@@ -93,6 +97,8 @@ function notNewer(cached: string | undefined, basedOn: string, ours: string | un
 export class StatusWriter {
   /** Requests whose status we wrote, until the informer catches up: key -> object we wrote over, result, and when. */
   private readonly written = new Map<string, { basedOn: string; obj: InternalRequest; at: number }>();
+  /** Requests whose write conflicted: key -> the fresh read, the attempt the next write is, and when. */
+  private readonly conflicts = new Map<string, { obj: InternalRequest; attempt: number; at: number }>();
 
   constructor(private readonly opts: StatusWriterOptions) {}
 
@@ -106,6 +112,16 @@ export class StatusWriter {
    * WRITTEN_KEPT_MS at most), as the list may still bring an older copy.
    */
   current(key: string, cached: InternalRequest | undefined): InternalRequest | undefined {
+    const c = this.conflicted(key);
+    if (c) {
+      // The fresh read after a conflict, until the cache shows as new a copy.
+      const n = /^\d{1,19}$/;
+      const rv = cached?.metadata.resourceVersion;
+      const theirs = c.request.metadata.resourceVersion;
+      const newer = cached && cached.metadata.uid === c.request.metadata.uid && rv && theirs && n.test(rv) && n.test(theirs) && BigInt(rv) > BigInt(theirs);
+      if (!newer) return c.request;
+      this.conflicts.delete(key);
+    }
     const w = this.written.get(key);
     if (!w) return cached;
     if (!cached) return undefined;
@@ -114,22 +130,35 @@ export class StatusWriter {
     return cached;
   }
 
+  /** After a conflicted write: the request as read fresh, and the attempt number the next write of it is; undefined when none is pending. */
+  conflicted(key: string, now = Date.now()): { request: InternalRequest; attempt: number } | undefined {
+    const c = this.conflicts.get(key);
+    if (!c) return undefined;
+    if (now - c.at > CONFLICT_KEPT_MS) {
+      this.conflicts.delete(key);
+      return undefined;
+    }
+    return { request: c.obj, attempt: c.attempt };
+  }
+
   /** Forgets writes older than WRITTEN_KEPT_MS (their requests long shown by the cache, or deleted). */
   expire(now = Date.now()): void {
     for (const [k, w] of this.written) if (now - w.at > WRITTEN_KEPT_MS) this.written.delete(k);
+    for (const [k, c] of this.conflicts) if (now - c.at > CONFLICT_KEPT_MS) this.conflicts.delete(k);
   }
 
   /** Forgets the writes to one remote (removed or replaced). */
   forgetRemote(name: string): void {
     const prefix = `${name}/`;
     for (const k of [...this.written.keys()]) if (k.startsWith(prefix)) this.written.delete(k);
+    for (const k of [...this.conflicts.keys()]) if (k.startsWith(prefix)) this.conflicts.delete(k);
   }
 
   /**
    * PUT on the status subresource, conditional on the resourceVersion we
-   * decided on. On a conflict, the request is read fresh and the whole
-   * decision is made again (it may have changed meanwhile). Returns false
-   * when the rest of the plan must not run.
+   * decided on. On a conflict, the request is read fresh and kept, and its
+   * key requeued: the whole decision is made again on it (it may have
+   * changed meanwhile). Returns false when the rest of the plan must not run.
    */
   async write(remote: StatusTarget, key: string, request: InternalRequest, status: NonNullable<InternalRequest['status']>, event: EventSpec | undefined, attempt: number): Promise<boolean> {
     if (JSON.stringify(request.status ?? {}) === JSON.stringify(status)) return true;
@@ -146,7 +175,8 @@ export class StatusWriter {
         const fresh = await remote.client.tryGet(ns, name);
         if (!fresh) return false;
         this.opts.log.debug({ request: key, attempt }, 'status conflict; deciding again on a fresh read');
-        await this.opts.onConflict(key, fresh, attempt + 1);
+        this.conflicts.set(key, { obj: fresh, attempt: attempt + 1, at: Date.now() });
+        this.opts.requeue(key);
         return false;
       }
       if (status.results && Object.keys(status.results).length && isRefusedObject(e)) {
@@ -172,6 +202,7 @@ export class StatusWriter {
     if (event && eventWanted(this.opts.events ?? 'important', event)) {
       void remote.events.record(written, event.type, event.reason, event.message, this.opts.now());
     }
+    this.conflicts.delete(key);
     this.remember(key, request, written);
     return true;
   }

@@ -430,6 +430,9 @@ describe('status writes', () => {
       await api(remoteAdmin).replaceNamespacedCustomObject({ ...IR, namespace: 'team-a', name: 'conflicted', body: { ...r, metadata: { ...r.metadata, labels: { touched: 'yes' } } } });
       await ctl.reconcile('default/team-a/conflicted', structuredClone(stale));
       assert.ok(lines.some((l) => l.msg === 'status conflict; deciding again on a fresh read' && l.request === 'default/team-a/conflicted'), 'the conflict happened');
+      assert.equal(reasonOf(await getRequest(requester, 'team-a', 'conflicted')), undefined, 'nothing decided from inside the write');
+      // The key was requeued (no workers run here): its next reconcile decides on the fresh read.
+      await ctl.reconcile('default/team-a/conflicted');
       const got = await getRequest(requester, 'team-a', 'conflicted');
       assert.equal(reasonOf(got), 'Running');
       assert.equal(got.metadata.labels?.touched, 'yes', 'the other change is kept');

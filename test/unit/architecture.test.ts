@@ -110,3 +110,40 @@ test('architecture: a file of src/ or bench/ over 400 lines says at its top why'
   }
   assert.deepEqual(long, []);
 });
+
+test('architecture: decide() and everything it imports from src/controller do no I/O and read no clock', () => {
+  const graph = importGraph();
+  const start = join(ROOT, 'src', 'controller', 'decide.ts');
+  // Value imports only: a type-only import brings no code.
+  const valueImports = (file: string): string[] => {
+    const out: string[] = [];
+    const re = /(?:^|\n)\s*(import|export)\s+(?!type\b)[^;]*?\sfrom\s+['"](\.[^'"]+)['"]/g;
+    for (const m of readFileSync(file, 'utf8').matchAll(re)) out.push(resolve(dirname(file), m[2]!).replace(/\.js$/, '.ts'));
+    return out;
+  };
+  const seen = new Set<string>([start]);
+  const todo = [start];
+  while (todo.length) {
+    const f = todo.pop()!;
+    for (const t of valueImports(f)) {
+      if (!relative(ROOT, t).startsWith('src/controller/') || seen.has(t)) continue;
+      seen.add(t);
+      todo.push(t);
+    }
+  }
+  assert.ok(graph.has(start) && seen.size >= 6, `the closure of decide.ts was read (${seen.size} files)`);
+  const IO = /from\s+['"](node:)?(fs|fs\/promises|http|https|net|tls|child_process|dgram|dns|worker_threads)['"]|from\s+['"]@kubernetes\/client-node['"]|from\s+['"]\.\.\/kube\/(client|informer|watch|events|leader)\.js['"]/;
+  const CLOCK = /Date\.now\(|new Date\(\)|performance\.now\(|process\.hrtime|setTimeout\(|setInterval\(/;
+  const wrong: string[] = [];
+  for (const f of seen) {
+    const text = readFileSync(f, 'utf8')
+      .split('\n')
+      .filter((l) => !/^\s*(\/\/|\*|\/\*\*)/.test(l) && !/^\s*import\s+type\b/.test(l))
+      .join('\n');
+    const io = IO.exec(text);
+    if (io) wrong.push(`${relative(ROOT, f)}: I/O (${io[0]})`);
+    const clock = CLOCK.exec(text);
+    if (clock) wrong.push(`${relative(ROOT, f)}: reads the clock (${clock[0]})`);
+  }
+  assert.deepEqual(wrong, [], `decide()'s closure in src/controller: ${[...seen].map((f) => relative(ROOT, f)).sort().join(', ')}`);
+});

@@ -302,7 +302,7 @@ test('the relay is one merge patch of status.attestation, remembered until the c
     },
     events: { record: async (_o: InternalRequest, _t: string, reason: string) => void events.push(reason) },
   };
-  const w = new StatusWriter({ log: pino({ level: 'silent' }), now: () => NOW, events: 'all', onConflict: async () => {} });
+  const w = new StatusWriter({ log: pino({ level: 'silent' }), now: () => NOW, events: 'all', requeue: () => {} });
   const pr = signedRun();
   const s = chainsStateOf(pr);
   assert.ok(s.state === 'signed');

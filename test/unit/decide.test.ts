@@ -360,12 +360,15 @@ test('Tekton Results in use: the request names the record, then the run is delet
   assert.equal((late[0] as { unarchived?: boolean }).unarchived, true);
   assert.deepEqual(types(decide(observe({ request: finishedReq, pipelineRuns: [pr({})] }))), ['deletePipelineRun'], 'no Results: deleted at once');
 
-  // With the Results API: its verdict decides, whatever the annotations say.
-  const asking = (verdict: ArchiveVerdict) => ({ archive: () => verdict });
+  // With the Results API: its verdict decides, whatever the annotations say;
+  // a verdict that is not "stored" is a need: ask again (the executor asks).
+  const asking = (verdict: ArchiveVerdict) => ({ archive: new Map([[pr({}).metadata.uid ?? '', verdict]]) });
   const notYet = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen)], ...asking({ stored: false, why: 'Results has not finished storing the logs' }) }));
-  assert.deepEqual(notYet, [{ type: 'requeueAfter', ms: 1600 }], 'asked again shortly');
+  assert.deepEqual(notYet, [{ type: 'askArchive', pipelineRun: pr(seen) }, { type: 'requeueAfter', ms: 1600 }], 'asked again shortly');
+  const unasked = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen)], archive: new Map() }));
+  assert.deepEqual(types(unasked), ['askArchive', 'requeueAfter'], 'not asked yet: the need to ask');
   const unannotated = decide(observe({ request: request({}, {}, terminal('Succeeded', 'True')), pipelineRuns: [pr({})], ...asking({ stored: false, why: 'the Results watcher has not recorded the run yet' }) }));
-  assert.deepEqual(types(unannotated), ['requeueAfter'], 'Results configured: a run it has not seen waits too');
+  assert.deepEqual(types(unannotated), ['askArchive', 'requeueAfter'], 'Results configured: a run it has not seen waits too');
   const stored = decide(observe({ request: finishedReq, pipelineRuns: [pr(seen)], ...asking({ stored: true, record: 'ns/results/x/records/y' }) }));
   assert.deepEqual(types(stored), ['deletePipelineRun']);
   assert.match((stored[0] as { why: string }).why, /Tekton Results holds it as ns\/results\/x\/records\/y/);
@@ -380,15 +383,17 @@ test('logs: a new value of internal-services.dev/logs is answered in status.logs
     return r;
   };
   const got: FetchedLogs = { source: 'TektonResults', text: '[sign : sign] hello\n', truncated: false };
-  const fetching = decide(observe({ request: ask('1'), logs: () => undefined }));
+  const unasked = decide(observe({ request: ask('1') }));
+  assert.deepEqual(unasked, [{ type: 'fetchLogs', asked: '1', pipelineRun: `${NS}/ir-u-1` }, { type: 'requeueAfter', ms: 500 }], 'the need to fetch them');
+  const fetching = decide(observe({ request: ask('1'), logs: 'fetching' }));
   assert.deepEqual(fetching, [{ type: 'requeueAfter', ms: 500 }]);
-  const answer = statusOf(decide(observe({ request: ask('1'), logs: () => got })));
+  const answer = statusOf(decide(observe({ request: ask('1'), logs: got })));
   assert.equal(answer.status.logs?.request, '1');
   assert.equal(answer.status.logs?.source, 'TektonResults');
   assert.equal(answer.status.logs?.text, '[sign : sign] hello\n');
   assert.equal(answer.status.conditions?.[0]?.reason, 'Failed', 'the requester\'s contract is untouched');
-  assert.deepEqual(decide(observe({ request: ask('1', '1'), logs: () => got })), [], 'answered: nothing more');
-  assert.deepEqual(types(decide(observe({ request: ask('2', '1'), logs: () => got }))), ['writeStatus'], 'a new ask is answered again');
+  assert.deepEqual(decide(observe({ request: ask('1', '1'), logs: got })), [], 'answered: nothing more');
+  assert.deepEqual(types(decide(observe({ request: ask('2', '1'), logs: got }))), ['writeStatus'], 'a new ask is answered again');
 });
 
 test('ttlSecondsAfterFinished: a finished request is deleted once that long has passed; not before', () => {

@@ -132,8 +132,8 @@ function setup() {
     kindOf: (key: string) => kinds.get(splitRequestKey(key).kind ?? 'InternalRequest'),
   };
 
-  const seen = { created: [] as Array<[PipelineRun, PipelineRun]>, deleted: [] as PipelineRun[], requeued: [] as Array<[string, number]>, checks: [] as Array<[string, string, string]>, conflicts: [] as Array<{ key: string; fresh: InternalRequest; attempt: number }> };
-  const writer = new StatusWriter({ log, now: () => NOW, events: 'all', onConflict: async (key, fresh, attempt) => void seen.conflicts.push({ key, fresh, attempt }) });
+  const seen = { created: [] as Array<[PipelineRun, PipelineRun]>, deleted: [] as PipelineRun[], requeued: [] as Array<[string, number]>, checks: [] as Array<[string, string, string]>, requeuedNow: [] as string[] };
+  const writer = new StatusWriter({ log, now: () => NOW, events: 'all', requeue: (key) => void seen.requeuedNow.push(key) });
   const executor = new Executor({
     internal: internal as unknown as Cluster,
     namespace: NS,
@@ -314,9 +314,9 @@ test("writeStatus of another kind: the kind's status body through its client, an
   other.srClient.objects.set('req', { apiVersion: 'signing.example.com/v1alpha1', kind: 'SigningRequest', metadata: { name: 'req', namespace: 'team-a', uid: 'u-1', resourceVersion: '12' }, spec: { image: 'quay.io/fresh' } } as KubeObject);
   assert.equal(await other.act(SIGNING_KEY, req, { type: 'writeStatus', status: running }, 1), false);
   assert.deepEqual(other.srClient.ops(), ['replaceStatus', 'tryGet']);
-  assert.equal(other.seen.conflicts.length, 1);
-  const c = other.seen.conflicts[0]!;
-  assert.deepEqual([c.key, c.attempt, c.fresh.spec.params?.['image'], c.fresh.metadata.annotations?.['read-as']], [SIGNING_KEY, 2, 'quay.io/fresh', 'SigningRequest']);
+  assert.deepEqual(other.seen.requeuedNow, [SIGNING_KEY]);
+  const c = other.writer.conflicted(SIGNING_KEY)!;
+  assert.deepEqual([c.attempt, c.request.spec.params?.['image'], c.request.metadata.annotations?.['read-as']], [2, 'quay.io/fresh', 'SigningRequest']);
 });
 
 test('writeStatus without a request (deleted meanwhile): nothing is written, the plan stops', async () => {

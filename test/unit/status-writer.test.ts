@@ -47,7 +47,7 @@ function fakeRemote(answers: Array<'ok' | { code: number; message?: string }> = 
   return { target, calls };
 }
 
-function writer(opts: { events?: EventsMode; conflicts?: Array<{ key: string; fresh: InternalRequest; attempt: number }>; metrics?: { started: string[]; finished: string[] } } = {}) {
+function writer(opts: { events?: EventsMode; requeued?: string[]; metrics?: { started: string[]; finished: string[] } } = {}) {
   return new StatusWriter({
     log,
     now: () => NOW,
@@ -56,9 +56,7 @@ function writer(opts: { events?: EventsMode; conflicts?: Array<{ key: string; fr
       started: (_r, _s, remote) => opts.metrics?.started.push(remote),
       finished: (_r, reason, _ok, _s, remote) => opts.metrics?.finished.push(`${remote}:${reason}`),
     },
-    onConflict: async (key, fresh, attempt) => {
-      opts.conflicts?.push({ key, fresh, attempt });
-    },
+    requeue: (key) => void opts.requeued?.push(key),
   });
 }
 
@@ -126,21 +124,36 @@ test('forgetRemote() drops the writes to that remote only', async () => {
   assert.notEqual(w.current('other/team-a/req', req), req);
 });
 
-test('a conflict (409) reads the request fresh and hands it back to be decided again; the plan stops', async () => {
+test('a conflict (409) reads the request fresh, keeps it for the next reconcile and requeues the key; the plan stops', async () => {
   const fresh = request({}, { resourceVersion: '12', labels: { touched: 'yes' } });
   const { target, calls } = fakeRemote([{ code: 409 }], fresh);
-  const conflicts: Array<{ key: string; fresh: InternalRequest; attempt: number }> = [];
-  assert.equal(await writer({ conflicts }).write(target, KEY, request(), running, undefined, 2), false);
+  const requeued: string[] = [];
+  const w = writer({ requeued });
+  assert.equal(await w.write(target, KEY, request(), running, undefined, 2), false);
   assert.equal(calls.tryGet, 1);
-  assert.deepEqual(conflicts, [{ key: KEY, fresh, attempt: 3 }]);
+  assert.deepEqual(requeued, [KEY], 'the key is looked at again, not decided from inside the write');
+  assert.deepEqual(w.conflicted(KEY), { request: fresh, attempt: 3 });
+  // The next reconcile sees the fresh read, until the cache shows as new a copy.
+  assert.equal(w.current(KEY, request({}, { resourceVersion: '11' })), fresh);
+  const newer = request({}, { resourceVersion: '13' });
+  assert.equal(w.current(KEY, newer), newer);
+  assert.equal(w.conflicted(KEY), undefined, 'a newer copy in the cache ends it');
+  // A write that goes through ends it too.
+  const again = fakeRemote([{ code: 409 }], fresh);
+  const w2 = writer();
+  await w2.write(again.target, KEY, request(), running, undefined, 0);
+  assert.ok(w2.conflicted(KEY));
+  await w2.write(fakeRemote().target, KEY, fresh, running, undefined, 1);
+  assert.equal(w2.conflicted(KEY), undefined);
 });
 
 test('a conflict on a request deleted meanwhile, a 404, and a conflict past the retries', async () => {
   {
     const { target } = fakeRemote([{ code: 409 }], undefined);
-    const conflicts: unknown[] = [];
-    assert.equal(await writer({ conflicts: conflicts as never }).write(target, KEY, request(), running, undefined, 0), false);
-    assert.equal(conflicts.length, 0, 'gone: nothing to decide');
+    const requeued: string[] = [];
+    const w = writer({ requeued });
+    assert.equal(await w.write(target, KEY, request(), running, undefined, 0), false);
+    assert.deepEqual([requeued, w.conflicted(KEY)], [[], undefined], 'gone: nothing to decide (its delete event brings the key back)');
   }
   {
     const { target } = fakeRemote([{ code: 404 }]);

@@ -1,0 +1,122 @@
+/**
+ * The observation step of the reconcile: everything decide() reads about one
+ * request key, gathered before it decides — the request, our PipelineRuns,
+ * the installed Pipeline and Tasks, ResolutionRequests, approvals, and what
+ * the controller found out (idempotency, the approver's trust, failed tasks,
+ * Tekton Results' verdicts, fetched logs, commit checks, Tekton's version)
+ * — with the time as a value. Its reads of other clusters are the ones the
+ * observation cannot do without (failed tasks, earlier requests of an
+ * idempotency key, the approver's rights); what takes longer (resolutions,
+ * commit checks, Results, logs) is only read here as it stands, and started
+ * by the executor when decide() says it is needed.
+ */
+import type { Logger } from 'pino';
+import type { InternalRequest, InternalRequestApproval } from '../api/types.js';
+import { isFinished } from '../api/conditions.js';
+import type { ResourceClient } from '../kube/client.js';
+import type { Informer } from '../kube/informer.js';
+import { LABEL_REQUEST_UID, outcomeOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import type { ResolutionRequest } from '../tekton/resolve.js';
+import type { Pipeline, Task, TaskRun } from '../tekton/types.js';
+import type { CommitCheck } from '../policy/source.js';
+import type { CommitChecker } from '../git/commit-checker.js';
+import type { EffectiveConfig } from './config.js';
+import type { CapacityView } from '../policy/capacity.js';
+import type { Observation } from './observation.js';
+import type { Remote } from './remote.js';
+import type { RunIndex } from './run-index.js';
+import type { ApprovalTrust } from './trust.js';
+import type { LiveReads, Seen } from './live-reads.js';
+import { ANNOTATION_LOGS, type LogRelay, type ResultsArchive } from './results-archive.js';
+import { decidableWhileListing } from './listing.js';
+import { failedTasksOf } from './failed-tasks.js';
+import { earlierOf } from './followers.js';
+import { idempotencyKeyOf } from './idempotency.js';
+import { installedPipelineName } from './requested.js';
+import { resolverRefusal, type TektonVersionState } from './tekton-version.js';
+
+/** What the observation step reads: the controller's caches and the parts that know things. */
+export interface ObserveSources {
+  namespace: string;
+  config(): EffectiveConfig;
+  now(): Date;
+  log: Logger;
+  runs: Pick<RunIndex, 'forRequest'>;
+  pipelines: Pick<Informer<Pipeline>, 'get'>;
+  tasks: Pick<Informer<Task>, 'list'>;
+  resolutions: Pick<Informer<ResolutionRequest>, 'list'>;
+  approvals: Pick<Informer<InternalRequestApproval>, 'list'>;
+  taskRuns: ResourceClient<TaskRun>;
+  trust: ApprovalTrust;
+  followers: Parameters<typeof earlierOf>[0];
+  capacity(): CapacityView;
+  archive?: Pick<ResultsArchive, 'known'>;
+  logs: Pick<LogRelay, 'known'>;
+  commits: Pick<CommitChecker, 'answer'>;
+  tektonVersion?: () => TektonVersionState;
+  refuseResolversOnAdvisory: boolean;
+}
+
+/**
+ * Everything decide() reads about one key, gathered first: the request,
+ * our PipelineRuns, the Pipeline, resolutions, approvals and what the
+ * controller found out (idempotency, trust, failed tasks, Results, logs,
+ * commit checks, Tekton's version). Undefined when nothing may be decided
+ * yet (the kind's first list is not in).
+ */
+export async function observe(src: ObserveSources, key: string, remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>, request: InternalRequest | undefined, reads: LiveReads): Promise<Seen | undefined> {
+  const ns = src.namespace;
+  const config = src.config();
+  // Before the kind's full list is in, only what needs no history is decided
+  // (listing.ts); the full list's arrival brings every key back.
+  if (!kind.requests.synced && !decidableWhileListing(request, config)) return undefined;
+  const uid = request?.metadata.uid;
+  let prs = src.runs.forRequest(key);
+  if (reads.pipelineRun && uid && !prs.some((p) => p.metadata.uid === reads.pipelineRun!.metadata.uid)) prs = [...prs, reads.pipelineRun];
+  const ours = uid ? prs.find((p) => requestUidOf(p) === uid) : undefined;
+  const needPipeline = request && !isFinished(request) && !ours;
+  const pipelineName = installedPipelineName(request?.spec);
+  const pipeline = needPipeline && pipelineName ? (src.pipelines.get(`${ns}/${pipelineName}`) ?? reads.pipeline ?? undefined) : undefined;
+  let failedTasks: string[] | undefined;
+  if (request && ours && !isFinished(request)) {
+    const out = outcomeOf(ours);
+    if (out.done && !out.succeeded) failedTasks = await failedTasksOf(src.taskRuns, ns, ours, src.log);
+  }
+  const resolutions = [...src.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
+  const earlier = needPipeline && request && idempotencyKeyOf(request) ? await earlierOf(src.followers, { name: remote.name, client: kind.client, kind: kind.kind }, request) : undefined;
+  const approvals = [...src.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
+  const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
+  const approvalTrustNow = needPipeline && decided ? await src.trust.check(decided) : undefined;
+  const tasks = needPipeline ? new Map([...src.tasks.list()].map((t) => [t.metadata.name ?? '', t as unknown as Record<string, unknown>])) : undefined;
+  // What Tekton Results, the log relay and the commit checker know now
+  // (reads, no I/O; what is missing is a need decide() returns, and the
+  // executor starts it).
+  const archive = src.archive ? new Map(prs.flatMap((pr) => { const v = src.archive!.known(pr); return v ? [[pr.metadata.uid ?? '', v] as const] : []; })) : undefined;
+  const asked = request?.metadata.annotations?.[ANNOTATION_LOGS];
+  const logs = request && uid && asked ? src.logs.known(uid, asked) : undefined;
+  const tekton = src.tektonVersion?.();
+  const refused = needPipeline && tekton ? resolverRefusal(tekton, { refuseResolversOnAdvisory: src.refuseResolversOnAdvisory }) : undefined;
+  const observation: Observation = {
+    namespace: ns,
+    remote: remote.name,
+    ...(kind.kind.builtIn ? {} : { kind: kind.kind }),
+    ...(remote.workspace ? { workspace: remote.workspace } : {}),
+    request,
+    pipelineRuns: prs,
+    config,
+    pipeline,
+    now: src.now(),
+    resolutions,
+    approvals,
+    ...(earlier ? { earlier } : {}),
+    ...(needPipeline && (config.capacity.maxRunning !== undefined || config.capacity.maxRunningPerNamespace !== undefined) ? { capacity: src.capacity() } : {}),
+    ...(approvalTrustNow ? { approvalTrust: approvalTrustNow } : {}),
+    ...(tasks ? { tasks } : {}),
+    ...(failedTasks ? { failedTasks } : {}),
+    ...(archive ? { archive } : {}),
+    ...(logs !== undefined ? { logs } : {}),
+    ...(uid ? { commits: (check: CommitCheck) => src.commits.answer(uid, check) } : {}),
+    ...(refused ? { resolversRefused: refused } : {}),
+  };
+  return { observation, ...(uid ? { uid } : {}), ...(pipelineName ? { pipelineName } : {}) };
+}
