@@ -14,10 +14,13 @@ import { randomUUID } from 'node:crypto';
 import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
 import { LeaderElector } from '../kube/leader.js';
 import { createMetrics } from '../metrics.js';
-import { RemoteSecrets } from '../controller/remote-secrets.js';
-import { KcpRemotes } from '../controller/kcp-remotes.js';
+import { RemoteSecrets } from '../remotes/secrets.js';
+import { KcpRemotes } from '../remotes/kcp.js';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { RemoteProvider } from '../controller/remotes.js';
+import type { RemoteProvider } from '../remotes/provider.js';
+import { KubeconfigRemote } from '../remotes/kubeconfig.js';
+import { loadKindModules } from './kind-modules.js';
+import { INTERNAL_REQUEST_KIND } from '../controller/request-kind.js';
 import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 import { configMapReader, DEFAULT_TEKTON_NAMESPACE, TektonVersion } from '../controller/tekton-version.js';
 import { EventRecorder } from '../kube/events.js';
@@ -57,6 +60,7 @@ export interface ControllerFlags {
   tektonNamespace: string;
   refuseResolversOnAdvisory: boolean;
   gitCacheDir?: string;
+  requestKindModule?: string[];
   sourceCheckTimeout: number;
   sourceCheckMaxSize: number;
 }
@@ -148,6 +152,7 @@ export function controllerCommand(): Command {
     )
     .addOption(new Option('--results-ca-file <path>', "PEM file of the CA that signed the Results API's certificate (default: the system's CAs)").env('RESULTS_CA_FILE'))
     .addOption(new Option('--results-logs-optional', 'count a run as stored once Results holds its record, without its logs (for a Results that does not store logs)').env('RESULTS_LOGS_OPTIONAL').default(false))
+    .addOption(new Option('--request-kind-module <path...>', 'ES modules whose default export is a request kind written as code (or a list of them), served beside InternalRequest (docs/request-kinds.md)').env('REQUEST_KIND_MODULES'))
     .addOption(new Option('--git-cache-dir <path>', 'where the partial clones that commits asked for by SHA are checked in live (commits: {reachable: true}); default: a folder under the temporary directory').env('GIT_CACHE_DIR'))
     .addOption(new Option('--source-check-timeout <duration>', 'deadline of one git command (clone, fetch, history walk) of a commit check').env('SOURCE_CHECK_TIMEOUT').default(60_000, '60s').argParser(shortDuration))
     .addOption(new Option('--source-check-max-size <bytes>', 'largest clone kept to check commits in (bytes; a larger repository is reported and its commits refused)').env('SOURCE_CHECK_MAX_SIZE').default(512 * 1024 * 1024, '512Mi').argParser(byteSize))
@@ -244,14 +249,16 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     },
   });
 
+  const kindModules = typeof flags.requestKindModule === 'string' ? [flags.requestKindModule] : (flags.requestKindModule ?? []);
+  const codeKinds = kindModules.length ? await loadKindModules(kindModules) : [];
   const controller = new Controller({
-    ...(remote ? { remote, remoteName: flags.remoteName } : {}),
+    ...(codeKinds.length ? { kinds: [INTERNAL_REQUEST_KIND, ...codeKinds] } : {}),
+    ...(remote ? { remoteName: flags.remoteName } : {}),
     internal,
     namespace,
     log,
     workers: flags.workers,
     resyncPeriodMs: flags.resyncPeriod,
-    remoteMode: { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval },
     instance,
     metrics: metrics.controller,
     events: flags.events,
@@ -279,10 +286,13 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       })
     : undefined;
   const remoteMode = { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval };
-  // The remote providers beside the --remote-kubeconfig one (which the
-  // Controller adds itself): each adds and removes remotes as its source
-  // says. Today: kubeconfig Secrets.
+  // The remote providers (src/remotes/), all built here the same way: each
+  // adds and removes remotes through the controller as its source says.
   const providers: RemoteProvider[] = [];
+  // One kubeconfig (--remote-kubeconfig): its remote is added before the
+  // caches start (start() below), so that they wait for its first list.
+  const kubeconfigRemote = remote ? new KubeconfigRemote(controller, { name: flags.remoteName, cluster: remote, mode: remoteMode }) : undefined;
+  if (kubeconfigRemote) providers.push(kubeconfigRemote);
   if (flags.remoteSecretsSelector || flags.remoteSecret?.length) {
     providers.push(
       new RemoteSecrets(controller, {
@@ -350,12 +360,13 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity, tektonNamespace: flags.tektonNamespace, refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory }, 'starting');
+  await kubeconfigRemote?.start();
   // Caches fill while waiting for leadership, so a standby takes over warm.
   await controller.startCaches();
   // The Tekton version is read once (one get, bounded by the request timeout) before any worker starts: no request is decided before it is known.
   await tektonVersion.start();
   // Remotes from the providers: each is served once listed; one that cannot be reached does not hold up the others.
-  await Promise.all(providers.map((p) => p.start()));
+  await Promise.all(providers.filter((p) => p !== kubeconfigRemote).map((p) => p.start()));
   if (elector) {
     const leading = await elector.acquire(() => {
       // Lost the lease: stop acting at once, and exit so the pod restarts as a standby.

@@ -1,7 +1,7 @@
 /**
  * The imperative shell around decide(), and the coordinator of its parts:
  * caches of the internal cluster and of each remote cluster (the remotes
- * come and go through remotes.ts), one work queue keyed by request
+ * come and go through the providers of src/remotes/), one work queue keyed by request
  * (remote/namespace/name), workers that gather an Observation, ask decide()
  * what to do, and hand the actions to the executor (executor.ts), whose
  * status writes go to the status writer (status-writer.ts). Capacity and
@@ -21,10 +21,9 @@ import { approvalTrust, type ApprovalTrust } from './trust.js';
 import { isFinished } from '../api/conditions.js';
 import { describeError, statusCode, type ResourceClient } from '../kube/client.js';
 import type { Informer, ReadinessCheck } from '../kube/informer.js';
-import { splitKey, type Remote, type RemoteSpec } from './remote.js';
+import { splitKey, type Remote, type RemoteSpec } from '../remotes/remote.js';
 import { checkKinds, INTERNAL_REQUEST_KIND, type RequestKind } from './request-kind.js';
 import { tenantOfKey } from '../api/request-key.js';
-import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { WorkQueue } from '../kube/queue.js';
 import { pipelineRunName, requestKeyOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
@@ -38,7 +37,7 @@ import { StatusWriter } from './status-writer.js';
 import { Executor } from './executor.js';
 import { Admission } from './admission.js';
 import { RunIndex } from './run-index.js';
-import { KubeconfigRemote, RemoteSet } from './remotes.js';
+import { RemoteSet } from '../remotes/set.js';
 import { KeyLocks } from './followers.js';
 import { RequestDefinitions } from './definitions.js';
 import * as views from './views.js';
@@ -175,7 +174,7 @@ export class Controller {
       internal: opts.internal,
       namespace: opts.namespace,
       log: this.log,
-      defaultRemote: opts.remote ? (opts.remoteName ?? DEFAULT_REMOTE) : undefined,
+      defaultRemote: opts.remoteName,
       informer: inf,
       changed: () => this.requeueLive(),
       debugOff: () => this.sweep(),
@@ -193,8 +192,6 @@ export class Controller {
         now: this.now,
       });
     }
-    // The --remote-kubeconfig remote: the one-kubeconfig provider adds it now, before the caches start.
-    if (opts.remote) void new KubeconfigRemote(this, { name: opts.remoteName ?? DEFAULT_REMOTE, cluster: opts.remote, ...(opts.remoteMode ? { mode: opts.remoteMode } : {}) }).start();
   }
 
   /**

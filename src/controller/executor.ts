@@ -13,7 +13,7 @@ import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../
 import { PIPELINERUN, type PipelineRun } from '../tekton/types.js';
 import type { Action } from './observation.js';
 import { endWithoutResults } from './status-report.js';
-import type { Remote } from './remote.js';
+import type { Remote } from '../remotes/remote.js';
 import type { StatusTarget, StatusWriter } from './status-writer.js';
 import type { CommitCheck } from '../policy/source.js';
 

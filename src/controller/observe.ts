@@ -23,7 +23,7 @@ import type { CommitChecker } from '../git/commit-checker.js';
 import type { EffectiveConfig } from './config.js';
 import type { CapacityView } from '../policy/capacity.js';
 import type { Observation } from './observation.js';
-import type { Remote } from './remote.js';
+import type { Remote } from '../remotes/remote.js';
 import type { RunIndex } from './run-index.js';
 import type { ApprovalTrust } from './trust.js';
 import type { LiveReads, Seen } from './live-reads.js';

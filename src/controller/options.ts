@@ -10,7 +10,6 @@ import type { InformerObserver } from '../kube/informer.js';
 import type { QueueObserver } from '../kube/queue.js';
 import type { Action } from './observation.js';
 import type { ResultsApi } from './results-archive.js';
-import type { RemoteMode } from './remote.js';
 import type { RequestKind } from './request-kind.js';
 import type { EventsMode } from './status-writer.js';
 import type { TektonVersionState } from './tekton-version.js';
@@ -35,9 +34,12 @@ export interface ControllerMetrics {
 }
 
 export interface ControllerOptions {
-  /** The remote of --remote-kubeconfig, if any (more come and go with addRemote/removeRemote). */
-  remote?: Cluster;
-  /** Its name (default DEFAULT_REMOTE); bare namespaces in the configuration name it unless spec.defaultRemote says otherwise. */
+  /**
+   * The remote that bare namespaces of the configuration name unless
+   * spec.defaultRemote says otherwise: the --remote-kubeconfig one's name.
+   * Remotes themselves come from providers (src/remotes/), which the CLI
+   * builds and which add them with addRemote/removeRemote.
+   */
   remoteName?: string;
   internal: Cluster;
   /** The controller's namespace on the internal cluster. */
@@ -45,8 +47,6 @@ export interface ControllerOptions {
   log: Logger;
   workers?: number;
   resyncPeriodMs?: number;
-  /** How the remote requests are followed: watch (default), or poll at an interval. */
-  remoteMode?: RemoteMode;
   /** Name of this instance in Events (e.g. the pod name). */
   instance?: string;
   now?: () => Date;

@@ -22,6 +22,7 @@ import type { InternalRequestSpec } from '../../src/api/types.js';
 import { TODAYS_PAYLOAD } from '../unit/fixtures.js';
 import { pino } from 'pino';
 import { Controller } from '../../src/controller/controller.js';
+import { KubeconfigRemote } from '../../src/remotes/kubeconfig.js';
 import { connect } from '../../src/kube/client.js';
 import {
   api, createRequest, getRequest, IR, NS, pipelineRunsFor, reasonOf, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess,
@@ -417,11 +418,12 @@ describe('status writes', () => {
     const lines: Array<Record<string, unknown>> = [];
     const log = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s) as Record<string, unknown>) });
     const ctl = new Controller({
-      remote: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }),
+      remoteName: 'default',
       internal: await connect('internal', { kubeconfig: env.internal.identities.controller.kubeconfigPath }),
       namespace: NS,
       log,
     });
+    await new KubeconfigRemote(ctl, { name: 'default', cluster: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }) }).start();
     try {
       await ctl.startCaches(); // caches only: no workers, this test drives reconcile itself
       const r = await createRequest(requester, 'team-a', 'conflicted', { request: 'sign', params: { image: 'x' } });

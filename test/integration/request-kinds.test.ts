@@ -14,6 +14,7 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { applyObjects, grantRequester, installProject, startEnvironment, type Environment } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { Controller } from '../../src/controller/controller.js';
+import { KubeconfigRemote } from '../../src/remotes/kubeconfig.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/controller/request-kind.js';
 import { connect, type KubeObject } from '../../src/kube/client.js';
 import { ANNOTATION_REQUEST_KIND, LABEL_IDEMPOTENCY_KEY } from '../../src/tekton/pipelinerun.js';
@@ -93,12 +94,13 @@ const waitForSigning = (namespace: string, name: string, timeoutMs = 60_000) =>
 
 async function startControllerWith(kinds: RequestKind[]): Promise<Controller> {
   const ctl = new Controller({
-    remote: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }),
+    remoteName: 'default',
     internal: await connect('internal', { kubeconfig: env.internal.identities.controller.kubeconfigPath }),
     namespace: NS,
     log: pino({ level: 'silent' }),
     kinds,
   });
+  await new KubeconfigRemote(ctl, { name: 'default', cluster: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }) }).start();
   await ctl.start();
   return ctl;
 }

@@ -13,7 +13,7 @@ import { splitRequestKey } from '../../src/api/request-key.js';
 import type { InternalRequest, InternalRequestApproval } from '../../src/api/types.js';
 import type { Action } from '../../src/controller/decide.js';
 import { Executor } from '../../src/controller/executor.js';
-import type { Remote } from '../../src/controller/remote.js';
+import type { Remote } from '../../src/remotes/remote.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/controller/request-kind.js';
 import { StatusWriter } from '../../src/controller/status-writer.js';
 import type { Cluster, KubeObject, ResourceRef } from '../../src/kube/client.js';

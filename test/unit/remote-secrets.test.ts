@@ -1,7 +1,7 @@
-/** Reading a remote's kubeconfig Secret (src/controller/remote-secrets.ts): what it asks for, or why it cannot be used. */
+/** Reading a remote's kubeconfig Secret (src/remotes/secrets.ts): what it asks for, or why it cannot be used. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ANNOTATION_POLL_INTERVAL, ANNOTATION_REMOTE_MODE, ANNOTATION_REMOTE_NAME, readRemoteSecret } from '../../src/controller/remote-secrets.js';
+import { ANNOTATION_POLL_INTERVAL, ANNOTATION_REMOTE_MODE, ANNOTATION_REMOTE_NAME, readRemoteSecret } from '../../src/remotes/secrets.js';
 
 const KUBECONFIG = `apiVersion: v1
 kind: Config

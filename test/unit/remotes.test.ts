@@ -9,8 +9,10 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import type { InternalRequest } from '../../src/api/types.js';
 import type { Cluster } from '../../src/kube/client.js';
-import type { Remote, RemoteSpec } from '../../src/controller/remote.js';
-import { KubeconfigRemote, RemoteSet, type RemoteSink } from '../../src/controller/remotes.js';
+import type { Remote, RemoteSpec } from '../../src/remotes/remote.js';
+import { RemoteSet } from '../../src/remotes/set.js';
+import { KubeconfigRemote } from '../../src/remotes/kubeconfig.js';
+import type { RemoteSink } from '../../src/remotes/provider.js';
 import { LABEL_IDEMPOTENCY_KEY } from '../../src/controller/idempotency.js';
 import { request } from './fixtures.js';
 

@@ -26,7 +26,7 @@ import { Informer, type InformerObserver, type ReadinessCheck } from '../kube/in
 import { REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 import { parseDuration } from '../util/duration.js';
 import type { RemoteMode } from './remote.js';
-import type { RemoteProvider, RemoteSink } from './remotes.js';
+import type { RemoteProvider, RemoteSink } from './provider.js';
 
 export const ANNOTATION_REMOTE_NAME = 'internal-services.appstudio.redhat.com/remote-name';
 export const ANNOTATION_REMOTE_MODE = 'internal-services.appstudio.redhat.com/remote-mode';
@@ -38,7 +38,7 @@ interface Secret extends KubeObject {
   type?: string;
 }
 
-export type { RemoteSink } from './remotes.js';
+export type { RemoteSink } from './provider.js';
 
 export interface RemoteSecretsOptions {
   internal: Cluster;

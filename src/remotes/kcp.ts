@@ -33,10 +33,10 @@ import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
 import { fromKubeConfig, type Cluster, type RequestObserver } from '../kube/client.js';
 import { Informer, keyOf, type InformerHandlers, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
-import type { RemoteProvider, RemoteSink } from './remotes.js';
+import type { RemoteProvider, RemoteSink } from './provider.js';
 import type { RequestCache } from './remote.js';
-import { INTERNAL_REQUEST_KIND, type RequestKind } from './request-kind.js';
-import { slimRequest } from './slim.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from '../controller/request-kind.js';
+import { slimRequest } from '../controller/slim.js';
 
 /** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. */
 export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';

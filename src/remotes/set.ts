@@ -1,13 +1,6 @@
 /**
- * The remotes served, as they come and go.
- *
- * - A RemoteProvider says which remote clusters to serve and hands them to a
- *   RemoteSink as they come, change and go. Today there are two: one
- *   kubeconfig (KubeconfigRemote, --remote-kubeconfig) and kubeconfig Secrets
- *   (RemoteSecrets in remote-secrets.ts). A kcp virtual workspace (one
- *   remote per logical cluster behind an APIExport) would be a third, and
- *   nothing else would change.
- * - RemoteSet is the sink the controller uses: the remotes by name, each with
+ * The remotes served, as they come and go: RemoteSet is the sink
+ * (provider.ts) the controller gives every provider: the remotes by name, each with
  *   its cache of requests (remote.ts), add/replace/remove, and the index of
  *   requests by idempotency key. What happens to a request key is the
  *   controller's business: RemoteSet only says which keys to look at
@@ -15,50 +8,12 @@
  */
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
-import type { InformerObserver, ReadinessCheck } from '../kube/informer.js';
-import { idempotencyKeyOf } from './idempotency.js';
-import { slimRequest } from './slim.js';
+import type { InformerObserver } from '../kube/informer.js';
+import { idempotencyKeyOf } from '../controller/idempotency.js';
+import { slimRequest } from '../controller/slim.js';
 import { Remote, splitKey, type RemoteSpec } from './remote.js';
-import { kindLabel, type RequestKind } from './request-kind.js';
-
-/** Where a provider puts the remotes it finds (the controller). */
-export interface RemoteSink {
-  /** Serves one more remote, or replaces the one of that name. */
-  addRemote(spec: RemoteSpec): unknown;
-  /** Stops serving a remote; false when it was not served. */
-  removeRemote(name: string): Promise<boolean>;
-}
-
-/** A source of remotes. It is given its sink when made, and adds and removes remotes through it from start() on. */
-export interface RemoteProvider {
-  /** Starts following the source; resolves once what it found at first is served. */
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** /readyz checks of the source itself (the remotes' caches are reported by the controller). */
-  readiness(): ReadinessCheck[];
-}
-
-/** One remote from one kubeconfig (--remote-kubeconfig): added at start, never changed. */
-export class KubeconfigRemote implements RemoteProvider {
-  constructor(
-    private readonly sink: RemoteSink,
-    private readonly spec: RemoteSpec,
-  ) {}
-
-  /** Adds the remote at once (before the first await), so that a controller's caches start with it. */
-  start(): Promise<void> {
-    this.sink.addRemote(this.spec);
-    return Promise.resolve();
-  }
-
-  stop(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  readiness(): ReadinessCheck[] {
-    return [];
-  }
-}
+import { kindLabel, type RequestKind } from '../controller/request-kind.js';
+import type { RemoteSink } from './provider.js';
 
 export interface RemoteSetHooks {
   /** Look at this request key. */
