@@ -64,6 +64,46 @@ interface Extra {
   logsAnswered?: string;
   /** Tekton Chains: that the attestation was relayed (its state and digest only). */
   attestation?: { state: string; digest?: string };
+  /** Status fields neither dropped nor slimmed (below): kept as they are. */
+  status?: Record<string, unknown>;
+}
+
+/**
+ * The status fields a finished request's record does not keep, and why. A
+ * finished request is never acted on again, and with a long history in view
+ * its records are most of the process's memory; requesters and auditors read
+ * these fields from the cluster, never from this cache.
+ */
+export const DROPPED_WHEN_FINISHED: Readonly<Record<string, string>> = Object.freeze({
+  results: 'the Pipeline\'s results: large, written once with the outcome',
+  pipeline: 'what was checked and ran: written once, read by requesters from the cluster',
+  approval: 'the approver\'s decision: written before the run, never read again',
+  followed: 'the earlier request a follower followed: written once',
+  pipelineRun: 'the run\'s name: derived from the request\'s uid whenever needed',
+  startTime: 'written once',
+  completionTime: 'the outcome\'s lastTransitionTime is kept instead',
+  observedGeneration: 'the spec is immutable: a finished request has nothing more to observe',
+});
+
+/** The status fields a record keeps in part: what the controller still reads of a finished request. */
+export const SLIMMED_WHEN_FINISHED: Readonly<Record<string, string>> = Object.freeze({
+  conditions: 'the outcome (status, reason, lastTransitionTime) of conditions[0]; messages dropped',
+  logs: 'which ask was answered (request), not the logs themselves',
+  attestation: 'that Tekton Chains\' attestation was relayed: its state and digest',
+  archive: 'Tekton Results\' record and log record, as they are',
+});
+
+/**
+ * Every other status field (one added to the schema since, say) is kept as it
+ * is: a new field is never dropped silently; dropping it is a decision made
+ * above, with its reason (test/unit/slim.test.ts checks the schema against
+ * these lists).
+ */
+function otherStatus(status: InternalRequest['status']): Record<string, unknown> | undefined {
+  if (!status) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(status)) if (v !== undefined && !(k in DROPPED_WHEN_FINISHED) && !(k in SLIMMED_WHEN_FINISHED)) out[k] = v;
+  return Object.keys(out).length ? out : undefined;
 }
 
 const strings = new Interner<string>(10_000);
@@ -145,6 +185,8 @@ export class FinishedRequest {
     if (answered !== undefined) extra.logsAnswered = answered;
     const archive = req.status?.archive;
     if (archive?.record) extra.archive = { record: archive.record, ...(archive.log ? { log: archive.log } : {}) };
+    const other = otherStatus(req.status);
+    if (other) extra.status = other;
     const request = req.spec?.request;
     const spec: InternalRequest['spec'] =
       request !== undefined
@@ -201,6 +243,7 @@ export class FinishedRequest {
     const lastTransitionTime = Number.isNaN(this.finished) ? this.extra?.lastTransitionTime : rfc3339(new Date(this.finished * 1000));
     const attestation = this.extra?.attestation;
     return {
+      ...(this.extra?.status as NonNullable<InternalRequest['status']> | undefined),
       conditions: [{ type: SUCCEEDED, status: this.outcome.status, reason: this.outcome.reason, message: '', ...(lastTransitionTime !== undefined ? { lastTransitionTime } : {}) } as Condition],
       ...(this.extra?.archive ? { archive: this.extra.archive } : {}),
       ...(this.extra?.logsAnswered !== undefined ? { logs: { request: this.extra.logsAnswered } } : {}),
