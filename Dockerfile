@@ -29,6 +29,12 @@ RUN npx tsc -p tsconfig.json && node hack/bundle.mjs
 
 # --- runtime: the bundle only (it holds the code of every dependency it uses) ---
 FROM ${BASE_IMAGE}
+# git: commits asked for by SHA are checked against their repository from the
+# internal side, in a partial clone (src/git/commit-checker.ts); ca-certificates
+# for https remotes.
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends git ca-certificates >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
 # Two malloc arenas instead of one per thread (docs/benchmarks.md, "Memory").
 ENV NODE_ENV=production MALLOC_ARENA_MAX=2
 WORKDIR /app
