@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ControllerMetrics } from './controller/controller.js';
 import type { RequestObserver } from './kube/client.js';
 import type { CommitCheckerMetrics } from './git/commit-checker.js';
-import { describeRequested } from './controller/requested.js';
+import { describeRequested } from './controller/requested-run.js';
 
 export interface Metrics {
   registry: Registry;

@@ -31,7 +31,7 @@ export const Reason = {
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
 /** Terminal reasons: status True means Succeeded, False one of the others. */
-export type Outcome = typeof Reason.Succeeded | typeof Reason.Failed | typeof Reason.Rejected;
+export type TerminalReason = typeof Reason.Succeeded | typeof Reason.Failed | typeof Reason.Rejected;
 
 /**
  * Phases of a request: the reason of its Progressing condition (status True
@@ -91,7 +91,7 @@ export function isFinished(req: Pick<InternalRequest, 'status'>): boolean {
  * or from an earlier version's Succeeded reason), its outcome once finished,
  * or undefined when the controller has not written a status yet.
  */
-export function phaseOf(req: Pick<InternalRequest, 'status'>): Phase | Outcome | undefined {
+export function phaseOf(req: Pick<InternalRequest, 'status'>): Phase | TerminalReason | undefined {
   const s = succeededCondition(req);
   if (s?.status === 'True') return Reason.Succeeded;
   if (s?.status === 'False') return s.reason === Reason.Rejected ? Reason.Rejected : Reason.Failed;
@@ -133,7 +133,7 @@ export function inProgress(existing: Condition[] | undefined, phase: Phase, w: W
 }
 
 /** The conditions of a finished request: Succeeded with its outcome, and Progressing False with the same reason. */
-export function finished(existing: Condition[] | undefined, outcome: Outcome, w: Written, now: Date): Condition[] {
+export function finished(existing: Condition[] | undefined, outcome: TerminalReason, w: Written, now: Date): Condition[] {
   const status = outcome === Reason.Succeeded ? 'True' : 'False';
   return ordered(existing, { status, reason: outcome, ...w }, { status: 'False', reason: outcome, ...w }, now);
 }

@@ -5,9 +5,9 @@
  * (remote/namespace/name), workers that gather an Observation, ask decide()
  * what to do, and hand the actions to the executor (executor.ts), whose
  * status writes go to the status writer (status-writer.ts). Capacity and
- * fair admission are in admission.ts, idempotency look-ups in followers.ts,
+ * fair admission are in capacity-gate.ts, idempotency look-ups in idempotency-lookups.ts,
  * our PipelineRuns and our own writes not yet in the cache in run-index.ts,
- * and the read-only views for metrics and /readyz in views.ts.
+ * and the read-only views for metrics and /readyz in health-views.ts.
  *
  * Over 400 lines: the constructor wires the parts together (the
  * RequestDefinitions among them), the public methods (metrics, health,
@@ -35,12 +35,12 @@ import { internalCaches } from './internal-caches.js';
 import { decide } from './decide.js';
 import { StatusWriter } from './status-writer.js';
 import { Executor } from './executor.js';
-import { Admission } from './admission.js';
+import { CapacityGate } from './capacity-gate.js';
 import { RunIndex } from './run-index.js';
 import { RemoteSet } from '../remotes/set.js';
-import { KeyLocks } from './followers.js';
+import { KeyLocks } from './idempotency-lookups.js';
 import { RequestDefinitions } from './definitions.js';
-import * as views from './views.js';
+import * as views from './health-views.js';
 import { ANNOTATION_LOGS, fetchRunLogs, LogRelay, ResultsArchive } from './results-archive.js';
 import { confirmingRead, worthALook } from './listing.js';
 
@@ -83,7 +83,7 @@ export class Controller {
   private readonly runs: RunIndex;
   private readonly writer: StatusWriter;
   private readonly executor: Executor;
-  private readonly admission: Admission;
+  private readonly admission: CapacityGate;
   private readonly keyLocks = new KeyLocks();
   private readonly configSource: ConfigSource;
   /** The RequestDefinitions, turned into the typed kinds served (unless opts.definitions is false). */
@@ -119,7 +119,7 @@ export class Controller {
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
 
     this.writer = new StatusWriter({ log: this.log, now: this.now, metrics: opts.metrics, events: opts.events, requeue: (key) => this.queue.add(key) });
-    this.admission = new Admission({
+    this.admission = new CapacityGate({
       pipelineRuns: () => this.runs.all(),
       pipelineRunsSynced: () => this.pipelineRuns.synced,
       remotes: () => this.remotes.values(),
@@ -469,7 +469,7 @@ export class Controller {
         // its spec is acted on (a run, an approval, an outcome): a watch
         // opened under an older CRD of the kind serves its objects pruned by
         // the older schema; a read is served under the CRD of now. A
-        // finished request is cached in brief (slim.ts): a status write for
+        // finished request is cached in brief (cached-requests.ts): a status write for
         // it starts from a fresh read. And a negative answer of the cache is
         // confirmed before it removes what was made for a request the cache
         // does not show (it may be behind: listing.ts).

@@ -13,7 +13,7 @@
  */
 import { isFinished, Phase, Reason, showsPhase, succeededCondition } from '../api/conditions.js';
 import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
-import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, outcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, runOutcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { checkGraph, followReference, type Provenance } from '../tekton/graph.js';
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
@@ -23,7 +23,7 @@ import { admit } from '../policy/capacity.js';
 import { followOf, idempotencyKeyOf } from './idempotency.js';
 import { hasSources } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
-import { describeRequested, requestedOf } from './requested.js';
+import { describeRequested, requestedOf } from './requested-run.js';
 import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
 import { requestKey } from '../api/request-key.js';
 
@@ -47,7 +47,7 @@ export function decide(o: Observation): Action[] {
   // debugging. Tekton's update of the run brings the key back here.
   for (const pr of o.pipelineRuns) {
     if (uid && requestUidOf(pr) === uid) continue;
-    const out = outcomeOf(pr);
+    const out = runOutcomeOf(pr);
     if (!out.done) {
       if (!out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: gone });
       continue;
@@ -71,8 +71,8 @@ export function decide(o: Observation): Action[] {
     const answer = logsAnswer(o, req);
     if (answer) return [...actions, ...answer];
     // With Tekton Chains, what it signed is relayed first; the run stays until then.
-    const chains = ours && outcomeOf(ours).done ? relayChains(o, req, ours, actions) : undefined;
-    if (ours && outcomeOf(ours).done && !o.config.debug && chains !== 'hold') {
+    const chains = ours && runOutcomeOf(ours).done ? relayChains(o, req, ours, actions) : undefined;
+    if (ours && runOutcomeOf(ours).done && !o.config.debug && chains !== 'hold') {
       // The request names its Results record before the run goes (one more
       // status write, only when Results follows the run and the record was
       // not known when the outcome was written).
@@ -254,7 +254,7 @@ export function decide(o: Observation): Action[] {
   }
 
   const ref = `${o.namespace}/${ours.metadata.name}`;
-  const out = outcomeOf(ours);
+  const out = runOutcomeOf(ours);
   if (!out.done) {
     // The configuration changed under a running request, and the rule that
     // granted it asked for running requests to be stopped then.

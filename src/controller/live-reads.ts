@@ -8,7 +8,7 @@
  * - 'request': the request, read fresh, before a typed kind's spec is acted
  *   on (a watch opened under an older CRD of the kind serves objects pruned
  *   by that schema) or before a status write of a finished request, which
- *   the cache keeps in brief (slim.ts);
+ *   the cache keeps in brief (cached-requests.ts);
  * - 'confirm': a negative answer of the cache (no such request) before it
  *   removes what was made for it (listing.ts, removesForAnother);
  * - 'pipeline': the installed Pipeline before "no Pipeline named …" becomes
@@ -19,7 +19,7 @@
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { Action, Observation } from './observation.js';
 import { removesForAnother } from './listing.js';
-import { FinishedRequest } from './slim.js';
+import { FinishedRequest } from './cached-requests.js';
 
 /** What was read from the cluster in this reconcile (null: read, and not there). */
 export interface LiveReads {

@@ -15,7 +15,7 @@ import type { InternalRequest, InternalRequestApproval } from '../api/types.js';
 import { isFinished } from '../api/conditions.js';
 import type { ResourceClient } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
-import { LABEL_REQUEST_UID, outcomeOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
+import { LABEL_REQUEST_UID, runOutcomeOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
 import type { Pipeline, Task, TaskRun } from '../tekton/types.js';
 import type { CommitCheck } from '../policy/source.js';
@@ -30,9 +30,9 @@ import type { LiveReads, Seen } from './live-reads.js';
 import { ANNOTATION_LOGS, type LogRelay, type ResultsArchive } from './results-archive.js';
 import { decidableWhileListing } from './listing.js';
 import { failedTasksOf } from './failed-tasks.js';
-import { earlierOf } from './followers.js';
+import { earlierOf } from './idempotency-lookups.js';
 import { idempotencyKeyOf } from './idempotency.js';
-import { installedPipelineName } from './requested.js';
+import { installedPipelineName } from './requested-run.js';
 import { resolverRefusal, type TektonVersionState } from './tekton-version.js';
 
 /** What the observation step reads: the controller's caches and the parts that know things. */
@@ -79,7 +79,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   const pipeline = needPipeline && pipelineName ? (src.pipelines.get(`${ns}/${pipelineName}`) ?? reads.pipeline ?? undefined) : undefined;
   let failedTasks: string[] | undefined;
   if (request && ours && !isFinished(request)) {
-    const out = outcomeOf(ours);
+    const out = runOutcomeOf(ours);
     if (out.done && !out.succeeded) failedTasks = await failedTasksOf(src.taskRuns, ns, ours, src.log);
   }
   const resolutions = [...src.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);

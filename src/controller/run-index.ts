@@ -3,7 +3,7 @@
  * indexed by request key, corrected by what this instance did that the cache
  * has not shown yet (PipelineRuns created, PipelineRuns deleted).
  */
-import { outcomeOf, requestKeyOf } from '../tekton/pipelinerun.js';
+import { runOutcomeOf, requestKeyOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/types.js';
 
 /** How long an overlay entry is kept when the cache never shows the change. */
@@ -48,7 +48,7 @@ export class RunIndex {
       if (!set) this.byRequest.set(key, (set = new Set()));
       set.add(name);
     }
-    return { key, freed: deleted || outcomeOf(pr).done };
+    return { key, freed: deleted || runOutcomeOf(pr).done };
   }
 
   /** We created this PipelineRun: as sent, and the object the API server returned. */

@@ -6,7 +6,7 @@
  * Progressing condition are set the same way everywhere (the role of
  * cert-manager's reporter). Pure: the time is an argument.
  */
-import { finished, inProgress, Phase, Reason, rfc3339, type Outcome } from '../api/conditions.js';
+import { finished, inProgress, Phase, Reason, rfc3339, type TerminalReason } from '../api/conditions.js';
 import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
 import { pipelineStatusOf } from '../tekton/pipelinerun.js';
@@ -68,7 +68,7 @@ export function endWithoutResults(req: InternalRequest, reason: typeof Reason.Fa
 export function finish(
   req: InternalRequest,
   o: Observation,
-  reason: Outcome,
+  reason: TerminalReason,
   message: string,
   results: Record<string, string>,
   code?: ErrorCode,

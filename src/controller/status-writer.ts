@@ -22,7 +22,7 @@ import { describeError, isRefusedObject, statusCode } from '../kube/client.js';
 import type { EventSpec } from './observation.js';
 import { endWithoutResults } from './status-report.js';
 import type { Attestation } from '../tekton/chains.js';
-import { slimRequest } from './slim.js';
+import { slimRequest } from './cached-requests.js';
 
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 export const CONFLICT_RETRIES = 5;
@@ -208,7 +208,7 @@ export class StatusWriter {
   }
 
   /**
-   * Our write, kept as the cache keeps requests (slim.ts: without
+   * Our write, kept as the cache keeps requests (cached-requests.ts: without
    * managedFields; a finished one as its small record), since it may be
    * remembered for minutes: a burst of requests would otherwise hold every
    * response whole.

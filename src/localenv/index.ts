@@ -95,7 +95,7 @@ export {
   isTerminal,
   type ChildReference,
   type FailOptions,
-  type Outcome,
+  type SimulatedOutcome,
   type PipelineObject,
   type PipelineRunObject,
   type Results,

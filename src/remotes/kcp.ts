@@ -36,7 +36,7 @@ import { Informer, keyOf, type InformerHandlers, type InformerObserver, type Rea
 import type { RemoteProvider, RemoteSink } from './provider.js';
 import type { RequestCache } from './remote.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../controller/request-kind.js';
-import { slimRequest } from '../controller/slim.js';
+import { slimRequest } from '../controller/cached-requests.js';
 
 /** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. */
 export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';

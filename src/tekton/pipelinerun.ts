@@ -190,7 +190,7 @@ export function buildPipelineRun(req: InternalRequest, what: RunSpec, pipeline: 
   };
 }
 
-export type Outcome =
+export type RunOutcome =
   | { done: false; cancelled: boolean }
   | {
       done: true;
@@ -203,7 +203,7 @@ export type Outcome =
     };
 
 /** Reads a PipelineRun's Succeeded condition the way Tekton writes it. */
-export function outcomeOf(pr: PipelineRun): Outcome {
+export function runOutcomeOf(pr: PipelineRun): RunOutcome {
   const c = pr.status?.conditions?.find((x) => x.type === 'Succeeded');
   if (!c || (c.status !== 'True' && c.status !== 'False')) return { done: false, cancelled: pr.spec.status === 'Cancelled' };
   return {
@@ -234,7 +234,7 @@ export function convertResults(results: Array<{ name: string; value: unknown }> 
  * are.
  */
 export function pastTimeout(pr: PipelineRun, now: number, graceMs = 5 * 60_000): boolean {
-  if (outcomeOf(pr).done) return false;
+  if (runOutcomeOf(pr).done) return false;
   const timeout = parseDuration(pr.spec?.timeouts?.pipeline ?? '');
   if (!timeout) return false;
   const started = Date.parse(pr.status?.startTime ?? pr.metadata.creationTimestamp ?? '');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildPipelineRun, convertResults, outcomeOf, pastTimeout, requestKeyOf, type RunSpec } from '../../src/tekton/pipelinerun.js';
-import { requestedOf } from '../../src/controller/requested.js';
+import { buildPipelineRun, convertResults, runOutcomeOf, pastTimeout, requestKeyOf, type RunSpec } from '../../src/tekton/pipelinerun.js';
+import { requestedOf } from '../../src/controller/requested-run.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { checkParams } from '../../src/tekton/params.js';
 import { NS, pipeline, pipelineRun, request, done } from './fixtures.js';
@@ -52,14 +52,14 @@ test('results: strings as they are, arrays and objects as JSON text', () => {
 });
 
 test('outcome: running, succeeded, failed, cancelled', () => {
-  assert.deepEqual(outcomeOf(pipelineRun()), { done: false, cancelled: false });
+  assert.deepEqual(runOutcomeOf(pipelineRun()), { done: false, cancelled: false });
   const cancelled = pipelineRun();
   cancelled.spec.status = 'Cancelled';
-  assert.deepEqual(outcomeOf(cancelled), { done: false, cancelled: true });
-  const ok = outcomeOf(pipelineRun('u-1', done(true, { results: [{ name: 'r', value: 'v' }] })));
+  assert.deepEqual(runOutcomeOf(cancelled), { done: false, cancelled: true });
+  const ok = runOutcomeOf(pipelineRun('u-1', done(true, { results: [{ name: 'r', value: 'v' }] })));
   assert.ok(ok.done && ok.succeeded);
   assert.deepEqual(ok.done && ok.results, { r: 'v' });
-  const bad = outcomeOf(pipelineRun('u-1', done(false)));
+  const bad = runOutcomeOf(pipelineRun('u-1', done(false)));
   assert.ok(bad.done && !bad.succeeded && bad.reason === 'Failed');
 });
 

@@ -12,7 +12,7 @@ import { buildRequest, buildTypedRequest, idempotencyLabelValue, requestSubcomma
 import { groupVersions, resolveKind, type Discovery } from '../../src/cli/request/discovery.js';
 import { parseField, parseFields, parseFieldValue, parseSpecText, typedSpec } from '../../src/cli/request/fields.js';
 import { BUILT_IN_KIND, chooseKind, isTypedKindFlag, kindPlural, namesBuiltIn, parseKindFlag, servedResources, withArticle, type KindRef, type ServedResource } from '../../src/cli/request/kind.js';
-import { CliError, progressLine, requestRef, requestTable, type RequestObject } from '../../src/cli/request/logic.js';
+import { CliError, progressLine, requestRef, requestTable, type RequestObject } from '../../src/cli/request/args-output.js';
 import type { CreateFlags } from '../../src/cli/request/create.js';
 
 function throwsCli(f: () => unknown, code: string, msg?: RegExp): void {

@@ -1,4 +1,4 @@
-/** The pure parts of the requester's CLI (src/cli/request/logic.ts) and the Task that runs it. */
+/** The pure parts of the requester's CLI (src/cli/request/args-output.ts) and the Task that runs it. */
 import { finished, inProgress, Phase, PHASES } from '../../src/api/conditions.js';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ import {
   formatResults,
   formatResultsByName,
   formatTable,
-  outcomeOf,
+  requestStateOf,
   parseDurationFlag,
   parseLabels,
   parseOutput,
@@ -27,7 +27,7 @@ import {
   requestTable,
   splitCreateArgs,
   validateTimeouts,
-} from '../../src/cli/request/logic.js';
+} from '../../src/cli/request/args-output.js';
 import { buildRequest, requestSubcommands } from '../../src/cli/request/commands.js';
 
 const files: Record<string, string> = { 'sig.txt': 'line1\nline2\n', 'tags.json': '["a","b"]' };
@@ -192,18 +192,18 @@ describe('timeouts', () => {
 
 describe('outcomes and exit codes', () => {
   test('outcome from the Succeeded condition', () => {
-    assert.equal(outcomeOf(req()), 'Pending');
-    assert.equal(outcomeOf(req(cond('Unknown', 'Running', 'm'))), 'Running');
-    assert.equal(outcomeOf(req(cond('True', 'Succeeded', 'm'))), 'Succeeded');
-    assert.equal(outcomeOf(req(cond('False', 'Failed', 'm'))), 'Failed');
-    assert.equal(outcomeOf(req(cond('False', 'Rejected', 'm'))), 'Rejected');
-    assert.equal(outcomeOf(req(cond('False', 'SomethingElse', 'm'))), 'Failed');
+    assert.equal(requestStateOf(req()), 'Pending');
+    assert.equal(requestStateOf(req(cond('Unknown', 'Running', 'm'))), 'Running');
+    assert.equal(requestStateOf(req(cond('True', 'Succeeded', 'm'))), 'Succeeded');
+    assert.equal(requestStateOf(req(cond('False', 'Failed', 'm'))), 'Failed');
+    assert.equal(requestStateOf(req(cond('False', 'Rejected', 'm'))), 'Rejected');
+    assert.equal(requestStateOf(req(cond('False', 'SomethingElse', 'm'))), 'Failed');
   });
   test('unfinished: the phase of the Progressing condition, or the phase an earlier version wrote into Succeeded', () => {
-    for (const phase of PHASES) assert.equal(outcomeOf(req({ conditions: inProgress(undefined, phase, { message: 'm' }, new Date(0)) })), phase);
-    assert.equal(outcomeOf(req(cond('Unknown', 'Pending', 'm'))), 'WaitingForConfig');
-    assert.equal(outcomeOf(req(cond('Unknown', 'Queued', 'm'))), 'Queued');
-    assert.equal(outcomeOf(req({ conditions: finished(inProgress(undefined, Phase.Queued, { message: 'm' }, new Date(0)), 'Rejected', { message: 'no' }, new Date(0)) })), 'Rejected');
+    for (const phase of PHASES) assert.equal(requestStateOf(req({ conditions: inProgress(undefined, phase, { message: 'm' }, new Date(0)) })), phase);
+    assert.equal(requestStateOf(req(cond('Unknown', 'Pending', 'm'))), 'WaitingForConfig');
+    assert.equal(requestStateOf(req(cond('Unknown', 'Queued', 'm'))), 'Queued');
+    assert.equal(requestStateOf(req({ conditions: finished(inProgress(undefined, Phase.Queued, { message: 'm' }, new Date(0)), 'Rejected', { message: 'no' }, new Date(0)) })), 'Rejected');
   });
   test('exit codes', () => {
     assert.deepEqual(

@@ -13,9 +13,9 @@ import { ANNOTATION_REQUEST_KIND, LABEL_REQUEST_NAMESPACE } from '../../tekton/p
 import { DEFAULT_REMOTE } from '../../policy/tenant.js';
 import { describeError, statusCode } from '../../kube/client.js';
 import { chooseKind, namesBuiltIn, parseKindFlag, type ServedResource } from './kind.js';
-import { CliError, ExitCode, requestRef } from './logic.js';
+import { CliError, ExitCode, requestRef } from './args-output.js';
 import { apiError, type Target, type TargetFlags } from './target.js';
-import { given, run, stdout, withTarget, withTargetOptions } from './shared.js';
+import { given, run, stdout, withTarget, withTargetOptions } from './command-base.js';
 
 interface DecideFlags extends TargetFlags {
   message?: string;

@@ -1,8 +1,8 @@
 /** `cancel`: deleting requests; the controller then cancels and removes their PipelineRuns. */
 import { Command, Option } from 'commander';
-import { CliError, combineExitCodes, ExitCode, requestRef } from './logic.js';
+import { CliError, combineExitCodes, ExitCode, requestRef } from './args-output.js';
 import { apiError } from './target.js';
-import { reportError, run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './shared.js';
+import { reportError, run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
 
 interface CancelFlags extends SelectFlags {
   ignoreNotFound?: boolean;

@@ -6,12 +6,12 @@
  * One module per group of verbs: create.ts, wait.ts, get.ts (get, list),
  * cancel.ts, logs.ts, verify.ts (the attestation of Tekton Chains), approval.ts
  * (approve, deny); what they share (options, output,
- * running an action to an exit code) is in shared.ts, the pure parts in
- * logic.ts, the waiting in waiter.ts.
+ * running an action to an exit code) is in command-base.ts, the pure parts in
+ * args-output.ts, the waiting in waiter.ts.
  *
  * stdout carries only data (results, names, tables); progress and errors go
  * to stderr, one line each, so `$(…)` in a pipeline step gets exactly the
- * result. Exit codes: see ExitCode in logic.ts.
+ * result. Exit codes: see ExitCode in args-output.ts.
  */
 import { Command } from 'commander';
 import { decideCommand } from './approval.js';
@@ -22,7 +22,7 @@ import { verifyCommand } from './verify.js';
 import { waitCommand } from './wait.js';
 import { logsCommand } from './logs.js';
 
-export { reportError } from './shared.js';
+export { reportError } from './command-base.js';
 export { buildRequest, buildTypedRequest, idempotencyLabelValue, typedRequestBody } from './create.js';
 
 /** The subcommands, configured to throw CommanderError (exit 2) instead of exiting on bad flags. */

@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { LABEL_IDEMPOTENCY_KEY } from '../../controller/idempotency.js';
-import { describeRequested } from '../../controller/requested.js';
+import { describeRequested } from '../../controller/requested-run.js';
 import { Command, Option } from 'commander';
 import { API_VERSION, type InternalRequest, type ObjectMeta } from '../../api/types.js';
 import { typedSpec } from './fields.js';
@@ -29,9 +29,9 @@ import {
   validateTimeouts,
   type OutputFormat,
   type RequestObject,
-} from './logic.js';
+} from './args-output.js';
 import { apiError, type TargetFlags } from './target.js';
-import { collect, given, run, stderr, stdout, waitSettings, withKindOption, withTarget, withTargetOptions, withWaitOptions, type KindFlags, type WaitFlags } from './shared.js';
+import { collect, given, run, stderr, stdout, waitSettings, withKindOption, withTarget, withTargetOptions, withWaitOptions, type KindFlags, type WaitFlags } from './command-base.js';
 import { waitWithProgress } from './wait.js';
 
 export interface CreateFlags extends TargetFlags, KindFlags, WaitFlags {

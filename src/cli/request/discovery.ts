@@ -9,7 +9,7 @@
 import type { V1APIGroup } from '@kubernetes/client-node';
 import type { Cluster } from '../../kube/client.js';
 import { BUILT_IN_KIND, chooseKind, namesBuiltIn, parseKindFlag, servedResources, type KindQuery, type KindRef, type ServedResource } from './kind.js';
-import { CliError } from './logic.js';
+import { CliError } from './args-output.js';
 import { apiError } from './target.js';
 
 /** At most this many discovery requests at once. */

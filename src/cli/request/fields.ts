@@ -8,7 +8,7 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { FIELD_NAME_PATTERN } from '../../api/request-definition.js';
-import { CliError } from './logic.js';
+import { CliError } from './args-output.js';
 
 const FIELD = new RegExp(FIELD_NAME_PATTERN);
 

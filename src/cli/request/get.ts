@@ -4,9 +4,9 @@ import { stringify as toYaml } from 'yaml';
 import { PHASES } from '../../api/conditions.js';
 import { statusCode } from '../../kube/client.js';
 import { kindPlural } from './kind.js';
-import { CliError, ExitCode, outcomeOf, requestTable, type RequestObject } from './logic.js';
+import { CliError, ExitCode, requestStateOf, requestTable, type RequestObject } from './args-output.js';
 import { apiError, type Target } from './target.js';
-import { run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './shared.js';
+import { run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
 
 interface GetFlags extends SelectFlags {
   output: string;
@@ -94,7 +94,7 @@ export function listCommand(): Command {
         if (flags.awaitingApproval && flags.phase && flags.phase !== 'AwaitingApproval') {
           throw new CliError('CLI_USAGE', `--awaiting-approval and --phase ${flags.phase} contradict each other; give one`);
         }
-        printRequests(t, phase ? all.filter((r) => outcomeOf(r) === phase) : all, flags, true);
+        printRequests(t, phase ? all.filter((r) => requestStateOf(r) === phase) : all, flags, true);
         return ExitCode.Succeeded;
       });
     }),

@@ -10,7 +10,7 @@
  */
 import { API_VERSION_PATTERN } from '../../api/request-definition.js';
 import { GROUP, VERSION } from '../../api/types.js';
-import { CliError } from './logic.js';
+import { CliError } from './args-output.js';
 
 /** A request kind as the commands use it: where its objects are, and its names for messages. */
 export interface KindRef {

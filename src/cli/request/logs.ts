@@ -11,9 +11,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Command, Option } from 'commander';
-import { CliError, ExitCode } from './logic.js';
+import { CliError, ExitCode } from './args-output.js';
 import { apiError } from './target.js';
-import { run, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './shared.js';
+import { run, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
 
 export const ANNOTATION_LOGS = 'internal-services.dev/logs';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describeError, fromKubeConfig, statusCode, type Cluster, type ResourceClient } from '../../kube/client.js';
 import { BUILT_IN_KIND, type KindRef } from './kind.js';
-import { CliError, type RequestObject } from './logic.js';
+import { CliError, type RequestObject } from './args-output.js';
 
 export interface TargetFlags {
   kubeconfig?: string;

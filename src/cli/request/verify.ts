@@ -22,9 +22,9 @@ import { decodeBase64, IN_TOTO_PAYLOAD_TYPE, parseEnvelope, publicKeyDigest, rea
 import { ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE, ANNOTATION_SOURCES, LABEL_REQUEST_UID, pipelineRunName } from '../../tekton/pipelinerun.js';
 import type { Provenance } from '../../tekton/graph.js';
 import { isFinished } from '../../api/conditions.js';
-import { CliError, requestRef, type RequestObject } from './logic.js';
+import { CliError, requestRef, type RequestObject } from './args-output.js';
 import { apiError } from './target.js';
-import { run, stdout, withKindOption, withTarget, withTargetOptions, type KindFlags } from './shared.js';
+import { run, stdout, withKindOption, withTarget, withTargetOptions, type KindFlags } from './command-base.js';
 import type { TargetFlags } from './target.js';
 
 /** verify's own exit codes (besides 0, 1 and 2). */

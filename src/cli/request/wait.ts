@@ -13,24 +13,24 @@ import {
   formatResults,
   formatResultsByName,
   isInternalRequest,
-  outcomeOf,
+  requestStateOf,
   parseOutput,
   progressKey,
   progressLine,
   requestRef,
   resultsOf,
-  type FinalOutcome,
+  type FinalState,
   type RequestObject,
-} from './logic.js';
+} from './args-output.js';
 import type { Target } from './target.js';
 import { waitForRequests, type Tracked } from './waiter.js';
-import { run, selectRequests, stderr, stdout, waitSettings, withKindOption, withTarget, withTargetOptions, withWaitOptions, type SelectFlags, type WaitFlags } from './shared.js';
+import { run, selectRequests, stderr, stdout, waitSettings, withKindOption, withTarget, withTargetOptions, withWaitOptions, type SelectFlags, type WaitFlags } from './command-base.js';
 
 /**
  * Waits with progress lines; prints final lines for requests that ended,
  * an error line for those gone or timed out; returns each request's outcome.
  */
-export async function waitWithProgress(t: Target, initial: RequestObject[], flags: WaitFlags, printInitial: boolean): Promise<Array<{ tracked: Tracked; outcome: FinalOutcome }>> {
+export async function waitWithProgress(t: Target, initial: RequestObject[], flags: WaitFlags, printInitial: boolean): Promise<Array<{ tracked: Tracked; outcome: FinalState }>> {
   const { timeoutMs, pollIntervalMs } = waitSettings(flags);
   const started = Date.now();
   for (const r of initial) {
@@ -70,7 +70,7 @@ export async function waitWithProgress(t: Target, initial: RequestObject[], flag
       stderr(`error: ${requestRef(x.request)} was deleted while waiting for it [CLI_REQUEST_GONE]`);
       return { tracked: x, outcome: 'Gone' as const };
     }
-    const o = outcomeOf(x.request);
+    const o = requestStateOf(x.request);
     if (o === 'Succeeded' || o === 'Failed' || o === 'Rejected') return { tracked: x, outcome: o };
     stderr(`error: timed out after ${formatDuration(timeoutMs)} waiting for ${requestRef(x.request)} (${progressLine(x.request).replace(/^[^:]*: /, '')}); it keeps running [CLI_WAIT_TIMEOUT]`);
     return { tracked: x, outcome: 'Timeout' as const };

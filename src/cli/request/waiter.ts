@@ -10,7 +10,7 @@ import { isFinished } from '../../api/conditions.js';
 import { describeError, statusCode } from '../../kube/client.js';
 import { formatDuration } from '../../util/duration.js';
 import { kindPlural } from './kind.js';
-import type { RequestObject } from './logic.js';
+import type { RequestObject } from './args-output.js';
 import { apiError, type Target } from './target.js';
 
 export interface Tracked {

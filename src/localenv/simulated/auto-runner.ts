@@ -16,7 +16,7 @@ import {
   VERSION,
   type FailOptions,
   type Known,
-  type Outcome,
+  type SimulatedOutcome,
   type PipelineObject,
   type PipelineRunObject,
   type Results,
@@ -36,7 +36,7 @@ export interface AutoOptions {
    * wrapping spec.pipelineSpec, or undefined if neither resolves.
    * Default: succeed with deterministicResults().
    */
-  outcome?: (pr: PipelineRunObject, pipeline: PipelineObject | undefined) => Outcome | Promise<Outcome>;
+  outcome?: (pr: PipelineRunObject, pipeline: PipelineObject | undefined) => SimulatedOutcome | Promise<SimulatedOutcome>;
 }
 
 export interface AutoHandle {
@@ -226,7 +226,7 @@ export class AutoRunner implements AutoHandle {
     const pr = seen;
     if (isTerminal(pr) || this.cancelling.has(pr.metadata?.uid ?? '')) return;
     const pipeline = await this.pipelineOf(pr);
-    const outcome: Outcome = this.opts.outcome
+    const outcome: SimulatedOutcome = this.opts.outcome
       ? await this.opts.outcome(pr, pipeline)
       : { succeeded: true, results: deterministicResults(pr, pipeline) };
     if (this.stopped) return;

@@ -32,7 +32,7 @@ export interface FailOptions {
   succeededTasks?: string[];
 }
 
-export type Outcome = { succeeded: true; results?: Results } | ({ succeeded: false } & Partial<FailOptions>);
+export type SimulatedOutcome = { succeeded: true; results?: Results } | ({ succeeded: false } & Partial<FailOptions>);
 
 export interface Condition {
   type: 'Succeeded';

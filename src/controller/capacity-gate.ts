@@ -8,7 +8,7 @@ import { Phase, phaseOf } from '../api/conditions.js';
 import type { InternalRequest } from '../api/types.js';
 import { fairOrder, type CapacityView, type Waiting } from '../policy/capacity.js';
 import { tenantOf } from '../policy/tenant.js';
-import { LABEL_REQUEST_NAMESPACE, outcomeOf, remoteOf } from '../tekton/pipelinerun.js';
+import { LABEL_REQUEST_NAMESPACE, runOutcomeOf, remoteOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
 
@@ -25,7 +25,7 @@ export interface AdmissionSources {
   enqueue(key: string): void;
 }
 
-export class Admission {
+export class CapacityGate {
   /** When each remote namespace last had a PipelineRun started by this instance (fair turns; not kept across restarts). */
   private readonly lastStart = new Map<string, number>();
   private scheduled = false;
@@ -57,7 +57,7 @@ export class Admission {
     const runningByTenant = new Map<string, number>();
     let running = 0;
     for (const pr of this.src.pipelineRuns()) {
-      if (outcomeOf(pr).done) continue;
+      if (runOutcomeOf(pr).done) continue;
       running++;
       const t = tenantOf(remoteOf(pr), pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? '');
       runningByTenant.set(t, (runningByTenant.get(t) ?? 0) + 1);

@@ -5,9 +5,9 @@
  * (callers pass them in), so all of it is unit-tested directly.
  */
 import { stringify as toYaml } from 'yaml';
-import { describeRequested } from '../../controller/requested.js';
+import { describeRequested } from '../../controller/requested-run.js';
 import { API_VERSION, DNS_SUBDOMAIN_PATTERN, DURATION_PATTERN, type InternalRequest, type InternalRequestSpec, type InternalRequestStatus, type ObjectMeta } from '../../api/types.js';
-import { phaseMessageOf, phaseOf, type Outcome as ConditionOutcome, type Phase } from '../../api/conditions.js';
+import { phaseMessageOf, phaseOf, type TerminalReason, type Phase } from '../../api/conditions.js';
 import { InternalServicesError, type ErrorCode } from '../../errors.js';
 import { parseDuration } from '../../util/duration.js';
 
@@ -207,19 +207,19 @@ export function validateTimeouts(t: TimeoutFlags): InternalRequestSpec['timeouts
 // --- outcomes and exit codes -----------------------------------------------
 
 /** Where a request stands: Pending (no status yet), a phase while unfinished, or its outcome. */
-export type Outcome = 'Pending' | Phase | ConditionOutcome;
-export type FinalOutcome = 'Succeeded' | 'Failed' | 'Rejected' | 'Timeout' | 'Gone';
+export type RequestState = 'Pending' | Phase | TerminalReason;
+export type FinalState = 'Succeeded' | 'Failed' | 'Rejected' | 'Timeout' | 'Gone';
 
 /**
  * Where a request stands: finished or not from its Succeeded condition (the
  * requester's contract), the phase of an unfinished one from its Progressing
  * condition (or an earlier version's Succeeded reason).
  */
-export function outcomeOf(req: Pick<InternalRequest, 'status'>): Outcome {
+export function requestStateOf(req: Pick<InternalRequest, 'status'>): RequestState {
   return phaseOf(req) ?? 'Pending';
 }
 
-export function exitCodeFor(o: FinalOutcome): number {
+export function exitCodeFor(o: FinalState): number {
   switch (o) {
     case 'Succeeded':
       return ExitCode.Succeeded;
@@ -307,12 +307,12 @@ export function requestRef(req: Pick<RequestObject, 'kind' | 'metadata'>): strin
 
 /** Changes when a progress line is due: the outcome, or the PipelineRun it runs as. */
 export function progressKey(req: RequestObject): string {
-  return `${outcomeOf(req)}|${req.status?.pipelineRun ?? ''}`;
+  return `${requestStateOf(req)}|${req.status?.pipelineRun ?? ''}`;
 }
 
 /** One line for a CI log: where the request stands, with the PipelineRun and the condition message. */
 export function progressLine(req: RequestObject): string {
-  const o = outcomeOf(req);
+  const o = requestStateOf(req);
   const msg = phaseMessageOf(req);
   const ref = requestRef(req);
   switch (o) {
@@ -368,7 +368,7 @@ export function requestTable(reqs: readonly RequestObject[], now: number, opts: 
       ...(opts.allNamespaces ? [r.metadata.namespace ?? ''] : []),
       r.metadata.name ?? '',
       ...(pipelines && isInternalRequest(r) ? [describeRequested(r.spec)] : []),
-      outcomeOf(r),
+      requestStateOf(r),
       Number.isNaN(created) ? '<unknown>' : formatAge(now - created),
       ...(opts.wide ? [r.status?.pipelineRun ?? ''] : []),
       opts.wide ? oneLine(msg, 1000) : oneLine(msg, 80),

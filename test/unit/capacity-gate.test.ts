@@ -5,8 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InternalRequest } from '../../src/api/types.js';
-import { Admission } from '../../src/controller/admission.js';
-import * as views from '../../src/controller/views.js';
+import { CapacityGate } from '../../src/controller/capacity-gate.js';
+import * as views from '../../src/controller/health-views.js';
 import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { done, pipelineRun, request, runningStatus } from './fixtures.js';
@@ -35,7 +35,7 @@ const req = (name: string, ns: string, status?: InternalRequest['status'], creat
 
 test('admission: the capacity view counts unfinished runs in all and per remote namespace, and the queued requests', () => {
   const remote = fakeRemote('default', [req('q1', 'team-a', queued), req('r1', 'team-a', runningReq), req('q2', 'team-b', queued)]);
-  const a = new Admission({
+  const a = new CapacityGate({
     pipelineRuns: () => [run('p1', 'team-a', 'default', runningStatus()), run('p2', 'team-a', 'default', done(true)), run('p3', 'team-b', 'default', undefined)],
     pipelineRunsSynced: () => true,
     remotes: () => [remote],
@@ -56,7 +56,7 @@ test('admission: admitNext() looks again at as many queued requests as there are
     req('b-one', 'team-b', queued, '2026-11-22T09:30:00Z'),
   ]);
   let cap: { maxRunning: number | undefined; maxRunningPerNamespace: number | undefined } = { maxRunning: 3, maxRunningPerNamespace: undefined };
-  const a = new Admission({
+  const a = new CapacityGate({
     pipelineRuns: () => [run('p1', 'team-a', 'default', runningStatus())],
     pipelineRunsSynced: () => true,
     remotes: () => [remote],
@@ -75,7 +75,7 @@ test('admission: admitNext() looks again at as many queued requests as there are
 });
 
 test('admission: serialize() runs decisions one after another, and a failed one does not stop the next', async () => {
-  const a = new Admission({ pipelineRuns: () => [], pipelineRunsSynced: () => true, remotes: () => [], capacity: () => ({ maxRunning: 1, maxRunningPerNamespace: undefined }), enqueue: () => {} });
+  const a = new CapacityGate({ pipelineRuns: () => [], pipelineRunsSynced: () => true, remotes: () => [], capacity: () => ({ maxRunning: 1, maxRunningPerNamespace: undefined }), enqueue: () => {} });
   const order: string[] = [];
   let release!: () => void;
   const first = a.serialize(async () => {

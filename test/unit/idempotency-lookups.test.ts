@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InternalRequest } from '../../src/api/types.js';
-import { earlierOf, KeyLocks, type FollowerSources } from '../../src/controller/followers.js';
+import { earlierOf, KeyLocks, type FollowerSources } from '../../src/controller/idempotency-lookups.js';
 import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from '../../src/controller/idempotency.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/controller/request-kind.js';
 import type { KubeObject } from '../../src/kube/client.js';

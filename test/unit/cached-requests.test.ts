@@ -7,7 +7,7 @@ import type { InternalRequest } from '../../src/api/types.js';
 import { decide, type EventSpec } from '../../src/controller/decide.js';
 import { eventWanted } from '../../src/controller/controller.js';
 import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash } from '../../src/controller/idempotency.js';
-import { FinishedRequest, slimRequest } from '../../src/controller/slim.js';
+import { FinishedRequest, slimRequest } from '../../src/controller/cached-requests.js';
 import { config, NOW, NS, pipeline } from './fixtures.js';
 
 function finished(over: { labels?: Record<string, string>; created?: string; ltt?: string; spec?: InternalRequest['spec']; status?: 'True' | 'False'; reason?: string } = {}): InternalRequest {
@@ -138,13 +138,13 @@ test('a record gives back every timestamp exactly as listed, packed or not (30 F
   fc.assert(fc.property(fc.oneof(second, nearly), (t) => check(t)), { numRuns: 2000 });
 });
 
-test('a finished request\'s record keeps every status field the schema declares, unless slim.ts drops or slims it with its reason', async () => {
+test('a finished request\'s record keeps every status field the schema declares, unless cached-requests.ts drops or slims it with its reason', async () => {
   const { internalRequestStatusSchema } = await import('../../src/api/types.js');
-  const { DROPPED_WHEN_FINISHED, SLIMMED_WHEN_FINISHED, FinishedRequest } = await import('../../src/controller/slim.js');
+  const { DROPPED_WHEN_FINISHED, SLIMMED_WHEN_FINISHED, FinishedRequest } = await import('../../src/controller/cached-requests.js');
   const declared = Object.keys(internalRequestStatusSchema.properties);
   assert.ok(declared.length >= 10, `the schema's status fields were read (${declared.join(', ')})`);
   // The lists name fields that exist.
-  for (const k of [...Object.keys(DROPPED_WHEN_FINISHED), ...Object.keys(SLIMMED_WHEN_FINISHED)]) assert.ok(declared.includes(k), `slim.ts lists ${k}, which the schema does not declare`);
+  for (const k of [...Object.keys(DROPPED_WHEN_FINISHED), ...Object.keys(SLIMMED_WHEN_FINISHED)]) assert.ok(declared.includes(k), `cached-requests.ts lists ${k}, which the schema does not declare`);
   const kept = declared.filter((k) => !(k in DROPPED_WHEN_FINISHED) && !(k in SLIMMED_WHEN_FINISHED));
   let checked = 0;
   for (const field of [...kept, 'aFieldAddedLater']) {
@@ -152,7 +152,7 @@ test('a finished request\'s record keeps every status field the schema declares,
     const base = finished();
     const req = { ...base, status: { ...base.status, [field]: value } } as InternalRequest;
     const record = FinishedRequest.of(req);
-    assert.deepEqual((record.status as Record<string, unknown>)[field], value, `status.${field} is dropped from finished requests without a reason in slim.ts (DROPPED_WHEN_FINISHED)`);
+    assert.deepEqual((record.status as Record<string, unknown>)[field], value, `status.${field} is dropped from finished requests without a reason in cached-requests.ts (DROPPED_WHEN_FINISHED)`);
     assert.deepEqual((JSON.parse(JSON.stringify(record)) as { status: Record<string, unknown> }).status[field], value);
     checked++;
   }

@@ -1,7 +1,7 @@
-/** Both request shapes folded into one value (src/controller/requested.ts). */
+/** Both request shapes folded into one value (src/controller/requested-run.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeRequested, installedPipelineName, requestedOf } from '../../src/controller/requested.js';
+import { describeRequested, installedPipelineName, requestedOf } from '../../src/controller/requested-run.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 
 test('spec.request and spec.pipeline.pipelineRef.name mean the same', () => {

@@ -10,7 +10,7 @@ import { InternalServicesError } from '../../errors.js';
 import { statusCode } from '../../kube/client.js';
 import { resolveKind } from './discovery.js';
 import { KIND_FORMS, kindPlural } from './kind.js';
-import { CliError, ExitCode, parseDurationFlag, type RequestObject } from './logic.js';
+import { CliError, ExitCode, parseDurationFlag, type RequestObject } from './args-output.js';
 import { apiError, forKind, openTarget, type Target, type TargetFlags } from './target.js';
 
 export const stderr = (line: string): void => {

@@ -46,7 +46,7 @@ class Interner<V> {
   }
 }
 
-interface Outcome {
+interface PackedOutcome {
   readonly status: string;
   readonly reason: string;
 }
@@ -96,7 +96,7 @@ export const SLIMMED_WHEN_FINISHED: Readonly<Record<string, string>> = Object.fr
 /**
  * Every other status field (one added to the schema since, say) is kept as it
  * is: a new field is never dropped silently; dropping it is a decision made
- * above, with its reason (test/unit/slim.test.ts checks the schema against
+ * above, with its reason (test/unit/cached-requests.test.ts checks the schema against
  * these lists).
  */
 function otherStatus(status: InternalRequest['status']): Record<string, unknown> | undefined {
@@ -107,7 +107,7 @@ function otherStatus(status: InternalRequest['status']): Record<string, unknown>
 }
 
 const strings = new Interner<string>(10_000);
-const outcomes = new Interner<Outcome>(1_000);
+const outcomes = new Interner<PackedOutcome>(1_000);
 const specs = new Interner<InternalRequest['spec']>(10_000);
 const API_VERSION_VALUE: InternalRequest['apiVersion'] = 'appstudio.redhat.com/v1alpha1';
 
@@ -154,7 +154,7 @@ export class FinishedRequest {
     private readonly gen: number | undefined,
     private readonly created: number,
     private readonly finished: number,
-    private readonly outcome: Outcome,
+    private readonly outcome: PackedOutcome,
     readonly spec: InternalRequest['spec'],
     private readonly extra: Extra | undefined,
   ) {}
