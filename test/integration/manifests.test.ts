@@ -139,6 +139,7 @@ describe('config/default (internal cluster)', () => {
     const [c] = pod.containers;
     assert.deepEqual([...c.command, ...c.args], [
       'node', ...RUNTIME_NODE_FLAGS, 'dist/bundle/internal-services.mjs', 'controller',
+      '--git-cache-dir=/var/cache/internal-services/git',
       '--remote-kubeconfig=/etc/internal-services/remote/kubeconfig',
       '--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081',
     ]);
@@ -157,6 +158,10 @@ describe('config/default (internal cluster)', () => {
     const vol = (pod.volumes as Array<{ name: string; secret?: { secretName: string; items?: Array<{ key: string; path: string }> } }>).find((v) => v.name === mount.name);
     assert.equal(vol?.secret?.secretName, 'internal-services-remote-kubeconfig');
     assert.deepEqual(vol?.secret?.items, [{ key: 'kubeconfig', path: 'kubeconfig' }]);
+    // The commit checks' clones: a volume of their own, not the 16Mi /tmp.
+    const cache = (c.volumeMounts as Array<{ name: string; mountPath: string }>).find((m) => m.mountPath === '/var/cache/internal-services/git');
+    const cacheVol = (pod.volumes as Array<{ name: string; emptyDir?: { sizeLimit?: string } }>).find((v) => v.name === cache?.name);
+    assert.equal(cacheVol?.emptyDir?.sizeLimit, '1Gi');
   });
 
   test('is accepted by the internal apiserver (server-side dry run), then applied', async () => {
