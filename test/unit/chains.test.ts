@@ -21,7 +21,7 @@ import { CliError } from '../../src/cli/request/args-output.js';
 import { ANNOTATION_SOURCES } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
-import { config, done, NOW, NS, pipeline, pipelineRun, request } from './fixtures.js';
+import { config, done, NOW, NS, pipelineRun, request, observation } from './fixtures.js';
 
 // A fixed key, with the fingerprint `ssh-keygen -lf` gives for it.
 const PRIVATE_PEM = `-----BEGIN PRIVATE KEY-----
@@ -89,7 +89,7 @@ function signedRun(payload = statement(), envelope = envelopeOf(payload)): Pipel
 const chainsConfig = (extra: Record<string, unknown> = {}) => config({ allowList: ['team-a'], chains: { enabled: true }, ...extra });
 const finished = (extra: InternalRequestStatus = {}): InternalRequest =>
   request({}, {}, { conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded', message: 'm', lastTransitionTime: '2026-11-22T09:59:51Z' }], pipelineRun: `${NS}/ir-u-1`, ...extra });
-const observe = (o: Partial<Observation>): Observation => ({ namespace: NS, request: request(), pipelineRuns: [], config: chainsConfig(), pipeline: pipeline(), now: NOW, ...o });
+const observe = (o: Partial<Observation>): Observation => observation(o, { config: chainsConfig() });
 const types = (a: Action[]) => a.map((x) => x.type);
 
 test('PAE is the DSSE v1 encoding (the example of the DSSE protocol)', () => {

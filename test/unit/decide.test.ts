@@ -4,12 +4,10 @@ import { decide, type Action, type Observation } from '../../src/controller/deci
 import type { ArchiveVerdict, FetchedLogs } from '../../src/controller/results-archive.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { effectiveConfig } from '../../src/controller/config.js';
-import { assertPhase, config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD } from './fixtures.js';
+import { assertPhase, config, done, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD, observation } from './fixtures.js';
 import { inProgress, Phase } from '../../src/api/conditions.js';
 
-function observe(o: Partial<Observation>): Observation {
-  return { namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...o };
-}
+const observe = (o: Partial<Observation>): Observation => observation(o);
 const types = (a: Action[]) => a.map((x) => x.type);
 const statusOf = (a: Action[]) => {
   const w = a.find((x) => x.type === 'writeStatus');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { InternalRequest } from '../../src/api/types.js';
+import type { Observation } from '../../src/controller/observation.js';
 import { effectiveConfig } from '../../src/controller/config.js';
 import type { Pipeline, PipelineRun } from '../../src/tekton/types.js';
 import { pipelineRunName, LABEL_REQUEST_UID, ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE } from '../../src/tekton/pipelinerun.js';
@@ -76,4 +77,14 @@ export function assertPhase(status: InternalRequest['status'], phase: string): v
   assert.deepEqual([s?.type, s?.status, s?.reason], ['Succeeded', 'Unknown', 'Running'], 'conditions[0] is Succeeded Unknown/Running');
   assert.deepEqual([p?.type, p?.status, p?.reason], ['Progressing', 'True', phase], `conditions[1] is Progressing True/${phase}`);
   assert.equal(s?.message, p?.message, 'the phase message is in both');
+}
+
+/**
+ * The one Observation fixture of the decide() tests: a request of team-a on
+ * the default remote, the installed Pipeline, the configuration given, no
+ * PipelineRun yet, at NOW; `over` replaces any part (the base parts given
+ * per file: a file's own request, configuration or Pipeline).
+ */
+export function observation(over: Partial<Observation> = {}, base: Partial<Observation> = {}): Observation {
+  return { namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...base, ...over };
 }

@@ -5,7 +5,7 @@ import { decide, type Action, type Observation } from '../../src/controller/deci
 import { effectiveConfig } from '../../src/controller/config.js';
 import { ANNOTATION_ON_REVOKE, ANNOTATION_REQUEST_KIND, ANNOTATION_REVOKED } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { assertPhase, config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus } from './fixtures.js';
+import { assertPhase, config, done, NS, pipeline, pipelineRun, request, runningStatus, observation } from './fixtures.js';
 
 const RULES = {
   allowList: ['team-a', 'managed-x'],
@@ -24,7 +24,7 @@ const RULES = {
   ],
 };
 const SHA = 'a'.repeat(64);
-const observe = (o: Partial<Observation>): Observation => ({ namespace: NS, request: request(), pipelineRuns: [], config: config(RULES), pipeline: pipeline(), now: NOW, ...o });
+const observe = (o: Partial<Observation>): Observation => observation(o, { config: config(RULES) });
 const inNs = (ns: string, spec: Partial<InternalRequest['spec']> = {}) => request({ params: { image: `quay.io/org/app@sha256:${SHA}` }, ...spec }, { namespace: ns });
 const statusOf = (a: Action[]) => {
   const w = a.find((x) => x.type === 'writeStatus');

@@ -11,7 +11,7 @@ import type { SourcePolicy } from '../../src/policy/source.js';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
 import { resolutionFor, ANNOTATION_SOURCES } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { assertPhase, config, NOW, NS, request, TODAYS_PAYLOAD } from './fixtures.js';
+import { assertPhase, config, NS, request, TODAYS_PAYLOAD, observation } from './fixtures.js';
 
 const CATALOG = 'https://example.com/org/catalog.git';
 const SHA_P = '1'.repeat(40);
@@ -200,7 +200,7 @@ function answered(req: InternalRequest, ref: RemoteRef, content: string | undefi
   else if (content !== undefined) rr.status = { data: Buffer.from(content).toString('base64'), refSource: { uri: `git+${CATALOG}`, digest: { sha1: sha }, entryPoint: path }, conditions: [{ type: 'Succeeded', status: 'True' }] };
   return rr;
 }
-const observe = (o: Partial<Observation>): Observation => ({ namespace: NS, request: todays(), pipelineRuns: [], config: allowed(), pipeline: undefined, now: NOW, ...o });
+const observe = (o: Partial<Observation>): Observation => observation(o, { request: todays(), config: allowed(), pipeline: undefined });
 const types = (a: Action[]) => a.map((x) => x.type);
 
 test('decide: resolve the Pipeline, then its Tasks, then run the checked graph and record what ran; the ResolutionRequests go', () => {

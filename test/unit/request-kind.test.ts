@@ -12,7 +12,7 @@ import type { InternalRequest } from '../../src/api/types.js';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
 import { checkKinds, INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from '../../src/controller/request-kind.js';
 import { ANNOTATION_REQUEST_KIND, requestKeyOf, resolutionFor } from '../../src/tekton/pipelinerun.js';
-import { config, NOW, NS, pipeline, pipelineRun, request } from './fixtures.js';
+import { config, NS, pipelineRun, request, observation } from './fixtures.js';
 
 const signing: RequestKind = {
   kind: 'SigningRequest',
@@ -23,7 +23,7 @@ const signing: RequestKind = {
   statusBody: (req, status) => ({ apiVersion: 'signing.example.com/v1alpha1', kind: 'SigningRequest', metadata: req.metadata, status }) as never,
 };
 
-const observe = (o: Partial<Observation>): Observation => ({ namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...o });
+const observe = (o: Partial<Observation>): Observation => observation(o);
 const ofType = <T extends Action['type']>(a: Action[], t: T) => a.find((x) => x.type === t) as Extract<Action, { type: T }> | undefined;
 
 test('keys: InternalRequest keys keep their three parts; another kind adds a fourth; every key splits back into what made it', () => {
