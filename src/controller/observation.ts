@@ -65,10 +65,11 @@ export interface Observation {
    */
   logs?: FetchedLogs | 'fetching';
   /**
-   * What the repository said of a commit this request asks for by SHA (see
-   * src/git/commit-checker.ts); undefined: not asked yet. A read, no I/O.
+   * What the repositories said of the commits this request asks for by SHA,
+   * by checkKey() (src/policy/source.ts; asked by src/git/commit-checker.ts);
+   * a check not in it was not asked yet.
    */
-  commits?: (check: CommitCheck) => CommitAnswer | undefined;
+  commits?: ReadonlyMap<string, CommitAnswer>;
   /**
    * Set when resolver references must be refused (--refuse-resolvers-on-advisory
    * and a Tekton version with a known advisory, see tekton-version.ts): why.

@@ -18,7 +18,6 @@ import type { Informer } from '../kube/informer.js';
 import { LABEL_REQUEST_UID, runOutcomeOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
 import type { Pipeline, Task, TaskRun } from '../tekton/types.js';
-import type { CommitCheck } from '../policy/source.js';
 import type { CommitChecker } from '../git/commit-checker.js';
 import type { EffectiveConfig } from './config.js';
 import type { CapacityView } from '../policy/capacity.js';
@@ -52,7 +51,7 @@ export interface ObserveSources {
   capacity(): CapacityView;
   archive?: Pick<ResultsArchive, 'known'>;
   logs: Pick<LogRelay, 'known'>;
-  commits: Pick<CommitChecker, 'answer'>;
+  commits: Pick<CommitChecker, 'answersFor'>;
   tektonVersion?: () => TektonVersionState;
   refuseResolversOnAdvisory: boolean;
 }
@@ -115,7 +114,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(failedTasks ? { failedTasks } : {}),
     ...(archive ? { archive } : {}),
     ...(logs !== undefined ? { logs } : {}),
-    ...(uid ? { commits: (check: CommitCheck) => src.commits.answer(uid, check) } : {}),
+    ...(uid ? { commits: src.commits.answersFor(uid) } : {}),
     ...(refused ? { resolversRefused: refused } : {}),
   };
   return { observation, ...(uid ? { uid } : {}), ...(pipelineName ? { pipelineName } : {}) };

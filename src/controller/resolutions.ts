@@ -9,7 +9,7 @@ import { requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
 import { type GraphInput, type RemoteRef } from '../tekton/graph.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
-import { type CommitCheck, type SourcePolicy } from '../policy/source.js';
+import { checkKey, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { kindLabel } from './request-kind.js';
 
 import type { Action, Observation } from './observation.js';
@@ -63,7 +63,7 @@ export function graphContext(o: Observation, req: InternalRequest, r: Resolution
     namespace: policyTenant(o, req.metadata.namespace ?? ''),
     controllerNamespace: o.namespace,
     lookup: (ref) => r.lookup(ref, req),
-    ...(o.commits ? { commits: o.commits } : {}),
+    ...(o.commits ? { commits: (c: CommitCheck) => o.commits?.get(checkKey(c)) } : {}),
     ...(o.resolversRefused ? { resolversRefused: o.resolversRefused } : {}),
   };
 }

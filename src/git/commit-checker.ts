@@ -29,7 +29,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { compileGlob, matchGlob, type Glob } from '../policy/glob.js';
-import type { CommitAnswer, CommitCheck } from '../policy/source.js';
+import { checkKey, type CommitAnswer, type CommitCheck } from '../policy/source.js';
 
 export type { CommitAnswer };
 
@@ -57,10 +57,6 @@ export interface CommitCheckerOptions {
 
 const MAX_ANSWERS = 10_000;
 
-/** The key of one check: repository, commit and the refs it may be reachable from. */
-export function checkKey(c: Pick<CommitCheck, 'url' | 'commit' | 'refs'>): string {
-  return `${c.url}\n${c.commit}\n${c.refs.join('\n')}`;
-}
 
 interface Repo {
   /** Serializes the work on one clone. */
@@ -118,6 +114,19 @@ export class CommitChecker {
         // The callback only enqueues a key.
       }
     });
+  }
+
+  /** An owner's answers, by checkKey(), as they stand (no I/O): what the observation carries. */
+  answersFor(owner: string): ReadonlyMap<string, CommitAnswer> {
+    const out = new Map<string, CommitAnswer>();
+    const prefix = `${owner}\n`;
+    const now = this.now();
+    for (const [k, a] of this.answers) {
+      if (!k.startsWith(prefix)) continue;
+      if (a.answer.state !== 'pending' && now - a.at > this.ttlMs) continue;
+      out.set(k.slice(prefix.length), a.answer);
+    }
+    return out;
   }
 
   /** Drops an owner's answers (its request is decided or gone). */

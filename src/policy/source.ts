@@ -59,6 +59,11 @@ export interface CommitCheck {
   rules: string[];
 }
 
+/** The key of one check: repository, commit and the refs it may be reachable from. */
+export function checkKey(c: Pick<CommitCheck, 'url' | 'commit' | 'refs'>): string {
+  return `${c.url}\n${c.commit}\n${c.refs.join('\n')}`;
+}
+
 /** What the repository says of a CommitCheck (src/git/commit-checker.ts asks it). */
 export type CommitAnswer =
   | { state: 'pending' }
