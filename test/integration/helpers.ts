@@ -7,7 +7,7 @@ import { AuthorizationV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Re
 import { outcomeOfResolution, RESOLUTION_REQUEST, resolutionRequest, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
 import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import { repoRoot } from '../../src/api/crd-render.js';
-import { type Environment, applyObjects, KCP_PROVIDER_PATH } from '../../src/localenv/index.js';
+import { type Environment, applyObjects, grantRequester, installProject, KCP_PROVIDER_PATH, startEnvironment } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
 import { phaseOf } from '../../src/api/conditions.js';
@@ -346,4 +346,16 @@ export async function resolveDirectly(kc: KubeConfig, name: string, params: Arra
   } finally {
     await custom.deleteNamespacedCustomObject({ ...RESOLUTION_REQUEST, namespace: NS, name });
   }
+}
+
+/**
+ * Both control planes with real Tekton (pods simulated), the project
+ * installed, and `tenant` granted to the requester: what most tests of the
+ * request path start from.
+ */
+export async function tektonStack(tenant: string): Promise<{ env: Environment; internalAdmin: KubeConfig; requester: KubeConfig }> {
+  const env = await startEnvironment({ tekton: true });
+  await installProject(env);
+  await grantRequester(env, tenant);
+  return { env, internalAdmin: env.internal.identities.admin.kubeConfig(), requester: env.remote.identities.requester!.kubeConfig() };
 }

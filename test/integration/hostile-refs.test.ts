@@ -23,9 +23,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { startEnvironment, type Environment, grantRequester, installProject, type GitRepository } from '../../src/localenv/index.js';
+import { type Environment, type GitRepository } from '../../src/localenv/index.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
-import { createRequest, messageOf, resolveDirectly, sample, scrape, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, watchMade, type ControllerProcess, type Made } from './helpers.js';
+import { createRequest, messageOf, resolveDirectly, sample, scrape, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, watchMade, type ControllerProcess, type Made, tektonStack } from './helpers.js';
 
 const TENANT = 'release-team';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -65,11 +65,7 @@ async function expectRefusedBeforeResolution(name: string, message: RegExp, opts
 }
 
 before(async () => {
-  env = await startEnvironment({ tekton: true });
-  await installProject(env);
-  internalAdmin = env.internal.identities.admin.kubeConfig();
-  requester = env.remote.identities.requester!.kubeConfig();
-  await grantRequester(env, TENANT);
+  ({ env, internalAdmin, requester } = await tektonStack(TENANT));
   outside = mkdtempSync(join(tmpdir(), 'hostile-refs-'));
   marker = join(outside, 'marker.yaml');
   writeFileSync(marker, pipeline('marker', { description: TOKEN, tasks: [{ name: 't', taskSpec: { steps: [simulatedStep('t')] } }] }));

@@ -17,12 +17,12 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { startEnvironment, type Environment, applyObjects, grantRequester, installProject, type GitRepository } from '../../src/localenv/index.js';
+import { type Environment, applyObjects, type GitRepository } from '../../src/localenv/index.js';
 import { RESOLUTION_REQUEST } from '../../src/tekton/resolve.js';
 import { OWNED_SELECTOR } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import { repoRoot } from '../../src/util/repo.js';
-import { createRequest, NS, onlyPipelineRunOf, releaseRun, messageOf, setRunConfigAndWait, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { createRequest, NS, onlyPipelineRunOf, releaseRun, messageOf, setRunConfigAndWait, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess, tektonStack } from './helpers.js';
 
 const TENANT = 'release-team';
 let env: Environment;
@@ -66,11 +66,7 @@ const configure = (spec: Record<string, unknown>): Promise<void> => setRunConfig
 
 
 before(async () => {
-  env = await startEnvironment({ tekton: true });
-  await installProject(env);
-  internalAdmin = env.internal.identities.admin.kubeConfig();
-  requester = env.remote.identities.requester!.kubeConfig();
-  await grantRequester(env, TENANT);
+  ({ env, internalAdmin, requester } = await tektonStack(TENANT));
   catalog = await env.tekton!.git.repository('catalog');
   other = await env.tekton!.git.repository('other');
   catalogHead = await catalog.commit(

@@ -31,9 +31,9 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { startEnvironment, type Environment, grantRequester, installProject, type GitRepository } from '../../src/localenv/index.js';
+import { type Environment, type GitRepository } from '../../src/localenv/index.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
-import { createRequest, messageOf, resolveDirectly, setRunConfigAndWait, simulatedStep, startController, waitForPhase, watchMade, type ControllerProcess, type Made } from './helpers.js';
+import { createRequest, messageOf, resolveDirectly, setRunConfigAndWait, simulatedStep, startController, waitForPhase, watchMade, type ControllerProcess, type Made, tektonStack } from './helpers.js';
 import { buildTools } from '../trusted-tools.js';
 
 const TENANT = 'release-team';
@@ -101,11 +101,7 @@ async function expectRan(name: string): Promise<{ results: Record<string, string
 }
 
 before(async () => {
-  env = await startEnvironment({ tekton: true });
-  await installProject(env);
-  internalAdmin = env.internal.identities.admin.kubeConfig();
-  requester = env.remote.identities.requester!.kubeConfig();
-  await grantRequester(env, TENANT);
+  ({ env, internalAdmin, requester } = await tektonStack(TENANT));
   catalog = await env.tekton!.git.repository('catalog');
   reviewed = await catalog.commit(files('reviewed'), 'reviewed catalog');
   unmerged = await catalog.commit(files('unmerged'), 'not reviewed', 'feature');
