@@ -310,23 +310,41 @@ export interface Made {
 }
 
 export async function watchMade(kc: KubeConfig): Promise<Made> {
-  const made: Made = { rr: new Map(), pr: new Map(), stop: () => watches.forEach((w) => w.abort()) };
+  let stopped = false;
   const watches: AbortController[] = [];
+  const made: Made = {
+    rr: new Map(),
+    pr: new Map(),
+    stop: () => {
+      stopped = true;
+      watches.forEach((w) => w.abort());
+    },
+  };
+  // A watch the apiserver ends (429 under load, a timeout) is opened again:
+  // it then lists every object as ADDED once more, so each object is recorded
+  // once, by its uid.
   const collect = async (path: string, into: Map<string, unknown[]>) => {
-    watches.push(
-      await new Watch(kc).watch(
-        path,
-        { labelSelector: OWNED_SELECTOR },
-        (phase, obj: { metadata?: { labels?: Record<string, string> } }) => {
-          if (phase !== 'ADDED') return;
-          const uid = obj.metadata?.labels?.[LABEL_REQUEST_UID] ?? '';
-          into.set(uid, [...(into.get(uid) ?? []), obj]);
-        },
-        (err) => {
-          if (err && !String(err).includes('aborted')) console.error(`watch ${path} ended: ${String(err)}`);
-        },
-      ),
-    );
+    const seen = new Set<string>();
+    const open = async (): Promise<void> => {
+      watches.push(
+        await new Watch(kc).watch(
+          path,
+          { labelSelector: OWNED_SELECTOR },
+          (phase, obj: { metadata?: { uid?: string; labels?: Record<string, string> } }) => {
+            if (phase !== 'ADDED' || seen.has(obj.metadata?.uid ?? '')) return;
+            seen.add(obj.metadata?.uid ?? '');
+            const uid = obj.metadata?.labels?.[LABEL_REQUEST_UID] ?? '';
+            into.set(uid, [...(into.get(uid) ?? []), obj]);
+          },
+          (err) => {
+            if (stopped || (err && String(err).includes('aborted'))) return;
+            if (err) console.error(`watch ${path} ended: ${String(err)}; opening it again`);
+            setTimeout(() => void open().catch((e: unknown) => console.error(`watch ${path} could not be opened again: ${String(e)}`)), 500);
+          },
+        ),
+      );
+    };
+    await open();
   };
   await collect(`/apis/${RESOLUTION_REQUEST.group}/${RESOLUTION_REQUEST.version}/namespaces/${NS}/${RESOLUTION_REQUEST.plural}`, made.rr as Map<string, unknown[]>);
   await collect(`/apis/${PR.group}/${PR.version}/namespaces/${NS}/${PR.plural}`, made.pr as Map<string, unknown[]>);
