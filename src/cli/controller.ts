@@ -223,6 +223,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     throw new ConfigError('CONFIG_FLAG', '--retry-period < --renew-deadline < --lease-duration is required');
   }
   const kcpKc = flags.kcpKubeconfig ? readKcpKubeconfig(flags.kcpKubeconfig) : undefined;
+  // Request kinds written as code: loaded (and refused, naming the module) before any connection.
+  const kindModules = typeof flags.requestKindModule === 'string' ? [flags.requestKindModule] : (flags.requestKindModule ?? []);
+  const codeKinds = kindModules.length ? await loadKindModules(kindModules) : [];
   const metrics = createMetrics();
   const inCluster = !flags.kubeconfig && !!process.env.KUBERNETES_SERVICE_HOST;
   if (!flags.kubeconfig && !inCluster) throw new ConfigError('CONFIG_FLAG', '--kubeconfig (or KUBECONFIG) is required when not running in a pod');
@@ -249,8 +252,6 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     },
   });
 
-  const kindModules = typeof flags.requestKindModule === 'string' ? [flags.requestKindModule] : (flags.requestKindModule ?? []);
-  const codeKinds = kindModules.length ? await loadKindModules(kindModules) : [];
   const controller = new Controller({
     ...(codeKinds.length ? { kinds: [INTERNAL_REQUEST_KIND, ...codeKinds] } : {}),
     ...(remote ? { remoteName: flags.remoteName } : {}),

@@ -43,6 +43,10 @@ for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unrea
     { args: ['--remote-kubeconfig', empty, '--bogus'], msg: /unknown option '--bogus'/ },
     { args: ['--remote-kubeconfig', empty, '--tekton-namespace', 'Tekton_Pipelines'], msg: /--tekton-namespace <name>' argument 'Tekton_Pipelines' is invalid\. must be a namespace name/ },
     { args: ['--remote-kubeconfig', empty], env: { TEKTON_NAMESPACE: 'no/such' }, msg: /--tekton-namespace <name>' value 'no\/such' from env 'TEKTON_NAMESPACE' is invalid\. must be a namespace name/ },
+    { args: ['--remote-kubeconfig', empty, '--source-check-max-size', '10'], msg: /--source-check-max-size <bytes>' argument '10' is invalid\. "10" is below 1Mi/ },
+    { args: ['--remote-kubeconfig', empty, '--source-check-max-size', 'lots'], msg: /--source-check-max-size <bytes>' argument 'lots' is invalid\. "lots" is not a size \(e\.g\. 512Mi, 1Gi, 1048576\)/ },
+    { args: ['--remote-kubeconfig', empty, '--source-check-timeout', 'soon'], msg: /--source-check-timeout <duration>' argument 'soon' is invalid/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--request-kind-module', join(dir, 'no-such-kind.mjs')], msg: /--request-kind-module ".*no-such-kind\.mjs" cannot be loaded/ },
     { args: ['--kcp-kubeconfig', join(dir, 'missing'), '--kubeconfig', empty, '--namespace', 'ns'], msg: /cannot read the kcp kubeconfig .*missing/ },
     { args: ['--kcp-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns'], msg: /the kcp kubeconfig .* names no current context/ },
     { args: [], env: { REMOTE_KUBECONFIG: join(dir, 'nope'), KUBECONFIG: empty, POD_NAMESPACE: 'ns' }, msg: /cannot read the remote kubeconfig .*nope/ },
@@ -60,5 +64,8 @@ for (const [build, path] of Object.entries(CLIS)) test(`the Tekton flags are doc
   assert.equal(r.status, 0, r.stderr);
   const help = r.stdout.replace(/\s+/g, ' ');
   assert.match(help, /--tekton-namespace <name> namespace of Tekton Pipelines on the internal cluster, whose ConfigMap pipelines-info says its version .*\(default: "tekton-pipelines", env: TEKTON_NAMESPACE\)/);
+  assert.match(help, /--git-cache-dir <path> where the partial clones that commits asked for by SHA are checked in live .*\(env: GIT_CACHE_DIR\)/);
+  assert.match(help, /--source-check-timeout <duration> deadline of one git command .*\(default: 60s, env: SOURCE_CHECK_TIMEOUT\)/);
+  assert.match(help, /--source-check-max-size <bytes> largest clone kept to check commits in .*\(default: 512Mi, env: SOURCE_CHECK_MAX_SIZE\)/);
   assert.match(help, /--refuse-resolvers-on-advisory refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told \(default: false, env: REFUSE_RESOLVERS_ON_ADVISORY\)/);
 });
