@@ -21,7 +21,7 @@
 import { parse as parseYaml } from 'yaml';
 import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
-import { verifySignature, type TrustedKey } from '../policy/trusted.js';
+import { checkSignature, commitVerdict } from './reviewed.js';
 import type { Resolution } from './resolve.js';
 import type { ParamValue } from './types.js';
 
@@ -263,25 +263,12 @@ export function followReference(
   let reachableFrom: string | undefined;
   if (verdict.commitCheck) {
     // A commit by SHA: found in the repository from an allowed ref before
-    // anything is resolved, or refused.
-    const c = verdict.commitCheck;
-    const a = input.commits?.(c);
-    if (!a) return { kind: 'check', check: c };
-    if (a.state === 'pending') return { kind: 'pending', ref };
-    if (a.state === 'failed') {
-      return { kind: 'refused', code: 'REQUEST_RESOLUTION_FAILED', message: `${where}${via}: commit ${q(c.commit)} could not be checked against ${q(c.url)} (${c.rules.join(', ')} allow only commits reachable from ${describeRefs(c.refs)}): ${a.message}; nothing was resolved or run` };
-    }
-    if (a.state === 'unreachable') {
-      const seen = a.refs.length ? `the refs ${a.refs.slice(0, 10).map(q).join(', ')}${a.refs.length > 10 ? ` and ${a.refs.length - 10} more` : ''}` : 'no ref (none of the repository\'s refs matches)';
-      return {
-        kind: 'refused',
-        code: 'REQUEST_SOURCE_NOT_ALLOWED',
-        message:
-          `${where}${via}: commit ${q(c.commit)} is not reachable from ${describeRefs(c.refs)} of ${q(c.url)}, which ${c.rules.join(', ')} allow${c.rules.length === 1 ? 's' : ''} commits from; it was looked for in ${seen} as the repository shows them now. ` +
-          'A commit only on an unmerged branch, in a fork, or force-pushed away has not been reviewed: ask for a commit on an allowed branch or tag, or for the branch itself',
-      };
-    }
-    reachableFrom = a.ref;
+    // anything is resolved, or refused (reviewed.ts).
+    const c = commitVerdict(verdict.commitCheck, input.commits?.(verdict.commitCheck), `${where}${via}`);
+    if (c.kind === 'check') return c;
+    if (c.kind === 'pending') return { kind: 'pending', ref };
+    if (c.kind === 'refused') return c;
+    reachableFrom = c.ref;
   }
   const r = input.lookup(ref);
   if (!r) return { kind: 'need', ref };
@@ -305,21 +292,6 @@ export function followReference(
     pinned: { resolver: ref.resolver, params: pinned.params },
     provenance: { ...provenance, ...(reachableFrom ? { reachableFrom } : {}), ...(signedBy ? { signedBy } : {}) },
   };
-}
-
-/** A resolved resource's tekton.dev/signature, checked against the keys of the rule that allowed it. */
-function checkSignature(obj: Record<string, unknown>, keys: readonly TrustedKey[], rule: string): { key: string } | { refused: string } {
-  const md = isObj(obj['metadata']) ? obj['metadata'] : {};
-  const what = `the resolved ${String(obj['kind'])} ${q(typeof md['name'] === 'string' ? md['name'] : '?')}`;
-  const names = keys.map((k) => q(k.name)).join(', ');
-  const v = verifySignature(obj, keys);
-  if (v.state === 'signed') return { key: v.key };
-  if (v.state === 'unsigned') return { refused: `${what} is not signed (no tekton.dev/signature annotation), and ${rule} requires a signature by one of the keys ${names}; nothing ran` };
-  return { refused: `${what} does not verify against the keys ${names} that ${rule} requires (${v.why}): it was changed after it was signed, or signed with another key; nothing ran` };
-}
-
-function describeRefs(refs: readonly string[]): string {
-  return refs.length ? refs.map(q).join(', ') : 'no ref';
 }
 
 function paramsOf(x: unknown): Array<{ name: string; value: unknown }> {

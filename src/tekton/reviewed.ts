@@ -1,0 +1,60 @@
+/**
+ * A name is not content: the two checks that bind a reference to what was
+ * reviewed, beside the walk over the Pipeline (graph.ts) that applies them.
+ *
+ * - commitVerdict: a commit asked for by SHA runs only once the repository
+ *   showed it reachable from a ref the rule allows (src/git/commit-checker.ts
+ *   asks; the answer comes in as a value);
+ * - checkSignature: where the rule asks for it, the resolved resource's
+ *   tekton.dev/signature verifies against one of the rule's keys, over exactly
+ *   the content that is pinned and runs (src/policy/trusted.ts).
+ *
+ * Pure: no I/O.
+ */
+import type { CommitAnswer, CommitCheck } from '../policy/source.js';
+import { verifySignature, type TrustedKey } from '../policy/trusted.js';
+
+const q = (s: string) => JSON.stringify(s);
+
+function describeRefs(refs: readonly string[]): string {
+  return refs.length ? refs.map(q).join(', ') : 'no ref';
+}
+
+/** What to do with a commit check's answer (undefined: not asked yet); `where` names the reference in messages. */
+export function commitVerdict(
+  c: CommitCheck,
+  a: CommitAnswer | undefined,
+  where: string,
+):
+  | { kind: 'check'; check: CommitCheck }
+  | { kind: 'pending' }
+  | { kind: 'refused'; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED'; message: string }
+  | { kind: 'reachable'; ref: string } {
+  if (!a) return { kind: 'check', check: c };
+  if (a.state === 'pending') return { kind: 'pending' };
+  if (a.state === 'failed') {
+    return { kind: 'refused', code: 'REQUEST_RESOLUTION_FAILED', message: `${where}: commit ${q(c.commit)} could not be checked against ${q(c.url)} (${c.rules.join(', ')} allow only commits reachable from ${describeRefs(c.refs)}): ${a.message}; nothing was resolved or run` };
+  }
+  if (a.state === 'unreachable') {
+    const seen = a.refs.length ? `the refs ${a.refs.slice(0, 10).map(q).join(', ')}${a.refs.length > 10 ? ` and ${a.refs.length - 10} more` : ''}` : "no ref (none of the repository's refs matches)";
+    return {
+      kind: 'refused',
+      code: 'REQUEST_SOURCE_NOT_ALLOWED',
+      message:
+        `${where}: commit ${q(c.commit)} is not reachable from ${describeRefs(c.refs)} of ${q(c.url)}, which ${c.rules.join(', ')} allow${c.rules.length === 1 ? 's' : ''} commits from; it was looked for in ${seen} as the repository shows them now. ` +
+        'A commit only on an unmerged branch, in a fork, or force-pushed away has not been reviewed: ask for a commit on an allowed branch or tag, or for the branch itself',
+    };
+  }
+  return { kind: 'reachable', ref: a.ref };
+}
+
+/** A resolved resource's tekton.dev/signature, checked against the keys of the rule that allowed it. */
+export function checkSignature(obj: Record<string, unknown>, keys: readonly TrustedKey[], rule: string): { key: string } | { refused: string } {
+  const md = typeof obj['metadata'] === 'object' && obj['metadata'] !== null ? (obj['metadata'] as Record<string, unknown>) : {};
+  const what = `the resolved ${String(obj['kind'])} ${q(typeof md['name'] === 'string' ? md['name'] : '?')}`;
+  const names = keys.map((k) => q(k.name)).join(', ');
+  const v = verifySignature(obj, keys);
+  if (v.state === 'signed') return { key: v.key };
+  if (v.state === 'unsigned') return { refused: `${what} is not signed (no tekton.dev/signature annotation), and ${rule} requires a signature by one of the keys ${names}; nothing ran` };
+  return { refused: `${what} does not verify against the keys ${names} that ${rule} requires (${v.why}): it was changed after it was signed, or signed with another key; nothing ran` };
+}
