@@ -51,7 +51,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitChecker } from '../git/commit-checker.js';
 import { liveReadFor, type LiveReads, type Seen } from './live-reads.js';
-import { observe } from './observe.js';
+import { observe, type ObserveSources } from './observe.js';
 
 /** A requester's ask for the logs (the internal-services.dev/logs annotation) not answered yet. */
 function logsAsked(req: InternalRequest): boolean {
@@ -501,35 +501,31 @@ export class Controller {
     }
   }
 
-  /** What the observation step reads (observe.ts). */
+  /** What the observation step reads (observe.ts): made once, on the first reconcile (the caches exist by then). */
+  private observeSources: ObserveSources | undefined;
+
   private observe(key: string, remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>, request: InternalRequest | undefined, reads: LiveReads): Promise<Seen | undefined> {
-    return observe(
-      {
-        namespace: this.opts.namespace,
-        config: () => this.config(),
-        now: this.now,
-        log: this.log,
-        runs: this.runs,
-        pipelines: this.pipelines,
-        tasks: this.tasks,
-        resolutions: this.resolutions,
-        approvals: this.approvals,
-        taskRuns: this.taskRunClient,
-        trust: this.trust,
-        followers: this.followerSources,
-        capacity: () => this.admission.view(),
-        ...(this.archive ? { archive: this.archive } : {}),
-        logs: this.logRelay,
-        commits: this.commitChecker,
-        ...(this.opts.tektonVersion ? { tektonVersion: this.opts.tektonVersion } : {}),
-        refuseResolversOnAdvisory: this.opts.refuseResolversOnAdvisory === true,
-      },
-      key,
-      remote,
-      kind,
-      request,
-      reads,
-    );
+    this.observeSources ??= {
+      namespace: this.opts.namespace,
+      config: () => this.config(),
+      now: this.now,
+      log: this.log,
+      runs: this.runs,
+      pipelines: this.pipelines,
+      tasks: this.tasks,
+      resolutions: this.resolutions,
+      approvals: this.approvals,
+      taskRuns: this.taskRunClient,
+      trust: this.trust,
+      followers: this.followerSources,
+      capacity: () => this.admission.view(),
+      ...(this.archive ? { archive: this.archive } : {}),
+      logs: this.logRelay,
+      commits: this.commitChecker,
+      ...(this.opts.tektonVersion ? { tektonVersion: this.opts.tektonVersion } : {}),
+      refuseResolversOnAdvisory: this.opts.refuseResolversOnAdvisory === true,
+    };
+    return observe(this.observeSources, key, remote, kind, request, reads);
   }
 
   private readonly followerSources = {

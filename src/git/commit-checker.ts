@@ -57,6 +57,13 @@ export interface CommitCheckerOptions {
 
 const MAX_ANSWERS = 10_000;
 
+interface Entry {
+  answer: CommitAnswer;
+  at: number;
+}
+
+const NO_ANSWERS: ReadonlyMap<string, CommitAnswer> = new Map();
+
 
 interface Repo {
   /** Serializes the work on one clone. */
@@ -66,7 +73,9 @@ interface Repo {
 }
 
 export class CommitChecker {
-  private readonly answers = new Map<string, { answer: CommitAnswer; at: number }>();
+  /** Answers by owner (a request's uid), then by checkKey(). */
+  private readonly byOwner = new Map<string, Map<string, Entry>>();
+  private count = 0;
   private readonly repos = new Map<string, Repo>();
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
@@ -84,11 +93,12 @@ export class CommitChecker {
 
   /** The answer for an owner's check, if one was asked for: no I/O. */
   answer(owner: string, check: CommitCheck): CommitAnswer | undefined {
-    const k = `${owner}\n${checkKey(check)}`;
-    const a = this.answers.get(k);
+    const mine = this.byOwner.get(owner);
+    const k = checkKey(check);
+    const a = mine?.get(k);
     if (!a) return undefined;
-    if (a.answer.state !== 'pending' && this.now() - a.at > this.ttlMs) {
-      this.answers.delete(k);
+    if (this.expired(a, this.now())) {
+      this.drop(owner, k);
       return undefined;
     }
     return a.answer;
@@ -96,14 +106,14 @@ export class CommitChecker {
 
   /** Starts the check unless it is answered or under way; `done` is called when the answer is in. */
   start(owner: string, check: CommitCheck, done: () => void): void {
-    const k = `${owner}\n${checkKey(check)}`;
     if (this.answer(owner, check)) return;
     this.trim();
+    const k = checkKey(check);
     const asked = this.now();
-    this.answers.set(k, { answer: { state: 'pending' }, at: asked });
+    this.put(owner, k, { answer: { state: 'pending' }, at: asked });
     const t0 = process.hrtime.bigint();
     void this.check(check, asked).then((answer) => {
-      this.answers.set(k, { answer, at: this.now() });
+      this.put(owner, k, { answer, at: this.now() });
       const secs = Number(process.hrtime.bigint() - t0) / 1e9;
       this.opts.metrics?.checked?.(answer.state === 'pending' ? 'failed' : answer.state, secs);
       const level = answer.state === 'failed' ? 'warn' : 'info';
@@ -116,37 +126,60 @@ export class CommitChecker {
     });
   }
 
-  /** An owner's answers, by checkKey(), as they stand (no I/O): what the observation carries. */
+  /**
+   * An owner's answers, by checkKey(), as they stand (no I/O): what the
+   * observation carries. Read for every reconcile, so it costs nothing for
+   * the many requests that ask for no commit.
+   */
   answersFor(owner: string): ReadonlyMap<string, CommitAnswer> {
-    const out = new Map<string, CommitAnswer>();
-    const prefix = `${owner}\n`;
+    const mine = this.byOwner.get(owner);
+    if (!mine) return NO_ANSWERS;
     const now = this.now();
-    for (const [k, a] of this.answers) {
-      if (!k.startsWith(prefix)) continue;
-      if (a.answer.state !== 'pending' && now - a.at > this.ttlMs) continue;
-      out.set(k.slice(prefix.length), a.answer);
-    }
+    const out = new Map<string, CommitAnswer>();
+    for (const [k, a] of mine) if (!this.expired(a, now)) out.set(k, a.answer);
     return out;
   }
 
   /** Drops an owner's answers (its request is decided or gone). */
   forget(owner: string): void {
-    for (const k of this.answers.keys()) if (k.startsWith(`${owner}\n`)) this.answers.delete(k);
+    this.count -= this.byOwner.get(owner)?.size ?? 0;
+    this.byOwner.delete(owner);
   }
 
   /** Answers held (for tests and the metrics of the size). */
   get size(): number {
-    return this.answers.size;
+    return this.count;
+  }
+
+  private expired(a: Entry, now: number): boolean {
+    return a.answer.state !== 'pending' && now - a.at > this.ttlMs;
+  }
+
+  private put(owner: string, k: string, e: Entry): void {
+    let mine = this.byOwner.get(owner);
+    if (!mine) {
+      mine = new Map();
+      this.byOwner.set(owner, mine);
+    }
+    if (!mine.has(k)) this.count++;
+    mine.set(k, e);
+  }
+
+  private drop(owner: string, k: string): void {
+    const mine = this.byOwner.get(owner);
+    if (!mine?.delete(k)) return;
+    this.count--;
+    if (!mine.size) this.byOwner.delete(owner);
   }
 
   private trim(): void {
-    if (this.answers.size < MAX_ANSWERS) return;
+    if (this.count < MAX_ANSWERS) return;
     const now = this.now();
-    for (const [k, a] of this.answers) if (a.answer.state !== 'pending' && now - a.at > this.ttlMs) this.answers.delete(k);
-    // Still full: the oldest go first (a Map iterates in insertion order).
-    for (const k of this.answers.keys()) {
-      if (this.answers.size < MAX_ANSWERS) break;
-      this.answers.delete(k);
+    for (const [owner, mine] of [...this.byOwner]) for (const [k, a] of [...mine]) if (this.expired(a, now)) this.drop(owner, k);
+    // Still full: the owners asked first go first (a Map iterates in insertion order).
+    for (const owner of [...this.byOwner.keys()]) {
+      if (this.count < MAX_ANSWERS) break;
+      this.forget(owner);
     }
   }
 
