@@ -17,7 +17,7 @@ export interface Metrics {
   commitChecks: CommitCheckerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> } }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> }; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -115,6 +115,26 @@ export function createMetrics(): Metrics {
     collect() {
       this.reset();
       for (const { remote, up } of sources?.remotes() ?? []) this.set({ remote }, up ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'internal_services_kcp_shard_up',
+    help: 'Per kcp shard of the APIExport (its virtual workspace host:port): 1 while its caches are listed and connected, 0 while it cannot be reached (the other shards are served meanwhile)',
+    labelNames: ['shard'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { shard, up } of sources?.kcpShards?.() ?? []) this.set({ shard }, up ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'internal_services_kcp_workspaces',
+    help: 'Per kcp shard: workspaces served from it (bound to the export, binding ready)',
+    labelNames: ['shard'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { shard, workspaces } of sources?.kcpShards?.() ?? []) this.set({ shard }, workspaces);
     },
   });
   new Gauge({

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Makes the kcp binary available and prints, as one JSON line on stdout, where
-# it is: {"kcpBinary": PATH, "kcpVersion": VERSION}. Progress goes to stderr.
+# Makes the kcp binaries available and prints, as one JSON line on stdout, where
+# they are: {"kcpBinary": PATH, "kcpBinDir": DIR, "kcpVersion": VERSION}.
+# Progress goes to stderr. DIR holds kcp, kcp-front-proxy and cache-server
+# (what a sharded kcp runs: src/localenv/real/kcp-sharded.ts).
 #
 # Looked for in this order:
-#   1. $KCP_ASSETS, if it holds an executable `kcp` (any build you trust; it
+#   1. $KCP_ASSETS, if it holds all three executables (any build you trust; it
 #      should be KCP_VERSION, but no check is made beyond "it runs");
 #   2. the per-version cache:
 #      ${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services}/kcp/<KCP_VERSION>/bin/kcp;
@@ -11,7 +13,9 @@
 #      beside this script (github.com/kcp-dev/kcp at KCP_VERSION, version.env),
 #      into that cache. Cold (empty Go module and build caches): 14 s of
 #      module downloads, then ~530 s of CPU time; measured 8 min 48 s wall on
-#      2 cores busy with other work. Warm: nothing to do (a few ms).
+#      2 cores busy with other work; the two further commands share that
+#      build and add link time). Warm: nothing to do (a few ms). A cache that
+#      holds only `kcp` (from before the sharded commands) gets the rest.
 # Only what needs kcp runs this (npm test, test/integration/kcp.test.ts
 # through src/localenv/real/kcp.ts); nothing else builds or starts kcp.
 set -euo pipefail
@@ -20,22 +24,25 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/version.env"
 
 log() { printf 'kcp: %s\n' "$*" >&2; }
-emit() { printf '{"kcpBinary":"%s","kcpVersion":"%s"}\n' "$1" "$KCP_VERSION"; }
+emit() { printf '{"kcpBinary":"%s/kcp","kcpBinDir":"%s","kcpVersion":"%s"}\n' "$1" "$1" "$KCP_VERSION"; }
+commands="kcp kcp-front-proxy cache-server"
+# complete DIR: every command is there and executable
+complete() { for c in $commands; do [ -x "$1/$c" ] || return 1; done; }
 
 if [ -n "${KCP_ASSETS:-}" ]; then
-  if [ -x "$KCP_ASSETS/kcp" ]; then
-    log "using $KCP_ASSETS/kcp from KCP_ASSETS"
-    emit "$(cd "$KCP_ASSETS" && pwd)/kcp"
+  if complete "$KCP_ASSETS"; then
+    log "using $KCP_ASSETS from KCP_ASSETS"
+    emit "$(cd "$KCP_ASSETS" && pwd)"
     exit 0
   fi
-  log "KCP_ASSETS=$KCP_ASSETS holds no executable kcp; looking in the cache"
+  log "KCP_ASSETS=$KCP_ASSETS does not hold all of: $commands; looking in the cache"
 fi
 
 cache_root=${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services}
 dir="$cache_root/kcp/$KCP_VERSION"
 bin="$dir/bin/kcp"
 
-if [ ! -x "$bin" ]; then
+if ! complete "$dir/bin"; then
   # One build at a time per cache: a second run started meanwhile waits for
   # the first, then finds its binary.
   mkdir -p "$dir"
@@ -44,7 +51,7 @@ if [ ! -x "$bin" ]; then
     flock 9
   fi
 fi
-if [ ! -x "$bin" ]; then
+if ! complete "$dir/bin"; then
   command -v go >/dev/null || { log "Go is needed to build kcp $KCP_VERSION (nothing cached at $bin); or set KCP_ASSETS"; exit 1; }
   export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
   # go.sum is committed; the checksum database is not consulted for the
@@ -65,12 +72,16 @@ if [ ! -x "$bin" ]; then
   log "modules downloaded after $(( $(date +%s) - started )) s"
   rm -rf "$dir/bin.tmp"
   mkdir -p "$dir/bin.tmp"
-  (cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$dir/bin.tmp/kcp" github.com/kcp-dev/kcp/cmd/kcp)
+  pkgs=""
+  for c in $commands; do pkgs="$pkgs github.com/kcp-dev/kcp/cmd/$c"; done
+  # One go build for the three: they share almost every package.
+  # shellcheck disable=SC2086
+  (cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$dir/bin.tmp/" $pkgs)
   "$dir/bin.tmp/kcp" --version >/dev/null 2>&1 || "$dir/bin.tmp/kcp" --help >/dev/null 2>&1 || { log "the kcp just built does not run"; exit 1; }
   mkdir -p "$dir/bin"
-  mv -f "$dir/bin.tmp/kcp" "$bin"
+  for c in $commands; do mv -f "$dir/bin.tmp/$c" "$dir/bin/$c"; done
   rmdir "$dir/bin.tmp" 2>/dev/null || true
   log "built $bin in $(( $(date +%s) - started )) s"
 fi
 
-emit "$bin"
+emit "$dir/bin"

@@ -41,6 +41,7 @@ export interface ControllerFlags {
   kcpExport: string;
   kcpWorkspaceParent?: string[];
   kcpRefreshInterval: number;
+  kcpUnbindGrace: number;
   kubeconfig?: string;
   namespace?: string;
   metricsBindAddress: string;
@@ -128,7 +129,8 @@ export function controllerCommand(): Command {
     .addOption(new Option('--kcp-kubeconfig <path>', 'serve every kcp workspace that binds the request API: a kubeconfig of the provider workspace (where the APIExport is); requests are read and written through the export\'s virtual workspace').env('KCP_KUBECONFIG'))
     .addOption(new Option('--kcp-export <name>', 'the APIExport (and APIExportEndpointSlice) of the request API in the provider workspace').env('KCP_EXPORT').default('appstudio.redhat.com'))
     .addOption(new Option('--kcp-workspace-parent <path...>', 'kcp workspaces whose child workspaces are tenants (default: root): their Workspaces tell each tenant\'s path, which the configuration\'s rules name').env('KCP_WORKSPACE_PARENTS').argParser(workspacePaths))
-    .addOption(new Option('--kcp-refresh-interval <duration>', 'how often the workspace parents and the export\'s endpoint slice are read again (a moved virtual workspace is followed)').env('KCP_REFRESH_INTERVAL').default(60_000, '60s').argParser(shortDuration))
+    .addOption(new Option('--kcp-refresh-interval <duration>', 'how often the workspace parents are read again; the export\'s endpoint slice (one virtual workspace URL per kcp shard) is read every 10s, or this often if shorter: shards that come and go are followed').env('KCP_REFRESH_INTERVAL').default(60_000, '60s').argParser(shortDuration))
+    .addOption(new Option('--kcp-unbind-grace <duration>', 'after a workspace unbinds the export (or is deleted): how long it stays served so that the deletes of its requests are acted on (their runs stopped), before it is forgotten').env('KCP_UNBIND_GRACE').default(30_000, '30s').argParser(shortDuration))
     .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))
     .addOption(new Option('--remote-secrets-namespace <name>', 'namespace of those Secrets (default: --namespace)').env('REMOTE_SECRETS_NAMESPACE'))
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: in-cluster config)').env('KUBECONFIG'))
@@ -310,18 +312,20 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       }),
     );
   }
+  let kcp: KcpRemotes | undefined;
   if (kcpKc) {
     providers.push(
-      new KcpRemotes(controller, {
+      (kcp = new KcpRemotes(controller, {
         kubeconfig: kcpKc,
         exportName: flags.kcpExport,
         ...(flags.kcpWorkspaceParent?.length ? { workspaceParents: flags.kcpWorkspaceParent } : {}),
         pathRefreshMs: flags.kcpRefreshInterval,
+        unbindGraceMs: flags.kcpUnbindGrace,
         log,
         resyncPeriodMs: flags.resyncPeriod,
         informerObserver: metrics.controller.informer,
         apiObserver: metrics.apiObserver,
-      }),
+      })),
     );
   }
   metrics.bind({
@@ -335,6 +339,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     pastTimeout: () => controller.pipelineRunsPastTimeout(),
     awaitingResults: () => controller.awaitingResults(),
     tekton: () => tektonVersion.metrics(),
+    kcpShards: () => kcp?.shardViews() ?? [],
   });
   const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness()), tektonVersion.readiness()], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;

@@ -45,6 +45,17 @@ export class CapacityGate {
     this.lastStart.set(tenantOf(remoteOf(pr), pr.metadata.labels?.[LABEL_REQUEST_NAMESPACE] ?? ''), Date.now());
   }
 
+  /** Forgets a remote's fair-turn state (it is no longer served). */
+  forgetRemote(remote: string): void {
+    const prefix = tenantOf(remote, '');
+    for (const k of [...this.lastStart.keys()]) if (k.startsWith(prefix)) this.lastStart.delete(k);
+  }
+
+  /** Remote namespaces with fair-turn state (tests, debugging). */
+  get remembered(): number {
+    return this.lastStart.size;
+  }
+
   /** Runs one decision that may start a run after the ones before it. */
   serialize(fn: () => Promise<void>): Promise<void> {
     const turn = this.gate.then(fn);

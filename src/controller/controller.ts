@@ -152,7 +152,7 @@ export class Controller {
           this.requeueLive(remote);
           this.sweep(remote);
         },
-        dropped: (remote) => this.writer.forgetRemote(remote.name),
+        dropped: (remote) => this.forgetRemote(remote.name),
         started: () => this.started,
       },
       { log: this.log, instance: opts.instance ?? 'internal-services', informer: inf, kinds },
@@ -318,6 +318,13 @@ export class Controller {
   /** Per remote: our unfinished PipelineRuns running past their own timeout (see views.pipelineRunsPastTimeout). */
   pipelineRunsPastTimeout(now = Date.now()): Record<string, number> {
     return views.pipelineRunsPastTimeout(this.remotes.names(), this.pipelineRuns.list(), now, (r) => this.remotes.get(r)?.metricsName ?? r);
+  }
+
+  /** A remote is no longer served: what was kept for it (status bookkeeping, retry counts, fair turns) goes too. */
+  private forgetRemote(name: string): void {
+    this.writer.forgetRemote(name);
+    this.queue.forgetPrefix(`${name}/`);
+    this.admission.forgetRemote(name);
   }
 
   /** Per remote: 1 when its requests are listed and its cluster answers. */

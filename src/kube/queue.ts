@@ -135,6 +135,18 @@ export class WorkQueue {
     this.failures.delete(key);
   }
 
+  /** Forgets the retry counts of every key that starts with `prefix` (a remote that is no longer served). Keys queued stay: looked at once more, they find nothing to do. */
+  forgetPrefix(prefix: string): number {
+    let n = 0;
+    for (const k of [...this.failures.keys()]) if (k.startsWith(prefix)) n += +this.failures.delete(k);
+    return n;
+  }
+
+  /** Keys with a retry count: what forgetPrefix() has to forget (tests, debugging). */
+  get retrying(): number {
+    return this.failures.size;
+  }
+
   /** The next key to process, or undefined once the queue is shut down. */
   get(): Promise<string | undefined> {
     const key = this.take();

@@ -27,6 +27,7 @@ export {
   type KcpIdentityName,
   type StartKcpOptions,
 } from './real/kcp.js';
+export { startShardedKcp, shardOfWorkspace, SHARD_LABEL, type ShardedKcp, type KcpShardProcess, type StartShardedKcpOptions } from './real/kcp-sharded.js';
 export {
   applyInWorkspace,
   bindExport,

@@ -51,6 +51,8 @@ function runInstall(log: LogFn | undefined): Promise<EnvtestAssets> {
 export interface KcpAssets {
   /** The kcp binary (hack/kcp/install.sh: KCP_ASSETS, the per-version cache, or built). */
   kcpBinary: string;
+  /** The directory of kcp, kcp-front-proxy and cache-server (what a sharded kcp runs: kcp-sharded.ts). */
+  kcpBinDir: string;
   /** e.g. "v0.28.1" (hack/kcp/version.env). */
   kcpVersion: string;
 }
@@ -62,9 +64,9 @@ export function ensureKcpBinary(log?: LogFn): Promise<KcpAssets> {
   if (pendingKcp === undefined) {
     pendingKcp = runInstallScript(join(repoRoot(), 'hack', 'kcp', 'install.sh'), log, (value) => {
       const rec = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
-      const { kcpBinary, kcpVersion } = rec;
-      if (typeof kcpBinary !== 'string' || typeof kcpVersion !== 'string') throw new Error('fields kcpBinary, kcpVersion missing');
-      return { kcpBinary, kcpVersion };
+      const { kcpBinary, kcpBinDir, kcpVersion } = rec;
+      if (typeof kcpBinary !== 'string' || typeof kcpBinDir !== 'string' || typeof kcpVersion !== 'string') throw new Error('fields kcpBinary, kcpBinDir, kcpVersion missing');
+      return { kcpBinary, kcpBinDir, kcpVersion };
     });
     pendingKcp.catch(() => {
       pendingKcp = undefined;

@@ -35,15 +35,17 @@ const parentAndName = (path: string): [string, string] => {
 /**
  * Creates the workspace at `path` (its parent must exist) of type
  * `universal` and waits until it is Ready. Creating one that exists is fine.
+ * `shardLabel` places it (a sharded kcp: `spec.location.selector` on the
+ * Shard objects' labels, kcp-sharded.ts's SHARD_LABEL).
  */
-export async function createWorkspace(kcp: Kcp, path: string, timeoutMs = 60_000): Promise<KcpWorkspace> {
+export async function createWorkspace(kcp: Kcp, path: string, timeoutMs = 60_000, place?: { label: string; value: string }): Promise<KcpWorkspace> {
   const [parent, name] = parentAndName(path);
   const api = kcp.identities.admin.kubeConfig(parent).makeApiClient(CustomObjectsApi);
   const ref = { group: 'tenancy.kcp.io', version: 'v1alpha1', plural: 'workspaces' };
   try {
     await api.createClusterCustomObject({
       ...ref,
-      body: { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name }, spec: { type: { name: 'universal', path: 'root' } } },
+      body: { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name }, spec: { type: { name: 'universal', path: 'root' }, ...(place ? { location: { selector: { matchLabels: { [place.label]: place.value } } } } : {}) } },
     });
   } catch (err) {
     if (statusCode(err) !== 409) throw err;

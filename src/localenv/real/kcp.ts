@@ -65,7 +65,7 @@ export interface KcpIdentities {
   outsider: KcpIdentity;
 }
 
-const SPECS: Array<{ name: KcpIdentityName; username: string; groups: string[] }> = [
+export const SPECS: Array<{ name: KcpIdentityName; username: string; groups: string[] }> = [
   { name: 'admin', username: 'admin', groups: ['system:kcp:admin'] },
   { name: 'controller', username: KCP_CONTROLLER_USERNAME, groups: [] },
   { name: 'requester', username: 'requester', groups: [] },
@@ -212,7 +212,7 @@ export async function startKcp(opts: StartKcpOptions = {}): Promise<Kcp> {
   }
 }
 
-async function waitReady(p: ManagedProcess, url: string, token: string, timeoutMs: number): Promise<void> {
+export async function waitReady(p: ManagedProcess, url: string, token: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastProblem = 'no answer yet';
   for (;;) {
@@ -240,7 +240,7 @@ function readCaPem(rootDir: string): string {
   return Buffer.from(data, 'base64').toString('utf8');
 }
 
-function makeIdentity(kcp: Kcp, spec: { name: KcpIdentityName; username: string; groups: string[] }, token: string): KcpIdentity {
+export function makeIdentity(kcp: Kcp, spec: { name: KcpIdentityName; username: string; groups: string[] }, token: string): KcpIdentity {
   const server = (target: string): string => (/^https?:\/\//.test(target) ? target : kcp.workspaceUrl(target));
   let files = 0;
   return {
