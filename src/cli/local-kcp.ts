@@ -15,9 +15,9 @@
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import {
-  applyObjects, bindExport, createWorkspace, ensureNamespace, freePorts, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startKcp,
+  applyObjects, bindExport, createWorkspace, ensureNamespace, freePorts, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startShardedKcp, shardOfWorkspace, SHARD_LABEL,
   CONTROLLER_NAMESPACE, KCP_PROVIDER_PATH,
-  type Environment, type Kcp, type KcpWorkspace,
+  type Environment, type ShardedKcp, type KcpWorkspace,
 } from '../localenv/index.js';
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { phaseOf } from '../api/conditions.js';
@@ -31,9 +31,9 @@ const REQUEST = 'sign-release-1';
 const TIMEOUT_MS = 120_000;
 /** The tenants: the first two are allowed by path, the third binds the API but is not on the allowList. */
 const TENANTS = [
-  { path: 'root:team-a', allowed: true },
-  { path: 'root:team-b', allowed: true },
-  { path: 'root:team-c', allowed: false },
+  { path: 'root:team-a', allowed: true, shard: 'root' },
+  { path: 'root:team-b', allowed: true, shard: 'shard-1' },
+  { path: 'root:team-c', allowed: false, shard: 'shard-1' },
 ] as const;
 
 const started = Date.now();
@@ -42,7 +42,7 @@ const progress = (msg: string): void => out(`[${((Date.now() - started) / 1000).
 
 export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
   let env: Environment | undefined;
-  let kcp: Kcp | undefined;
+  let kcp: ShardedKcp | undefined;
   let controller: ControllerChild | undefined;
   let cleaning: Promise<void> | undefined;
   const cleanup = (): Promise<void> =>
@@ -62,27 +62,29 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
     config['spec'] = { ...(config['spec'] as object), allowList: TENANTS.filter((t) => t.allowed).map((t) => `${t.path}/${NAMESPACE}`) };
     const base = sampleRequestSpec();
 
-    out('internal-services local --kcp: a real kcp whose workspaces bind the request API, the internal cluster with real Tekton');
-    out('(only its pods are SIMULATED), and the controller serving every workspace through one kubeconfig.');
+    out('internal-services local --kcp: a real sharded kcp (two shards, its cache server and front-proxy) whose workspaces, on both');
+    out('shards, bind the request API; the internal cluster with real Tekton (only its pods are SIMULATED); and the controller serving');
+    out('every workspace on every shard through one kubeconfig.');
     out();
-    progress('starting kcp, and the internal control plane with Tekton (the first run builds them from Go modules, then they are cached)');
-    [env, kcp] = await Promise.all([startEnvironment({ tekton: { stepMs: 500 }, log: (m) => progress(`  ${m}`) }), startKcp({ log: (m) => progress(`  ${m}`) })]);
-    progress(`kcp ${kcp.version} ready at ${kcp.url} (after ${(kcp.startupMs / 1000).toFixed(0)} s); internal cluster ${env.internal.url}`);
+    progress('starting a sharded kcp, and the internal control plane with Tekton (the first run builds them from Go modules, then they are cached)');
+    [env, kcp] = await Promise.all([startEnvironment({ tekton: { stepMs: 500 }, log: (m) => progress(`  ${m}`) }), startShardedKcp({ shards: 2, log: (m) => progress(`  ${m}`) })]);
+    progress(`kcp ${kcp.version} ready (after ${(kcp.startupMs / 1000).toFixed(0)} s): front-proxy ${kcp.url}; shards ${kcp.shards.map((s) => `${s.name} ${s.url}`).join(', ')}; internal cluster ${env.internal.url}`);
     await installProject(env);
     const internalAdmin = env.internal.identities.admin.kubeConfig();
     await applyObjects(internalAdmin, [pipeline, config]);
     progress(`internal cluster: Pipeline ${CONTROLLER_NAMESPACE}/${pipeline.metadata?.name ?? ''}; config allowList ${JSON.stringify((config['spec'] as { allowList: string[] }).allowList)}`);
 
+    await createWorkspace(kcp, KCP_PROVIDER_PATH, 90_000, { label: SHARD_LABEL, value: 'root' });
     await installKcpProvider(kcp);
     progress(`kcp: provider workspace ${KCP_PROVIDER_PATH} holds the APIExport (config/kcp/provider)`);
     const workspaces: KcpWorkspace[] = [];
     for (const t of TENANTS) {
-      const ws = await createWorkspace(kcp, t.path);
+      const ws = await createWorkspace(kcp, t.path, 90_000, { label: SHARD_LABEL, value: t.shard });
       await bindExport(kcp, ws.path);
       await ensureNamespace(kcp.identities.admin.kubeConfig(ws.path), NAMESPACE);
       await grantKcpRequester(kcp, ws.path);
       workspaces.push(ws);
-      progress(`kcp: workspace ${ws.path} binds the export; user "${kcp.identities.requester.username}" may create requests in namespace ${NAMESPACE}`);
+      progress(`kcp: workspace ${ws.path} on shard ${(await shardOfWorkspace(kcp, ws.path)) ?? '?'} binds the export; user "${kcp.identities.requester.username}" may create requests in namespace ${NAMESPACE}`);
     }
 
     const [healthPort, metricsPort] = (await freePorts(2)) as [number, number];
@@ -91,6 +93,15 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
     progress(`controller started with --kcp-kubeconfig ${kcpKubeconfig} (the provider workspace, as user "${kcp.identities.controller.username}"); log ${controller.logPath}`);
     await waitForReady(controller);
     progress('controller ready (/readyz ok)');
+    // One virtual workspace per shard, each served: the controller's own readiness lines say so.
+    for (let i = 0; i < 60; i++) {
+      const lines = (await (await fetch(`http://127.0.0.1:${healthPort}/readyz?verbose`)).text()).split('\n').filter((l) => l.includes('/shard/'));
+      if (lines.length >= kcp.shards.length && lines.every((l) => l.startsWith('[+]'))) {
+        for (const l of lines) progress(`  controller /readyz: ${l}`);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
 
     // Each workspace's own image: the sample's, its repository named after the workspace.
     const image = (i: number) => (base.params?.['image'] ?? 'quay.io/example/app:1').replace(/^([^@:]+)/, `$1-${TENANTS[i]!.path.split(':').pop()}`);
@@ -127,7 +138,7 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
         : c?.reason === 'Rejected' && (c.message ?? '').includes(`"${t.path}"`);
       if (ok) good++;
       out();
-      out(`  ${ok ? '[ok]        ' : '[UNEXPECTED]'} ${t.path} ${NAMESPACE}/${REQUEST} — ${t.allowed ? 'allowed by path: runs, results back in this workspace' : 'binds the API but is not on the allowList: Rejected, naming the workspace'}`);
+      out(`  ${ok ? '[ok]        ' : '[UNEXPECTED]'} ${t.path} (shard ${t.shard}) ${NAMESPACE}/${REQUEST} — ${t.allowed ? 'allowed by path: runs, results back in this workspace' : 'binds the API but is not on the allowList: Rejected, naming the workspace'}`);
       out(`      condition: Succeeded=${c?.status ?? '?'}, reason ${c?.reason ?? '?'}`);
       out(`      message:   ${c?.message ?? ''}`);
       for (const [k, v] of Object.entries(r?.status?.results ?? {})) out(`      result:    ${k} = ${v}`);

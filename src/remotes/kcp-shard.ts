@@ -93,6 +93,9 @@ interface SlimBinding extends KubeObject {
   status?: { phase?: string; conditions?: Array<{ type?: string; status?: string }> };
 }
 
+/** How long a shard just added may take to list before it is called down. */
+const NEW_SHARD_GRACE_MS = 10_000;
+
 const APIBINDINGS = { group: 'apis.kcp.io', version: 'v1alpha1', plural: 'apibindings' } as const;
 
 /** Bound (kcp's phase) and not on its way out. A binding whose Ready condition is False is not usable either. */
@@ -121,6 +124,7 @@ export class KcpShard {
   /** Per kind: the wildcard informer and each logical cluster's share of it. */
   readonly caches = new Map<string, { all: Informer<InternalRequest>; shares: Map<string, Share> }>();
   private wasUp: boolean | undefined;
+  private readonly since = Date.now();
 
   constructor(
     readonly url: string,
@@ -214,14 +218,20 @@ export class KcpShard {
     return { up: true };
   }
 
-  /** Logs a change between up and down (once per change), naming the shard. */
-  noteState(): boolean {
+  /**
+   * Logs a change between up and down, once per change, naming the shard.
+   * A shard just added that has not listed yet is not called down until it
+   * has had NEW_SHARD_GRACE_MS to list.
+   */
+  noteState(now = Date.now()): boolean {
     const s = this.state();
-    if (this.wasUp !== undefined && s.up !== this.wasUp) {
-      if (s.up) this.opts.log.info({ kcpExport: this.opts.exportName, shard: this.name, url: this.url }, 'kcp: shard serving again');
-      else this.opts.log.warn({ kcpExport: this.opts.exportName, shard: this.name, url: this.url, why: s.why }, 'kcp: shard not serving; its workspaces wait, the other shards are served');
+    if (s.up) {
+      if (this.wasUp === false) this.opts.log.info({ kcpExport: this.opts.exportName, shard: this.name, url: this.url }, 'kcp: shard serving again');
+      this.wasUp = true;
+    } else if (this.wasUp === true || (this.wasUp === undefined && now - this.since > NEW_SHARD_GRACE_MS)) {
+      this.opts.log.warn({ kcpExport: this.opts.exportName, shard: this.name, url: this.url, why: s.why }, 'kcp: shard not serving; its workspaces wait, the other shards are served');
+      this.wasUp = false;
     }
-    this.wasUp = s.up;
     return s.up;
   }
 

@@ -131,16 +131,19 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.ok(!existsSync(dir), `${dir} still exists`);
 });
 
-test('internal-services local --kcp: three workspaces of a real kcp, one kubeconfig; two allowed by path run, the third is Rejected naming its path; exits 0', { timeout: 300_000 }, async () => {
-  const { code, stdout, output } = await runLocalTour(['--kcp'], 270_000);
+test('internal-services local --kcp: three workspaces on two shards of a real sharded kcp, one kubeconfig; two allowed by path run, the third is Rejected naming its path; exits 0', { timeout: 420_000 }, async () => {
+  const { code, stdout, output } = await runLocalTour(['--kcp'], 400_000);
   assert.equal(code, 0, output);
   assert.match(stdout, /controller started with --kcp-kubeconfig \S+ \(the provider workspace, as user "internal-services-controller"\)/);
-  for (const ws of ['root:team-a', 'root:team-b']) {
-    assert.match(stdout, new RegExp(`\\[ok\\] +${ws} team/sign-release-1 — allowed by path`));
+  assert.match(stdout, /workspace root:team-a on shard root binds the export/);
+  assert.match(stdout, /workspace root:team-b on shard shard-1 binds the export/);
+  assert.equal((stdout.match(/controller \/readyz: \[\+\]kcp\/appstudio\.redhat\.com\/shard\/127\.0\.0\.1:\d+ ok/g) ?? []).length, 2, 'both shards served');
+  for (const [ws, shard] of [['root:team-a', 'root'], ['root:team-b', 'shard-1']]) {
+    assert.match(stdout, new RegExp(`\\[ok\\] +${ws} \\(shard ${shard}\\) team/sign-release-1 — allowed by path`));
   }
   assert.match(stdout, /result: +signature = signature:\{"image":"quay\.io\/example\/app-team-a@sha256:/);
   assert.match(stdout, /result: +signature = signature:\{"image":"quay\.io\/example\/app-team-b@sha256:/);
-  assert.match(stdout, /\[ok\] +root:team-c team\/sign-release-1 — binds the API but is not on the allowList/);
+  assert.match(stdout, /\[ok\] +root:team-c \(shard shard-1\) team\/sign-release-1 — binds the API but is not on the allowList/);
   assert.match(stdout, /message: +namespace "team" on remote "root:team-c" is not on the allowList/);
   assert.match(stdout, /All 3 requests ended as expected\./);
 });

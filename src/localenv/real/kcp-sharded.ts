@@ -55,6 +55,8 @@ export interface ShardedKcp extends Kcp {
   shards: KcpShardProcess[];
   /** The shard names, root first. */
   shardNames: string[];
+  /** With `audit: true`: each shard's JSON-lines audit log (level Metadata), root first. */
+  auditLogPaths: string[];
 }
 
 export interface StartShardedKcpOptions {
@@ -63,6 +65,8 @@ export interface StartShardedKcpOptions {
   dir?: string;
   log?: LogFn;
   readyTimeoutMs?: number;
+  /** Each shard writes a Metadata-level audit log (ShardedKcp.auditLogPaths), as startKcp({ audit: true }) does. */
+  audit?: boolean;
 }
 
 export async function startShardedKcp(opts: StartShardedKcpOptions = {}): Promise<ShardedKcp> {
@@ -172,6 +176,9 @@ export async function startShardedKcp(opts: StartShardedKcpOptions = {}): Promis
     // The shards.
     const names = Array.from({ length: count }, (_, i) => (i === 0 ? 'root' : `shard-${i}`));
     const shards: KcpShardProcess[] = [];
+    const auditLogPaths: string[] = [];
+    const auditPolicy = join(pki, 'audit-policy.yaml');
+    if (opts.audit) writeFileSync(auditPolicy, 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived"]\nrules:\n  - level: Metadata\n');
     for (let i = 0; i < count; i++) {
       const name = names[i]!;
       const shardDir = join(dir, name);
@@ -207,6 +214,11 @@ export async function startShardedKcp(opts: StartShardedKcpOptions = {}): Promis
         `--cache-kubeconfig=${cacheKc}`,
         ...(i > 0 ? [`--shard-name=${name}`, `--root-shard-kubeconfig-file=${join(dir, 'root', 'admin.kubeconfig')}`] : []),
       ];
+      if (opts.audit) {
+        const path = join(dir, `${name}-audit.log`);
+        auditLogPaths.push(path);
+        args.push(`--audit-policy-file=${auditPolicy}`, `--audit-log-path=${path}`, '--audit-log-format=json', '--audit-log-mode=blocking');
+      }
       const p = new ManagedProcess(`kcp shard ${name}`, bin('kcp'), args, join(dir, `${name}.log`), writePids);
       procs.push(p);
       const url = shardUrl(i);
@@ -283,6 +295,7 @@ export async function startShardedKcp(opts: StartShardedKcpOptions = {}): Promis
       cacheServer: cache,
       shards,
       shardNames: names,
+      auditLogPaths,
     };
     for (const { spec, token } of tokens) (kcp.identities as unknown as Record<string, KcpIdentity>)[spec.name] = makeIdentity(kcp, spec, token);
 
