@@ -17,7 +17,7 @@ export interface Metrics {
   commitChecks: CommitCheckerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> }; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number }> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -203,6 +203,16 @@ export function createMetrics(): Metrics {
     collect() {
       this.reset();
       for (const [advisory, n] of Object.entries(sources?.tekton?.().advisories ?? {})) this.set({ advisory }, n);
+    },
+  });
+  new Gauge({
+    name: 'internal_services_tekton_component_status',
+    help: 'Per Tekton component of the internal cluster (pipelines, results, chains: the version in its info ConfigMap, read at start and every --tekton-version-interval, 1 minute by default), 1 for why it is reported as it is and 0 for its other reasons: ok (supported; Pipelines: no known advisory), not_installed (no info ConfigMap; Results and Chains), too_old (below the supported range), newer_than_tested (a later line than tested; advisory), advisory (Pipelines: a known advisory), unknown (the version cannot be told)',
+    labelNames: ['component', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [component, reasons] of Object.entries(sources?.tektonComponents?.() ?? {})) for (const [reason, n] of Object.entries(reasons)) this.set({ component, reason }, n);
     },
   });
 

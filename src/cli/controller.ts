@@ -23,6 +23,7 @@ import { loadKindModules } from './kind-modules.js';
 import { INTERNAL_REQUEST_KIND } from '../controller/request-kind.js';
 import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 import { configMapReader, DEFAULT_TEKTON_NAMESPACE, TektonVersion } from '../controller/tekton-version.js';
+import { CHAINS, RESULTS } from '../tekton/components.js';
 import { EventRecorder } from '../kube/events.js';
 import { CONFIG_NAME, INTERNAL_SERVICES_CONFIG } from '../api/types.js';
 
@@ -59,6 +60,9 @@ export interface ControllerFlags {
   renewDeadline: number;
   retryPeriod: number;
   tektonNamespace: string;
+  tektonResultsNamespace?: string;
+  tektonChainsNamespace: string;
+  tektonVersionInterval: number;
   refuseResolversOnAdvisory: boolean;
   gitCacheDir?: string;
   requestKindModule?: string[];
@@ -165,6 +169,9 @@ export function controllerCommand(): Command {
     .addOption(new Option('--renew-deadline <duration>', 'how long the leader tries to renew before it stops acting').default(10_000, '10s').argParser(shortDuration))
     .addOption(new Option('--retry-period <duration>', 'interval between lease attempts').default(2_000, '2s').argParser(shortDuration))
     .addOption(new Option('--tekton-namespace <name>', "namespace of Tekton Pipelines on the internal cluster, whose ConfigMap pipelines-info says its version (checked against Tekton's advisories)").env('TEKTON_NAMESPACE').default(DEFAULT_TEKTON_NAMESPACE).argParser(namespaceName))
+    .addOption(new Option('--tekton-results-namespace <name>', `namespace of Tekton Results on the internal cluster, whose ConfigMap ${RESULTS.configMap} says its version (checked against the supported range; none there: not installed); default: --tekton-namespace, where its release installs it`).env('TEKTON_RESULTS_NAMESPACE').argParser(namespaceName))
+    .addOption(new Option('--tekton-chains-namespace <name>', `namespace of Tekton Chains on the internal cluster, whose ConfigMap ${CHAINS.configMap} says its version (checked against the supported range; none there: not installed)`).env('TEKTON_CHAINS_NAMESPACE').default(CHAINS.releaseNamespace).argParser(namespaceName))
+    .addOption(new Option('--tekton-version-interval <duration>', 'how often the versions of Tekton Pipelines, Results and Chains are read again').env('TEKTON_VERSION_INTERVAL').default(60_000, '60s').argParser(shortDuration))
     .addOption(
       new Option('--refuse-resolvers-on-advisory', 'refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told').env('REFUSE_RESOLVERS_ON_ADVISORY').default(false),
     )
@@ -236,7 +243,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
   const instance = process.env.POD_NAME ?? hostname();
 
-  // The internal cluster's Tekton Pipelines version, checked against its advisories (read first below, before any worker starts).
+  // The internal cluster's Tekton Pipelines version, checked against its advisories, and those of Tekton Results and Chains against their supported ranges (read first below, before any worker starts).
   const events = new EventRecorder(internal, 'internal-services-controller', instance, log);
   let configTarget: () => ReturnType<Controller['configs']['get']> = () => undefined;
   const tektonVersion = new TektonVersion({
@@ -244,6 +251,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     read: configMapReader(internal),
     log,
     refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,
+    refreshMs: flags.tektonVersionInterval,
+    components: [
+      { component: RESULTS, namespace: flags.tektonResultsNamespace ?? flags.tektonNamespace },
+      { component: CHAINS, namespace: flags.tektonChainsNamespace },
+    ],
     events: {
       record: (obj, type, reason, message) => events.record(obj, type, reason, message),
       // On the InternalServicesConfig "config" (the controller may write Events in its own namespace only).
@@ -340,8 +352,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     awaitingResults: () => controller.awaitingResults(),
     tekton: () => tektonVersion.metrics(),
     kcpShards: () => kcp?.shardViews() ?? [],
+    tektonComponents: () => tektonVersion.componentStatus(),
   });
-  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness()), tektonVersion.readiness()], log) : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks()], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;
@@ -365,11 +378,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity, tektonNamespace: flags.tektonNamespace, refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory }, 'starting');
+  log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity, tektonNamespace: flags.tektonNamespace, tektonResultsNamespace: flags.tektonResultsNamespace ?? flags.tektonNamespace, tektonChainsNamespace: flags.tektonChainsNamespace, refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory }, 'starting');
   await kubeconfigRemote?.start();
   // Caches fill while waiting for leadership, so a standby takes over warm.
   await controller.startCaches();
-  // The Tekton version is read once (one get, bounded by the request timeout) before any worker starts: no request is decided before it is known.
+  // The Tekton versions are read once (one get each, in parallel, bounded by the request timeout) before any worker starts: no request is decided before Pipelines' is known.
   await tektonVersion.start();
   // Remotes from the providers: each is served once listed; one that cannot be reached does not hold up the others.
   await Promise.all(providers.filter((p) => p !== kubeconfigRemote).map((p) => p.start()));

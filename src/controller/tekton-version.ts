@@ -20,11 +20,22 @@
  * A re-read that fails for a passing reason (network, 5xx, 403) keeps the
  * version last read and says so; a ConfigMap that is gone (404), or a first
  * read that fails, makes the version unknown.
+ *
+ * With `components`, the same reads (at start and every refresh period)
+ * follow Tekton Results and Tekton Chains too (src/tekton/components.ts: their
+ * info ConfigMaps, their supported ranges): each has its advisory /readyz
+ * check (tekton-results-version, tekton-chains-version), a Warning Event
+ * when its verdict changes to one outside the range, and a log line. One
+ * that is not installed (no ConfigMap) is said so, and is no fault. The
+ * gauge internal_services_tekton_component_status{component,reason} has all
+ * three, Pipelines included (reasons ok, advisory, unknown).
  */
 import type { Logger } from 'pino';
 import { describeError, statusCode, type Cluster, type KubeObject } from '../kube/client.js';
 import type { ReadinessCheck } from '../kube/informer.js';
 import { ADVISORIES, advisoriesFor, describeAdvisory, parseTektonVersion, UNKNOWN_VERSION, upgradeAdvice, type Advisory } from '../tekton/advisories.js';
+import { componentAfterRead, componentEventReason, componentMessage, componentPending, componentReadiness, componentReportKey, componentSource, reasonGauge } from '../tekton/components.js';
+import type { ComponentState, RangedComponent, VersionReason } from '../tekton/components.js';
 
 export const PIPELINES_INFO = 'pipelines-info';
 export const DEFAULT_TEKTON_NAMESPACE = 'tekton-pipelines';
@@ -160,6 +171,12 @@ export function versionLabel(state: TektonVersionState): string {
   return v !== undefined && /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/.test(v) ? v : 'unknown';
 }
 
+/** The reason of Pipelines in the components' gauge: ok (no known advisory), advisory, or unknown (the version cannot be told). */
+export function pipelinesReason(state: TektonVersionState): VersionReason {
+  if (clean(state)) return 'ok';
+  return unknown(state) ? 'unknown' : 'advisory';
+}
+
 /** internal_services_tekton_advisories: 1 or 0 for every advisory of the table and for unknown-version (a bounded label set). */
 export function advisoryGauge(state: TektonVersionState): Record<string, number> {
   const on = new Set(state.advisories.map((a) => a.id));
@@ -174,6 +191,8 @@ export interface TektonVersionOptions {
   log: Logger;
   /** --refuse-resolvers-on-advisory (only for the log line). */
   refuseResolversOnAdvisory?: boolean;
+  /** The other components to follow (Results, Chains), each with the namespace its info ConfigMap is read in. */
+  components?: ReadonlyArray<{ readonly component: RangedComponent; readonly namespace: string }>;
   /** Time between two reads (default 60 s). */
   refreshMs?: number;
   /**
@@ -205,25 +224,46 @@ function reportKey(state: TektonVersionState): string {
   return JSON.stringify([state.version ?? null, state.advisories.map((a) => a.id), unknown(state) ? (state.problem ?? '') : '']);
 }
 
-/** Follows the internal cluster's Tekton Pipelines version (see the module comment). */
+/** A component besides Pipelines as the follower keeps it. */
+interface Followed {
+  readonly component: RangedComponent;
+  readonly namespace: string;
+  readonly source: string;
+  state: ComponentState;
+  /** componentReportKey() of what was last logged. */
+  reported: string;
+}
+
+/** Follows the internal cluster's Tekton Pipelines version, and those of the other components given (see the module comment). */
 export class TektonVersion {
   private state: TektonVersionState;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private reported = '';
-  /** A Warning Event still to be recorded (there was no target). */
-  private pendingEvent: { reason: string; message: string } | undefined;
+  /** Warning Events still to be recorded (there was no target), by component: the last one of each. */
+  private readonly pendingEvents = new Map<string, { reason: string; message: string }>();
   private reading: Promise<void> | undefined;
   readonly source: string;
+  /** The other components, with their state and what was last reported of it. */
+  private readonly others: Followed[];
 
   constructor(private readonly opts: TektonVersionOptions) {
     this.source = `${opts.namespace}/${PIPELINES_INFO}`;
     this.state = pendingState(this.source);
+    this.others = (opts.components ?? []).map(({ component, namespace }) => {
+      const source = componentSource(component, namespace);
+      return { component, namespace, source, state: componentPending(component, source), reported: '' };
+    });
   }
 
   /** The state now (the getter the controller is given). */
   current(): TektonVersionState {
     return this.state;
+  }
+
+  /** The other components' states now, in the order given. */
+  components(): ComponentState[] {
+    return this.others.map((o) => o.state);
   }
 
   /** Reads once (resolves when the first read has ended, whatever it found), then again every refresh period. */
@@ -245,13 +285,24 @@ export class TektonVersion {
     return this.reading;
   }
 
+  /** The Pipelines check (tekton-version). */
   readiness(): ReadinessCheck {
     return versionReadiness(this.state);
+  }
+
+  /** Every check: Pipelines', then one per other component. */
+  readinessChecks(): ReadinessCheck[] {
+    return [versionReadiness(this.state), ...this.others.map((o) => componentReadiness(o.component, o.state))];
   }
 
   /** The gauges' values (src/metrics.ts). */
   metrics(): { version: string; advisories: Record<string, number> } {
     return { version: versionLabel(this.state), advisories: advisoryGauge(this.state) };
+  }
+
+  /** internal_services_tekton_component_status: per component, 1 for its reason and 0 for its others. */
+  componentStatus(): Record<string, Record<string, number>> {
+    return Object.fromEntries([['pipelines', reasonGauge('pipelines', pipelinesReason(this.state))], ...this.others.map((o) => [o.component.id, reasonGauge(o.component.id, o.state.reason)])]);
   }
 
   private schedule(): void {
@@ -262,16 +313,28 @@ export class TektonVersion {
     this.timer.unref();
   }
 
-  private async readOnce(): Promise<void> {
-    let outcome: ReadOutcome;
+  /** One get: the ConfigMap (undefined: 404), or why not. */
+  private async readConfigMap(namespace: string, name: string): Promise<ReadOutcome> {
     try {
-      outcome = { configMap: await this.opts.read(this.opts.namespace, PIPELINES_INFO) };
+      return { configMap: await this.opts.read(namespace, name) };
     } catch (e) {
-      outcome = { error: describeError(e), code: statusCode(e) };
+      return { error: describeError(e), code: statusCode(e) };
     }
+  }
+
+  private async readOnce(): Promise<void> {
+    const [outcome, ...others] = await Promise.all([
+      this.readConfigMap(this.opts.namespace, PIPELINES_INFO),
+      ...this.others.map((o) => this.readConfigMap(o.namespace, o.component.configMap)),
+    ]);
     const before = this.state;
-    this.state = stateAfterRead(before, this.source, outcome);
+    this.state = stateAfterRead(before, this.source, outcome!);
     this.report(before);
+    this.others.forEach((o, i) => {
+      const prev = o.state;
+      o.state = componentAfterRead(o.component, prev, o.source, others[i]!);
+      this.reportComponent(o, prev);
+    });
     await this.recordPending();
   }
 
@@ -289,19 +352,40 @@ export class TektonVersion {
     const fields = { tekton: this.source, version: s.version ?? 'unknown', advisories: s.advisories.map((a) => a.id), ...(s.problem ? { problem: s.problem } : {}) };
     if (clean(s)) {
       this.opts.log.info(fields, message);
-      this.pendingEvent = undefined;
+      this.pendingEvents.delete('pipelines');
       return;
     }
     const refusing = this.opts.refuseResolversOnAdvisory ? ` Requests with resolver references are refused meanwhile (${REFUSE_FLAG}).` : '';
     this.opts.log.warn(fields, `${message}.${refusing}`);
-    this.pendingEvent = { reason: unknown(s) ? 'TektonVersionUnknown' : 'TektonAdvisory', message: `${message}.${refusing}` };
+    this.pendingEvents.set('pipelines', { reason: unknown(s) ? 'TektonVersionUnknown' : 'TektonAdvisory', message: `${message}.${refusing}` });
+  }
+
+  /** Logs a component's changed verdict, and queues its Warning Event when it is outside the supported range. */
+  private reportComponent(o: Followed, before: ComponentState): void {
+    const s = o.state;
+    const key = componentReportKey(s);
+    if (key === o.reported) {
+      if (s.problem !== before.problem) this.opts.log.debug({ tekton: o.source, component: s.component, version: s.version, problem: s.problem }, `${o.component.name} version re-read`);
+      return;
+    }
+    o.reported = key;
+    const message = componentMessage(o.component, s);
+    const fields = { tekton: o.source, component: s.component, version: s.version ?? 'unknown', reason: s.reason, ...(s.problem ? { problem: s.problem } : {}) };
+    const reason = componentEventReason(s);
+    if (!reason) {
+      this.opts.log.info(fields, message);
+      this.pendingEvents.delete(s.component);
+      return;
+    }
+    this.opts.log.warn(fields, message);
+    this.pendingEvents.set(s.component, { reason, message });
   }
 
   private async recordPending(): Promise<void> {
-    const ev = this.pendingEvent;
-    const target = ev && this.opts.events?.target();
-    if (!ev || !target) return;
-    this.pendingEvent = undefined;
-    await this.opts.events!.record(target, 'Warning', ev.reason, ev.message);
+    const target = this.pendingEvents.size ? this.opts.events?.target() : undefined;
+    if (!target) return;
+    const events = [...this.pendingEvents.values()];
+    this.pendingEvents.clear();
+    for (const ev of events) await this.opts.events!.record(target, 'Warning', ev.reason, ev.message);
   }
 }

@@ -6,7 +6,9 @@
  *   (a remote and an internal cluster), real Tekton (controller, resolvers,
  *   webhook), a git daemon, an OCI registry (registry.ts, with oci.ts to
  *   push Tekton bundles), a fault-injecting TCP proxy, the binaries they
- *   are built from, and manifest helpers; and, apart, a real kcp
+ *   are built from, and manifest helpers (release-info.ts: the version-info
+ *   objects the Tekton Pipelines, Results and Chains releases ship); and,
+ *   apart, a real kcp
  *   (kcp.ts, kcp-workspaces.ts) for what needs one.
  * - simulated/: what stands in for pods — the simulated kubelet (plays the
  *   containers of Tekton's TaskRun pods) and the simulated Tekton executor
@@ -81,11 +83,13 @@ export {
   startChains,
   chainsSigningKey,
   chainsConfigData,
+  chainsVersion,
   CHAINS_NAMESPACE,
   CHAINS_IDENTITY,
   type ChainsOptions,
   type ChainsPlatform,
 } from './real/chains.js';
+export { chainsInfoObjects, pipelinesInfoObjects, publishRewrite, resultsInfoObjects, resultsVersion } from './real/release-info.js';
 export { startGitServer, type GitRepository, type GitServer } from './real/git.js';
 export { startRegistry, type Registry, type StartRegistryOptions } from './real/registry.js';
 export { pushBundle, tagManifest, digestOfTag, tarOneFile, type BundleResource, type PushedBundle } from './real/oci.js';

@@ -157,6 +157,14 @@ after(async () => {
 });
 
 describe('Tekton Chains v0.22.0 (real) signs the PipelineRuns; the controller relays the attestation; verify checks it (pods SIMULATED)', () => {
+  test('the controller reads the version the running Chains says (chains-info, as its release writes it): supported', async () => {
+    const res = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`);
+    const text = await res.text();
+    assert.equal(res.status, 200);
+    assert.match(text, new RegExp(`\\[\\+\\]tekton-chains-version ok: Tekton Chains ${env.chains!.version.replace(/\./g, '\\.')} \\(ConfigMap tekton-chains/chains-info\\): supported \\(v0\\.22\\.0 through v0\\.29\\.x\\)`));
+    assert.equal(sample(await scrape(metricsPort), 'internal_services_tekton_component_status', { component: 'chains', reason: 'ok' }), 1);
+  });
+
   test('a resolved Pipeline runs; the outcome is written at once, Chains signs the run, the attestation is relayed, and only then is the run deleted', async () => {
     const spec: InternalRequestSpec = { pipeline: { pipelineRef: gitRef(catalog.url, 'main', 'pipelines/sign.yaml') }, params: { image: 'quay.io/org/app@sha256:abc' } };
     const t0 = Date.now();

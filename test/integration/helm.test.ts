@@ -824,6 +824,10 @@ describe('installed with helm on the internal apiserver, the controller runs wit
       { verb: 'create', group: 'authorization.k8s.io', resource: 'subjectaccessreviews' },
       { verb: 'get', group: 'admissionregistration.k8s.io', resource: 'validatingadmissionpolicies', name: 'internal-services-approvals' },
       ...each(['get', 'list', 'watch'], { resource: 'secrets', namespace: NS, name: STAGING_SECRET }),
+      // The versions of Tekton Results and Chains, wherever they are installed.
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines', name: 'tekton-results-info' },
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-info' },
+      { verb: 'get', resource: 'configmaps', namespace: 'openshift-pipelines', name: 'chains-info' },
     ]);
     await expectAccess(env.internal, SA, false, [
       ...each(['get', 'list', 'watch'], { resource: 'secrets', namespace: NS, name: 'signing-key' }),
@@ -834,6 +838,8 @@ describe('installed with helm on the internal apiserver, the controller runs wit
       { verb: 'update', group: 'appstudio.redhat.com', resource: 'internalrequestapprovals', subresource: 'status', namespace: NS },
       { verb: 'create', resource: 'pods', namespace: NS },
       { verb: 'get', resource: 'configmaps', namespace: NS },
+      ...each(['list', 'watch', 'update'], { resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-info' }),
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-config' },
     ]);
   });
 

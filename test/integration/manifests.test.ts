@@ -188,6 +188,11 @@ describe('config/default (internal cluster)', () => {
       { verb: 'get', group: TEKTON, resource: 'taskruns', namespace: NS },
       ...each(['get', 'create', 'update'], { group: 'coordination.k8s.io', resource: 'leases', namespace: NS }),
       ...each(['create', 'patch'], { resource: 'events', namespace: NS }),
+      // The versions of Tekton Results and Chains: their info ConfigMaps, by name, wherever they are.
+      ...['tekton-pipelines', 'tekton-chains', 'openshift-pipelines', OTHER_NS].flatMap((namespace) => [
+        { verb: 'get', resource: 'configmaps', namespace, name: 'tekton-results-info' },
+        { verb: 'get', resource: 'configmaps', namespace, name: 'chains-info' },
+      ]),
     ]);
   });
 
@@ -198,6 +203,12 @@ describe('config/default (internal cluster)', () => {
       { verb: 'get', resource: 'secrets', namespace: OTHER_NS },
       { verb: 'list', resource: 'secrets' },
       ...each(['get', 'list', 'create', 'update'], { resource: 'configmaps', namespace: NS }),
+      // Of the info ConfigMaps only get, and no other ConfigMap (pipelines-info is granted by Tekton's own Role, not by us).
+      ...each(['list', 'watch', 'update', 'patch', 'delete'], { resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-info' }),
+      ...each(['update', 'delete'], { resource: 'configmaps', namespace: 'tekton-pipelines', name: 'tekton-results-info' }),
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines', name: 'pipelines-info' },
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-config' },
+      { verb: 'list', resource: 'configmaps' },
       // PipelineRuns only in its own namespace.
       ...each(['create', 'get', 'list', 'delete'], { group: TEKTON, resource: 'pipelineruns', namespace: OTHER_NS }),
       { verb: 'list', group: TEKTON, resource: 'pipelineruns' },

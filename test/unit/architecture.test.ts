@@ -28,6 +28,19 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   cli: ['*'],
 };
 
+/** An import that does I/O (node's I/O modules, the Kubernetes client and our modules around it). */
+const IO = /from\s+['"](node:)?(fs|fs\/promises|http|https|net|tls|child_process|dgram|dns|worker_threads)['"]|from\s+['"]@kubernetes\/client-node['"]|from\s+['"]\.\.\/kube\/(client|informer|watch|events|leader)\.js['"]/;
+/** A read of the clock, or a timer. */
+const CLOCK = /Date\.now\(|new Date\(\)|performance\.now\(|process\.hrtime|setTimeout\(|setInterval\(/;
+
+/** The text of a file without comment lines and type-only imports (what can run). */
+function codeOf(file: string): string {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => !/^\s*(\/\/|\*|\/\*\*)/.test(l) && !/^\s*import\s+type\b/.test(l))
+    .join('\n');
+}
+
 function tsFiles(dir: string): string[] {
   const out: string[] = [];
   for (const n of readdirSync(dir)) {
@@ -133,18 +146,32 @@ test('architecture: decide() and everything it imports from src/controller do no
     }
   }
   assert.ok(graph.has(start) && seen.size >= 6, `the closure of decide.ts was read (${seen.size} files)`);
-  const IO = /from\s+['"](node:)?(fs|fs\/promises|http|https|net|tls|child_process|dgram|dns|worker_threads)['"]|from\s+['"]@kubernetes\/client-node['"]|from\s+['"]\.\.\/kube\/(client|informer|watch|events|leader)\.js['"]/;
-  const CLOCK = /Date\.now\(|new Date\(\)|performance\.now\(|process\.hrtime|setTimeout\(|setInterval\(/;
   const wrong: string[] = [];
   for (const f of seen) {
-    const text = readFileSync(f, 'utf8')
-      .split('\n')
-      .filter((l) => !/^\s*(\/\/|\*|\/\*\*)/.test(l) && !/^\s*import\s+type\b/.test(l))
-      .join('\n');
+    const text = codeOf(f);
     const io = IO.exec(text);
     if (io) wrong.push(`${relative(ROOT, f)}: I/O (${io[0]})`);
     const clock = CLOCK.exec(text);
     if (clock) wrong.push(`${relative(ROOT, f)}: reads the clock (${clock[0]})`);
   }
   assert.deepEqual(wrong, [], `decide()'s closure in src/controller: ${[...seen].map((f) => relative(ROOT, f)).sort().join(', ')}`);
+});
+
+test('architecture: the Tekton version verdicts (advisories, supported ranges) do no I/O and read no clock', () => {
+  // The follower (src/controller/tekton-version.ts) reads the cluster and keeps time; these only decide.
+  const files = ['advisories.ts', 'components.ts'].map((f) => join(ROOT, 'src', 'tekton', f));
+  const wrong: string[] = [];
+  for (const f of files) {
+    const text = codeOf(f);
+    assert.ok(text.length > 1000, `${relative(ROOT, f)} was read`);
+    const io = IO.exec(text);
+    if (io) wrong.push(`${relative(ROOT, f)}: I/O (${io[0]})`);
+    const clock = CLOCK.exec(text);
+    if (clock) wrong.push(`${relative(ROOT, f)}: reads the clock (${clock[0]})`);
+    // Value imports only from the pure version modules themselves.
+    for (const m of text.matchAll(/(?:^|\n)\s*import\s+(?!type\b)[^;]*?\sfrom\s+['"]([^'"]+)['"]/g)) {
+      if (!['./advisories.js'].includes(m[1]!)) wrong.push(`${relative(ROOT, f)}: imports ${m[1]}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
 });

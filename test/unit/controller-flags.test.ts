@@ -43,6 +43,9 @@ for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unrea
     { args: ['--remote-kubeconfig', empty, '--bogus'], msg: /unknown option '--bogus'/ },
     { args: ['--remote-kubeconfig', empty, '--tekton-namespace', 'Tekton_Pipelines'], msg: /--tekton-namespace <name>' argument 'Tekton_Pipelines' is invalid\. must be a namespace name/ },
     { args: ['--remote-kubeconfig', empty], env: { TEKTON_NAMESPACE: 'no/such' }, msg: /--tekton-namespace <name>' value 'no\/such' from env 'TEKTON_NAMESPACE' is invalid\. must be a namespace name/ },
+    { args: ['--remote-kubeconfig', empty, '--tekton-chains-namespace', 'Tekton_Chains'], msg: /--tekton-chains-namespace <name>' argument 'Tekton_Chains' is invalid\. must be a namespace name/ },
+    { args: ['--remote-kubeconfig', empty], env: { TEKTON_RESULTS_NAMESPACE: 'a.b' }, msg: /--tekton-results-namespace <name>' value 'a\.b' from env 'TEKTON_RESULTS_NAMESPACE' is invalid\. must be a namespace name/ },
+    { args: ['--remote-kubeconfig', empty, '--tekton-version-interval', '10'], msg: /--tekton-version-interval <duration>' argument '10' is invalid/ },
     { args: ['--remote-kubeconfig', empty, '--source-check-max-size', '10'], msg: /--source-check-max-size <bytes>' argument '10' is invalid\. "10" is below 1Mi/ },
     { args: ['--remote-kubeconfig', empty, '--source-check-max-size', 'lots'], msg: /--source-check-max-size <bytes>' argument 'lots' is invalid\. "lots" is not a size \(e\.g\. 512Mi, 1Gi, 1048576\)/ },
     { args: ['--remote-kubeconfig', empty, '--source-check-timeout', 'soon'], msg: /--source-check-timeout <duration>' argument 'soon' is invalid/ },
@@ -67,5 +70,8 @@ for (const [build, path] of Object.entries(CLIS)) test(`the Tekton flags are doc
   assert.match(help, /--git-cache-dir <path> where the partial clones that commits asked for by SHA are checked in live .*\(env: GIT_CACHE_DIR\)/);
   assert.match(help, /--source-check-timeout <duration> deadline of one git command .*\(default: 60s, env: SOURCE_CHECK_TIMEOUT\)/);
   assert.match(help, /--source-check-max-size <bytes> largest clone kept to check commits in .*\(default: 512Mi, env: SOURCE_CHECK_MAX_SIZE\)/);
+  assert.match(help, /--tekton-results-namespace <name> namespace of Tekton Results on the internal cluster, whose ConfigMap tekton-results-info says its version .*default: --tekton-namespace, where its release installs it \(env: TEKTON_RESULTS_NAMESPACE\)/);
+  assert.match(help, /--tekton-chains-namespace <name> namespace of Tekton Chains on the internal cluster, whose ConfigMap chains-info says its version .*\(default: "tekton-chains", env: TEKTON_CHAINS_NAMESPACE\)/);
+  assert.match(help, /--tekton-version-interval <duration> how often the versions of Tekton Pipelines, Results and Chains are read again \(default: 60s, env: TEKTON_VERSION_INTERVAL\)/);
   assert.match(help, /--refuse-resolvers-on-advisory refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told \(default: false, env: REFUSE_RESOLVERS_ON_ADVISORY\)/);
 });

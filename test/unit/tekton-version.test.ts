@@ -2,7 +2,8 @@
  * The internal cluster's Tekton version (src/controller/tekton-version.ts):
  * the state a pipelines-info ConfigMap says, what a failed re-read keeps,
  * the messages, the refusal of resolver references, the gauges, and the
- * follower's reporting (a log line and one Warning Event per change, never a crash).
+ * follower's reporting (a log line and one Warning Event per change, never a
+ * crash), and the same follower reading Tekton Results and Chains too.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,7 @@ import {
   advisoryGauge,
   advisoryMessage,
   pendingState,
+  pipelinesReason,
   resolverRefusal,
   stateAfterRead,
   stateFromConfigMap,
@@ -20,6 +22,7 @@ import {
   type ConfigMapLike,
 } from '../../src/controller/tekton-version.js';
 import { UNKNOWN_VERSION } from '../../src/tekton/advisories.js';
+import { CHAINS, RESULTS } from '../../src/tekton/components.js';
 import type { KubeObject } from '../../src/kube/client.js';
 
 const SRC = 'tekton-pipelines/pipelines-info';
@@ -207,4 +210,87 @@ test('the follower re-reads on its own every refresh period', async () => {
   while (tv.current().version !== 'v1.6.6' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   tv.stop();
   assert.equal(tv.current().version, 'v1.6.6');
+});
+
+test('with Results and Chains: one read of each info ConfigMap per refresh, a check, a log line and a Warning Event per component', async () => {
+  const lines: Array<{ level: number; msg: string; component?: string; reason?: string }> = [];
+  const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+  // What each ConfigMap says, read by read N (the last answer repeats).
+  const answers: Record<string, Array<ConfigMapLike | undefined | Error>> = {
+    'tekton-pipelines/pipelines-info': [cm('v1.6.6')],
+    'tekton-pipelines/tekton-results-info': [undefined, cm('v0.15.0'), cm('v0.14.2'), Object.assign(new Error('HTTP 503'), { code: 503 }), cm('v0.21.0')],
+    'tekton-chains/chains-info': [cm('devel'), cm('v0.29.1'), cm('v0.29.1'), cm('v0.29.1'), undefined],
+  };
+  const reads: string[] = [];
+  const recorded: Array<{ reason: string; message: string }> = [];
+  const target: KubeObject = { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: 'internal-services', uid: 'u1' } };
+  const tv = new TektonVersion({
+    namespace: 'tekton-pipelines',
+    log,
+    refreshMs: 3_600_000,
+    components: [
+      { component: RESULTS, namespace: 'tekton-pipelines' },
+      { component: CHAINS, namespace: 'tekton-chains' },
+    ],
+    read: async (ns, name) => {
+      const key = `${ns}/${name}`;
+      reads.push(key);
+      const list = answers[key]!;
+      const a = list.length > 1 ? list.shift() : list[0];
+      if (a instanceof Error) throw a;
+      return a;
+    },
+    events: { record: async (_obj, _type, reason, message) => void recorded.push({ reason, message }), target: () => target },
+  });
+  const names = () => tv.readinessChecks().map((c) => `${c.name}:${c.ok}`);
+  const status = () => Object.fromEntries(Object.entries(tv.componentStatus()).map(([c, r]) => [c, Object.keys(r).find((k) => r[k] === 1)]));
+  assert.deepEqual(names(), ['tekton-version:false', 'tekton-results-version:false', 'tekton-chains-version:false'], 'nothing is known before the first read');
+  assert.deepEqual(status(), { pipelines: 'unknown', results: 'unknown', chains: 'unknown' });
+
+  await tv.start();
+  tv.stop();
+  assert.deepEqual(reads.sort(), ['tekton-chains/chains-info', 'tekton-pipelines/pipelines-info', 'tekton-pipelines/tekton-results-info']);
+  // Results absent: not installed, no fault; Chains "devel": unknown, reported.
+  assert.deepEqual(names(), ['tekton-version:true', 'tekton-results-version:true', 'tekton-chains-version:false']);
+  assert.deepEqual(status(), { pipelines: 'ok', results: 'not_installed', chains: 'unknown' });
+  assert.deepEqual(tv.componentStatus()['results'], { ok: 0, not_installed: 1, too_old: 0, newer_than_tested: 0, unknown: 0 });
+  assert.match(tv.readinessChecks()[1]!.detail!, /^Tekton Results is not installed \(there is no ConfigMap tekton-pipelines\/tekton-results-info\)$/);
+  assert.deepEqual(recorded.map((e) => e.reason), ['TektonComponentVersionUnknown']);
+  assert.match(recorded[0]!.message, /^The Tekton Chains version cannot be told: ConfigMap tekton-chains\/chains-info says version "devel"/);
+  assert.ok(lines.some((l) => l.level === 30 && l.component === 'results' && l.reason === 'not_installed'));
+  assert.ok(lines.some((l) => l.level === 40 && l.component === 'chains' && l.reason === 'unknown'));
+
+  await tv.refresh(); // both in range: info lines, no Event
+  assert.deepEqual(status(), { pipelines: 'ok', results: 'ok', chains: 'ok' });
+  assert.deepEqual(names(), ['tekton-version:true', 'tekton-results-version:true', 'tekton-chains-version:true']);
+  assert.equal(recorded.length, 1);
+  assert.equal(tv.components()[0]!.version, 'v0.15.0');
+
+  await tv.refresh(); // Results downgraded below the range: one Event, naming it
+  assert.deepEqual(status(), { pipelines: 'ok', results: 'too_old', chains: 'ok' });
+  assert.equal(tv.readinessChecks()[1]!.ok, false);
+  assert.deepEqual(recorded.map((e) => e.reason), ['TektonComponentVersionUnknown', 'TektonComponentUnsupported']);
+  assert.match(recorded[1]!.message, /^Tekton Results v0\.14\.2 \(ConfigMap tekton-pipelines\/tekton-results-info\) is older than supported/);
+
+  await tv.refresh(); // a failed re-read of Results: too old is kept, nothing new is recorded
+  assert.deepEqual(status(), { pipelines: 'ok', results: 'too_old', chains: 'ok' });
+  assert.match(tv.components()[0]!.problem!, /HTTP 503; what was read before is kept/);
+  assert.equal(recorded.length, 2);
+
+  await tv.refresh(); // Results newer than tested (advisory, passing), Chains removed (not installed)
+  assert.deepEqual(status(), { pipelines: 'ok', results: 'newer_than_tested', chains: 'not_installed' });
+  assert.deepEqual(names(), ['tekton-version:true', 'tekton-results-version:true', 'tekton-chains-version:true']);
+  assert.deepEqual(recorded.map((e) => e.reason), ['TektonComponentVersionUnknown', 'TektonComponentUnsupported', 'TektonComponentNewerThanTested']);
+  assert.match(recorded[2]!.message, /^Tekton Results v0\.21\.0 .* is newer than tested/);
+  // Each Pipelines read is one get: five refreshes, five reads of each ConfigMap.
+  assert.equal(reads.filter((r) => r.endsWith('/pipelines-info')).length, 5);
+  assert.equal(reads.filter((r) => r.endsWith('/chains-info')).length, 5);
+});
+
+test('the Pipelines reason of the shared gauge follows its advisories', () => {
+  assert.equal(pipelinesReason(stateFromConfigMap(SRC, cm('v1.6.6'))), 'ok');
+  assert.equal(pipelinesReason(stateFromConfigMap(SRC, cm('v1.6.1'))), 'advisory');
+  assert.equal(pipelinesReason(stateFromConfigMap(SRC, cm('devel'))), 'unknown');
+  assert.equal(pipelinesReason(stateFromConfigMap(SRC, undefined)), 'unknown');
+  assert.equal(pipelinesReason(pendingState(SRC)), 'unknown');
 });

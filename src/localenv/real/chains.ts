@@ -175,9 +175,10 @@ export async function startChains(host: Omit<TektonHost, 'assets'>, opts: Chains
   // --- manifests: the module's RBAC and ConfigMaps, our chains-config and Secret ---
   const rbacKinds = ['ServiceAccount', 'ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'];
   const rbac = loadManifests(join(configDir, '100-rolebinding.yaml')).filter((o) => rbacKinds.includes(o.kind ?? ''));
-  const configMaps = ['config-logging.yaml', 'config-leader-election.yaml', 'config-observability.yaml', 'config-info.yaml'].flatMap((f) =>
-    loadManifests(join(configDir, f)).filter((o) => o.kind === 'ConfigMap'),
-  );
+  // chains-info says "devel" in the module; a release writes its tag there (release/publish.yaml), and so is it here.
+  const configMaps = ['config-logging.yaml', 'config-leader-election.yaml', 'config-observability.yaml', 'config-info.yaml']
+    .flatMap((f) => loadManifests(join(configDir, f)).filter((o) => o.kind === 'ConfigMap'))
+    .map((cm) => (cm.metadata?.name === 'chains-info' ? ({ ...cm, data: { ...((cm['data'] as Record<string, string> | undefined) ?? {}), version } } as typeof cm) : cm));
   const config = chainsConfigData(opts);
   await ensureNamespace(admin, CHAINS_NAMESPACE);
   await applyObjects(admin, [
