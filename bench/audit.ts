@@ -182,3 +182,20 @@ export function sortCounts(m: Map<string, Counting>): ApiCount[] {
     (a, b) => a.cluster.localeCompare(b.cluster) || order[a.category] - order[b.category] || a.resource.localeCompare(b.resource) || a.verb.localeCompare(b.verb),
   );
 }
+
+/** Several audit logs read as one (a sharded kcp: one log per shard), in the order given. */
+export class AuditReaders {
+  private readonly readers: AuditReader[];
+
+  constructor(cluster: string, paths: readonly string[]) {
+    this.readers = paths.map((p) => new AuditReader(cluster, p));
+  }
+
+  passOver(): void {
+    for (const r of this.readers) r.passOver();
+  }
+
+  readNew(): AuditEvent[] {
+    return this.readers.flatMap((r) => r.readNew());
+  }
+}

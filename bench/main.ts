@@ -62,6 +62,7 @@ interface Flags {
   quiet?: boolean;
   kcp?: boolean;
   workspaces?: number;
+  shards?: number;
 }
 
 export function benchCommand(): Command {
@@ -128,6 +129,7 @@ export function benchCommand(): Command {
       ).conflicts(['scale', 'noisyNeighbour']),
     )
     .addOption(new Option('--workspaces <n>', 'with --kcp: tenant workspaces (default 100)').argParser(int(1, 10_000)))
+    .addOption(new Option('--shards <n>', 'with --kcp: a sharded kcp of n shards (root first; its cache server and front-proxy beside them), the workspaces placed round-robin on them; without it, one kcp process').argParser(int(1, 8)))
     .addOption(new Option('--keep', "keep the environment's directory (logs, audit logs, {dir}) after the run"))
     .addOption(new Option('--quiet', 'no progress messages on stderr'));
 }
@@ -160,7 +162,7 @@ export function toOptions(f: Flags): BenchOptions {
     keep: f.keep ?? false,
     heapSnapshot: f.heapSnapshot ?? false,
     quiet: f.quiet ?? false,
-    kcp: f.kcp ? { workspaces: f.workspaces ?? 100 } : undefined,
+    kcp: f.kcp ? { workspaces: f.workspaces ?? 100, ...(f.shards !== undefined ? { shards: f.shards } : {}) } : undefined,
   };
 }
 
@@ -169,6 +171,7 @@ async function main(argv: string[]): Promise<number> {
   cmd.parse(argv);
   const opts = toOptions(cmd.opts<Flags>());
   if (opts.kcp === undefined && cmd.opts<Flags>().workspaces !== undefined) throw new Error('--workspaces needs --kcp');
+  if (opts.kcp === undefined && cmd.opts<Flags>().shards !== undefined) throw new Error('--shards needs --kcp');
   if (opts.noisyNeighbour && opts.namespaces < 2) throw new Error('--noisy-neighbour needs --namespaces of at least 2');
   const t0 = Date.now();
   const log = opts.quiet ? () => {} : (m: string) => process.stderr.write(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);

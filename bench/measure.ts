@@ -78,6 +78,9 @@ export function cpuBreakdown(a: CpuSnapshot, b: CpuSnapshot, seconds: number): R
     out[k] = round(d / seconds, 2);
   }
   out['tekton'] = round(['tektonController', 'tektonResolvers', 'tektonWebhook'].reduce((sum, k) => sum + (out[k] ?? 0), 0), 2);
+  // A sharded kcp's processes (kcp:<shard>, kcp:front-proxy, kcp:cache-server) are "kcp" together.
+  const kcpParts = Object.keys(out).filter((k) => k.startsWith('kcp:'));
+  if (kcpParts.length) out['kcp'] = round(kcpParts.reduce((sum, k) => sum + (out[k] ?? 0), 0), 2);
   out['otherProcesses'] = round(Math.max(0, (b['machine'] ?? 0) - (a['machine'] ?? 0) - ours) / seconds, 2);
   out['machineBusy'] = round(Math.max(0, (b['machine'] ?? 0) - (a['machine'] ?? 0)) / seconds, 2);
   return out;

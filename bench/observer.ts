@@ -71,7 +71,8 @@ export class Observer {
   private waiters: Array<() => void> = [];
 
   constructor(
-    private readonly remoteAdmin: KubeConfig,
+    /** Where requests are watched: one remote, or (a sharded kcp) every shard's virtual workspace. */
+    private readonly remoteAdmin: KubeConfig | KubeConfig[],
     private readonly internalAdmin: KubeConfig,
     private readonly namespace: string,
   ) {}
@@ -105,8 +106,9 @@ export class Observer {
 
   async start(): Promise<void> {
     const ready: Array<Promise<void>> = [];
-    ready.push(this.follow(this.remoteAdmin, `/apis/${IR.group}/${IR.version}/${IR.plural}`, (t, o) => this.onRequest(t, o as InternalRequest), () =>
-      this.list(this.remoteAdmin, undefined, IR)));
+    for (const kc of Array.isArray(this.remoteAdmin) ? this.remoteAdmin : [this.remoteAdmin]) {
+      ready.push(this.follow(kc, `/apis/${IR.group}/${IR.version}/${IR.plural}`, (t, o) => this.onRequest(t, o as InternalRequest), () => this.list(kc, undefined, IR)));
+    }
     ready.push(this.follow(this.internalAdmin, `/apis/${PR.group}/${PR.version}/namespaces/${this.namespace}/${PR.plural}`, (t, o) => this.onPipelineRun(t, o as PipelineRun), () =>
       this.list(this.internalAdmin, this.namespace, PR)));
     await Promise.all(ready);

@@ -79,7 +79,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       let precreate: { count: number; seconds: number; names: Set<string> } | undefined;
       if (opts.scale !== undefined) precreate = await precreateFinished(s, opts.scale, runId, log);
 
-      observer = new Observer(s.remoteAdmin, s.internalAdmin, NS);
+      observer = new Observer(s.remoteObserved, s.internalAdmin, NS);
       await observer.start();
       readAudit(s); // everything so far is setup
       eld.enable();

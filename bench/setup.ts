@@ -11,8 +11,8 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../src/util/repo.js';
 import { CONTROLLER_NAMESPACE, KCP_CONTROLLER_USERNAME, startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../src/localenv/index.js';
 import type { AuditWindow } from './analyze.js';
-import type { Kcp } from '../src/localenv/index.js';
-import { AuditReader } from './audit.js';
+import type { Kcp, ShardedKcp } from '../src/localenv/index.js';
+import { AuditReader, AuditReaders } from './audit.js';
 import { ControllerProcess } from './controller-process.js';
 import type { HeapSummary } from './heap-summary.js';
 import type { HeapSampler } from './heapstat.js';
@@ -71,10 +71,12 @@ export interface Setup {
   env: Environment;
   dir: string;
   remoteAdmin: KubeConfig;
+  /** Where the observer watches requests: remoteAdmin, or with --kcp every shard's virtual workspace. */
+  remoteObserved: KubeConfig[];
   internalAdmin: KubeConfig;
   allowed: string[];
   denied: string[];
-  readers: { remote: AuditReader; internal: AuditReader };
+  readers: { remote: Pick<AuditReader, 'readNew' | 'passOver'>; internal: AuditReader };
   setupMs: number;
   /** CPU of the environment's own processes. */
   envProcs: Array<{ name: string; sampler: ProcTreeSampler }>;
@@ -89,7 +91,7 @@ export interface Setup {
 export async function setUp(opts: BenchOptions, log: (m: string) => void): Promise<Setup> {
   if (opts.keep) process.env['ENVTEST_KEEP'] = '1';
   let kcp: Kcp | undefined;
-  const kcpStarting = opts.kcp ? startBenchKcp(log).then((k) => (kcp = k)) : undefined;
+  const kcpStarting = opts.kcp ? startBenchKcp(log, opts.kcp.shards).then((k) => (kcp = k)) : undefined;
   const envStarting = startEnvironment({
     audit: true,
     tekton:
@@ -122,12 +124,14 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
       ({ allowed, denied } = k);
     } else await Promise.all([...allowed, ...denied].map((ns) => grantRequester(env, ns)));
     const internalAdmin = await useKeepAlive(env.internal.identities.admin.kubeConfig());
-    const remoteAdmin = k ? k.observerAdmin : await useKeepAlive(env.remote.identities.admin.kubeConfig());
+    const remoteObserved = k ? k.observerAdmin : [await useKeepAlive(env.remote.identities.admin.kubeConfig())];
+    const remoteAdmin = remoteObserved[0]!;
     await applyObjects(internalAdmin, [
       benchPipeline(),
       { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: allowed } } as KubernetesObject,
     ]);
-    const remoteAudit = k ? kcp?.auditLogPath : env.remote.auditLogPath;
+    const shardAudits = (kcp as Partial<ShardedKcp> | undefined)?.auditLogPaths;
+    const remoteAudit = k ? (shardAudits ? shardAudits.join(',') : kcp?.auditLogPath) : env.remote.auditLogPath;
     if (!remoteAudit || !env.internal.auditLogPath) throw new Error('the environment has no audit logs');
     const dir = join(env.dir, 'bench');
     mkdirSync(dir, { recursive: true });
@@ -140,15 +144,21 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
     for (const [name, p] of [['tektonController', t?.controller], ['tektonResolvers', t?.resolvers], ['tektonWebhook', t?.webhook]] as const) {
       if (p?.pid) envProcs.push({ name, sampler: new ProcTreeSampler(p.pid, 1000, 60_000) });
     }
-    if (kcp?.process.pid) envProcs.push({ name: 'kcp', sampler: new ProcTreeSampler(kcp.process.pid, 1000, 60_000) });
+    const sharded = kcp as Partial<ShardedKcp> | undefined;
+    if (sharded?.shards) {
+      // Each process of the sharded kcp on its own; cpuBreakdown() sums them as "kcp".
+      for (const sh of sharded.shards) if (sh.process.pid) envProcs.push({ name: `kcp:${sh.name}`, sampler: new ProcTreeSampler(sh.process.pid, 1000, 60_000) });
+      for (const [name, p] of [['kcp:front-proxy', sharded.frontProxy], ['kcp:cache-server', sharded.cacheServer]] as const) if (p?.pid) envProcs.push({ name, sampler: new ProcTreeSampler(p.pid, 1000, 60_000) });
+    } else if (kcp?.process.pid) envProcs.push({ name: 'kcp', sampler: new ProcTreeSampler(kcp.process.pid, 1000, 60_000) });
     return {
       env,
       dir,
       remoteAdmin,
+      remoteObserved,
       internalAdmin,
       allowed,
       denied,
-      readers: { remote: new AuditReader('remote', remoteAudit), internal: new AuditReader('internal', env.internal.auditLogPath) },
+      readers: { remote: shardAudits && k ? new AuditReaders('remote', shardAudits) : new AuditReader('remote', remoteAudit), internal: new AuditReader('internal', env.internal.auditLogPath) },
       setupMs: Date.now() - t0,
       envProcs,
       ...(k ? { kcp: k, remoteControllerUser: { from: KCP_CONTROLLER_USERNAME, to: opts.controllerUser } } : {}),

@@ -43,7 +43,7 @@ export interface BenchOptions {
   /** Heap snapshots of the controller: scale mode, once settled; a workload, once ready and at the last pass's burst height. */
   heapSnapshot: boolean;
   /** `--kcp`: the remote side is a real kcp; requests are spread over `workspaces` tenant workspaces (undefined: a plain cluster). */
-  kcp: { workspaces: number } | undefined;
+  kcp: { workspaces: number; shards?: number } | undefined;
   quiet: boolean;
 }
 
@@ -129,7 +129,7 @@ export interface PassResult {
   cpuBoundThroughput: number;
   correctness: Correctness;
   /** With --kcp: kcp's process tree over the pass (RSS sampled every second). */
-  kcp?: { rssPeakMB: number; rssEndMB: number };
+  kcp?: { rssPeakMB: number; rssEndMB: number; shards?: Array<{ name: string; rssPeakMB: number; rssEndMB: number; cpuCores: number; cpuMsPerRequest: number }> };
   /** Of the ceiling's writes/s: writes/s of all identities in this pass (needs --ceiling). */
   fractionOfCeiling: { remote: number; internal: number } | null;
   heapInBurst?: BurstHeap;
@@ -215,6 +215,8 @@ export interface BenchResult {
   kcp: {
     version: string;
     workspaces: number;
+    /** With --shards: the shards (root first), each with the workspaces placed on it. */
+    shards?: Array<{ name: string; workspaces: number }>;
     startupMs: number;
     workspacesMs: { create: number; bind: number; namespacesAndGrants: number; total: number };
     rssAtControllerReadyMB: number | null;
