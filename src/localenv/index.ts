@@ -78,6 +78,7 @@ export {
 } from './real/tekton.js';
 export {
   startChains,
+  chainsVersion,
   chainsSigningKey,
   chainsConfigData,
   CHAINS_NAMESPACE,
