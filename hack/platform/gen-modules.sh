@@ -7,11 +7,14 @@
 # - results: `go install .../cmd/api@VERSION` asks the proxy for the module's
 #   version list (a deprecation check), which the proxy here refuses; building
 #   inside a module that requires it does not ask.
-# - chains: its go.mod replaces github.com/golang/glog, so `go install`
-#   refuses it; the wrapper repeats that replace. One dependency is pinned at
-#   a pseudo-version the proxy does not serve
-#   (gocloud.dev/docstore/mongodocstore); the wrapper takes its release
-#   v0.37.0 instead (the MongoDB document store is not used here).
+# - chains: its go.mod has replace directives, so `go install` refuses it;
+#   the wrapper repeats them (v0.28.1: github.com/golang/glog and
+#   github.com/alibabacloud-go/cr-20160607). v0.22.0 also pinned
+#   gocloud.dev/docstore/mongodocstore at a pseudo-version the proxy does not
+#   serve (the wrapper took v0.37.0 then); v0.28.1 pins the release v0.43.0,
+#   which the proxy serves, so no replace for it any more.
+#   Chains v0.29.x (and v0.28.2) are refused by the proxy here; v0.28.1 is
+#   the newest it serves.
 # - registry: built the same way for one build path, though `go install`
 #   would work.
 set -euo pipefail
@@ -57,8 +60,8 @@ gen() { # NAME MODULE VERSION [replace lines...]
 gen results github.com/tektoncd/results "$RESULTS_VERSION"
 tools results github.com/tektoncd/results/cmd/api github.com/tektoncd/results/cmd/watcher
 gen chains github.com/tektoncd/chains "$CHAINS_VERSION" \
-  "github.com/golang/glog => github.com/jdolitsky/glog v0.0.0-20220729172235-78744e90d087" \
-  "gocloud.dev/docstore/mongodocstore => gocloud.dev/docstore/mongodocstore v0.37.0"
+  "github.com/alibabacloud-go/cr-20160607 => github.com/vdemeester/cr-20160607 v1.0.1" \
+  "github.com/golang/glog => github.com/jdolitsky/glog v0.0.0-20220729172235-78744e90d087"
 tools chains github.com/tektoncd/chains/cmd/controller
 gen registry github.com/distribution/distribution/v3 "$REGISTRY_VERSION"
 tools registry github.com/distribution/distribution/v3/cmd/registry

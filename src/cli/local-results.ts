@@ -58,10 +58,10 @@ export async function runLocalResults(flags: { keep?: boolean }): Promise<void> 
     out('node serves their logs) and real Tekton Results (API server, watcher, PostgreSQL), and the controller pruning');
     out('runs only once Results holds them; then the requester reads the logs of the pruned run from the remote side.');
     out();
-    progress('starting the control planes, Tekton and Tekton Results (the first run builds Results from its Go module, ~3 min, then it is cached)');
+    progress('starting the control planes, Tekton and Tekton Results (the first run builds Results from its Go module, 3 to 6 min on 2 cores, then it is cached)');
     env = await startEnvironment({ tekton: { stepMs: 500 }, results: true, log: (m) => progress(`  ${m}`) });
     const results = env.results!;
-    progress(`Tekton Results ready at ${results.url} (PostgreSQL on 127.0.0.1:${results.postgres.port}; logs stored as files under ${env.dir}/results/logs)`);
+    progress(`Tekton Results ${results.version} ready at ${results.url} (PostgreSQL on 127.0.0.1:${results.postgres.port}; logs stored as files under ${env.dir}/results/logs)`);
     await installProject(env);
     await applyObjects(env.internal.identities.admin.kubeConfig(), [pipeline, config]);
     await grantRequester(env, allowed);

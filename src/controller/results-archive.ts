@@ -4,9 +4,10 @@
  * logs); and, for a requester who asks, the run's logs — from the live
  * PipelineRun while it exists, from Results once it was pruned.
  *
- * How Results v0.15.0 marks a stored run (its pkg/watcher): the watcher
- * annotates the run with results.tekton.dev/result and …/record after every
- * upsert, and with …/log once it started sending the logs; it writes
+ * How Results marks a stored run (its pkg/watcher; the same in v0.15.0 and
+ * v0.20.0, though v0.20 writes the annotations with server-side apply): the
+ * watcher annotates the run with results.tekton.dev/result and …/record after
+ * every upsert, and with …/log once it started sending the logs; it writes
  * results.tekton.dev/stored: "true" only when the logs API is off (with logs
  * on, nothing on the run says the final state or the logs are stored). So
  * the controller asks the Results API itself, with its own bearer token (the

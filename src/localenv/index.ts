@@ -81,9 +81,9 @@ export {
 } from './real/tekton.js';
 export {
   startChains,
+  chainsVersion,
   chainsSigningKey,
   chainsConfigData,
-  chainsVersion,
   CHAINS_NAMESPACE,
   CHAINS_IDENTITY,
   type ChainsOptions,

@@ -1,9 +1,10 @@
 /**
  * Tekton Chains, as this project reads it (facts from the source of
- * github.com/tektoncd/chains v0.22.0):
+ * github.com/tektoncd/chains v0.22.0, unchanged in v0.28.1 unless said):
  *
  * - Chains marks a run it has dealt with `chains.tekton.dev/signed: "true"`
- *   (pkg/chains/annotations.go), or `"failed"` after 3 retries
+ *   (pkg/chains/annotations; from v0.27 written with server-side apply,
+ *   field manager tekton-chains-controller), or `"failed"` after 3 retries
  *   (`chains.tekton.dev/retries`). "true" alone does not mean signed: when no
  *   signer is configured or the payload cannot be made, it logs, skips, and
  *   still marks the run "true" (pkg/chains/signing.go).
@@ -25,8 +26,10 @@
  *   (the run's labels and annotations, less chains.tekton.dev/*), materials,
  *   buildConfig.tasks.
  * - Its controller puts the finalizer `chains.tekton.dev/pipelinerun` on every
- *   PipelineRun it reconciles (`chains.tekton.dev` on TaskRuns): a deleted run
- *   stays until Chains has finalized it, signing it then if it had not.
+ *   PipelineRun it reconciles (on TaskRuns `chains.tekton.dev`, from v0.26
+ *   `chains.tekton.dev/taskrun`; from v0.27 both are added with server-side
+ *   apply): a deleted run stays until Chains has finalized it, signing it
+ *   then if it had not.
  *
  * What is read here is pure (no I/O); verification uses node:crypto.
  */

@@ -1,6 +1,7 @@
 /**
  * Tekton Chains, REAL, next to the controller: the controller of
- * github.com/tektoncd/chains v0.22.0 (built by hack/platform/install.sh) runs
+ * github.com/tektoncd/chains at the version of hack/platform/versions.env
+ * (v0.28.1; built by hack/platform/install.sh) runs
  * against the internal control plane with real Tekton (controller, resolvers,
  * webhook); only the TaskRun pods are SIMULATED (no kubelet). Chains signs
  * each PipelineRun with an ECDSA P-256 key this test makes (node:crypto),
@@ -16,7 +17,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PatchStrategy, setHeaderOptions, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { startEnvironment, type Environment, applyObjects, grantRequester, installProject, CHAINS_IDENTITY, type GitRepository } from '../../src/localenv/index.js';
+import { startEnvironment, type Environment, applyObjects, chainsVersion, grantRequester, installProject, CHAINS_IDENTITY, CHAINS_NAMESPACE, type GitRepository } from '../../src/localenv/index.js';
 import { chainsKeys, sha256Hex, sshFingerprint, CHAINS_PIPELINERUN_FINALIZER } from '../../src/tekton/chains.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
@@ -156,7 +157,7 @@ after(async () => {
   await env?.stop();
 });
 
-describe('Tekton Chains v0.22.0 (real) signs the PipelineRuns; the controller relays the attestation; verify checks it (pods SIMULATED)', () => {
+describe(`Tekton Chains ${chainsVersion()} (real) signs the PipelineRuns; the controller relays the attestation; verify checks it (pods SIMULATED)`, () => {
   test('the controller reads the version the running Chains says (chains-info, as its release writes it): supported', async () => {
     const res = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`);
     const text = await res.text();
@@ -197,6 +198,13 @@ describe('Tekton Chains v0.22.0 (real) signs the PipelineRuns; the controller re
     assert.equal(envelope.payloadType, 'application/vnd.in-toto+json');
     assert.equal(Buffer.from(envelope.payload, 'base64').toString('base64'), stored[keys.payload], 'the envelope signs the payload Chains stored');
     assert.equal(envelope.signatures[0]?.keyid, fingerprint, "Chains' key id is the SSH fingerprint of the public key");
+    const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as { predicateType?: string; predicate?: { buildType?: string } };
+    // Chains up to v0.22 converted the run to v1beta1 first; later versions describe the v1 object.
+    assert.equal(statement.predicate?.buildType, 'tekton.dev/v1/PipelineRun');
+    // Its annotations are written with server-side apply (from v0.27): one field manager owns chains.tekton.dev/*.
+    const managers = ((versions[signedAt]!.pr.metadata as { managedFields?: Array<{ manager?: string; operation?: string; fieldsV1?: { 'f:metadata'?: { 'f:annotations'?: Record<string, unknown> } } }> }).managedFields ?? [])
+      .filter((m) => Object.keys(m.fieldsV1?.['f:metadata']?.['f:annotations'] ?? {}).includes('f:chains.tekton.dev/signed'));
+    assert.deepEqual(managers.map((m) => `${m.manager}/${m.operation}`), ['tekton-chains-controller/Apply'], 'chains.tekton.dev/signed is applied by Chains alone');
 
     // The relayed attestation.
     const a = relayed.status!.attestation!;
@@ -226,6 +234,7 @@ describe('Tekton Chains v0.22.0 (real) signs the PipelineRuns; the controller re
     expectCode(ok, 0, 'verify with the public key');
     console.log(`verify ${TENANT}/signed (pods SIMULATED):\n${ok.stdout}`);
     assert.match(ok.stdout, /^verified: internalrequest release-team\/signed$/m);
+    assert.match(ok.stdout, /predicate https:\/\/slsa\.dev\/provenance\/v0\.2, buildType tekton\.dev\/v1\/PipelineRun, builder https:\/\/tekton\.dev\/chains\/v2/);
     assert.match(ok.stdout, /ok {2}DSSE signature over the payload \(PAE, application\/vnd\.in-toto\+json\) is valid for SHA256:/);
     assert.ok(ok.stdout.includes(`pipeline: git git+${catalog.url} pipelines/sign.yaml revision refs/heads/main pinned sha1:${catalogHead}`), ok.stdout);
     assert.ok(ok.stdout.includes(`reference tasks[sign].taskRef: git git+${catalog.url} tasks/sign.yaml revision refs/heads/main pinned sha1:${catalogHead}; Tekton resolved it at that digest (a material)`), ok.stdout);
@@ -271,6 +280,34 @@ describe('Tekton Chains v0.22.0 (real) signs the PipelineRuns; the controller re
     assert.match(ok.stdout, /ok {2}the Pipeline the request names \(gated\) is the one that ran/);
     assert.match(ok.stdout, /material: oci:\/\/registry\.invalid\/tools sha256:[0-9a-f]{64}/, 'the step image, at the digest the simulated kubelet reported');
     assert.deepEqual(statusWrites('gated'), { update: 2, patch: 1 }, 'Running and Succeeded as without Chains, plus the relay');
+  });
+
+  test('artifacts.pipelinerun.signer "none" (Chains v0.28): Chains marks the run signed and stores nothing; the run is deleted at once as Unsigned (no-signature), not after signedTimeout', async () => {
+    const log = () => readFileSync(env.chains!.controller.logPath, 'utf8');
+    // Each of Chains' two reconcilers logs this once when it takes a new chains-config.
+    const reloads = () => log().split('close event to WatchBackends()').length - 1;
+    const setChainsConfig = async (extra: Record<string, string>): Promise<void> => {
+      const before = reloads();
+      await applyObjects(internalAdmin, [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'chains-config', namespace: CHAINS_NAMESPACE }, data: { ...env.chains!.config, ...extra } }] as never);
+      await waitFor('Chains to take the new chains-config', async () => reloads() >= before + 2, 30_000, 200);
+    };
+    await setChainsConfig({ 'artifacts.pipelinerun.signer': 'none' });
+    try {
+      const t0 = Date.now();
+      const created = await createRequest(requester, TENANT, 'signer-none', { request: 'plain', params: { image: 'n' } });
+      const pr = await onlyPipelineRunOf(internalAdmin, created.metadata.uid!);
+      const r = await waitForAttestation('signer-none', 30_000);
+      assert.equal(r.status?.attestation?.state, 'Unsigned');
+      assert.match(r.status?.attestation?.message ?? '', /Tekton Chains marked it signed but stored no signature/);
+      assert.ok(Date.now() - t0 < 30_000, 'not held for signedTimeout (5m)');
+      const marked = seen.filter((e) => e.pr.metadata.uid === pr.metadata.uid).map((e) => e.pr.metadata.annotations ?? {});
+      assert.ok(marked.some((a) => a['chains.tekton.dev/signed'] === 'true'), 'Chains marked the run signed');
+      assert.ok(!marked.some((a) => a[chainsKeys(pr.metadata.uid!).signature] !== undefined), 'and stored no signature on it');
+      await waitFor('the PipelineRun to be gone', async () => (await pipelineRunsFor(internalAdmin, created.metadata.uid!)).length === 0, 30_000);
+      await waitFor('the no-signature counter', async () => sample(await scrape(metricsPort), 'internal_services_pipelineruns_deleted_unsigned_total', { reason: 'no-signature', remote: 'default' }) === 1);
+    } finally {
+      await setChainsConfig({});
+    }
   });
 
   // Last: it stops Chains.

@@ -1,6 +1,7 @@
 /**
  * Tekton Results, real: its API server and watcher (github.com/tektoncd/results
- * v0.15.0, hack/platform) with PostgreSQL from Debian's packages, on the
+ * at the version of hack/platform/versions.env, v0.20.0) with PostgreSQL from
+ * Debian's packages, on the
  * internal control plane with real Tekton; pods are SIMULATED (no kubelet:
  * the simulated kubelet plays the containers and a simulated node serves
  * their logs through the apiserver). The controller runs as its CLI process
@@ -10,6 +11,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../../src/localenv/index.js';
 import { ResultsApi } from '../../src/controller/results-archive.js';
@@ -56,6 +59,7 @@ async function metric(name: string): Promise<number> {
 
 before(async () => {
   env = await startEnvironment({ tekton: true, results: true, log: (m) => process.stderr.write(`${m}\n`) });
+  process.stderr.write(`Tekton Results ${results().version} (API TLS ${results().tlsMinVersion} and up) ready after ${results().startupMs} ms; Tekton ${env.tekton!.version}, pods SIMULATED\n`);
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   requester = env.remote.identities.requester!.kubeConfig();
@@ -116,6 +120,25 @@ describe('Tekton Results (pods simulated)', () => {
     assert.ok(record, 'a request names its record');
     await assert.rejects(resultsAs(env.internal.identities.bystander!.token).record(record), /answered 403|PermissionDenied|permission/i);
     await assert.rejects(resultsAs('not-a-token').record(record), /answered 401|Unauthenticated|unauthenticated/i);
+  });
+
+  test('the API serves only the TLS versions its TLS_MIN_VERSION allows; the controller\'s client speaks TLS 1.3', async () => {
+    assert.equal(results().tlsMinVersion, '1.3');
+    const handshake = (maxVersion: 'TLSv1.2' | 'TLSv1.3') =>
+      new Promise<string>((resolve, reject) => {
+        const req = httpsRequest(`${results().url}/healthz`, { ca: results().caPem, maxVersion, timeout: 5000 }, (res) => {
+          res.resume();
+          resolve(`${res.statusCode} over ${(res.socket as TLSSocket).getProtocol()}`);
+        });
+        req.on('timeout', () => req.destroy(new Error('timed out')));
+        req.on('error', reject);
+        req.end();
+      });
+    assert.equal(await handshake('TLSv1.3'), '200 over TLSv1.3');
+    await assert.rejects(handshake('TLSv1.2'), /protocol version|alert|handshake/i, 'a client that stops at TLS 1.2 is refused');
+    // The controller's own client (ResultsApi) got its verdicts over the same port: the pruning test above.
+    const list = await resultsAs(env.internal.identities.controller.token).get(`/apis/results.tekton.dev/v1alpha2/parents/${NS}/results`);
+    assert.ok(((JSON.parse(list) as { results?: unknown[] }).results ?? []).length >= 1, 'the controller lists the results of its namespace');
   });
 
   test('logs of a running request come from the live PipelineRun', async () => {

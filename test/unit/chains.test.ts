@@ -55,7 +55,7 @@ function statement(over: { uid?: string; sources?: unknown[] | undefined; pipeli
       subject: [],
       predicate: {
         builder: { id: 'https://tekton.dev/chains/v2' },
-        buildType: 'tekton.dev/v1beta1/PipelineRun',
+        buildType: 'tekton.dev/v1/PipelineRun',
         invocation: { configSource: {}, parameters: { image: 'quay.io/x' }, environment: { labels: { 'internal-services.appstudio.redhat.com/request-uid': over.uid ?? 'u-1', 'tekton.dev/pipeline': over.pipelineLabel ?? 'sign' }, annotations } },
         buildConfig: { tasks: [{ name: 'sign', status: 'Succeeded' }] },
         metadata: { buildStartedOn: '2026-11-22T09:59:10Z', buildFinishedOn: '2026-11-22T09:59:50Z' },

@@ -4,6 +4,7 @@
  * and kcp's, with hack/kcp/install.sh, only for what needs kcp.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { repoRoot } from '../../util/repo.js';
@@ -73,6 +74,15 @@ export function ensureKcpBinary(log?: LogFn): Promise<KcpAssets> {
     });
   }
   return pendingKcp;
+}
+
+/** A version pinned in hack/platform/versions.env: RESULTS_VERSION, CHAINS_VERSION or REGISTRY_VERSION. */
+export function platformVersion(component: 'results' | 'chains' | 'registry'): string {
+  const key = `${component.toUpperCase()}_VERSION`;
+  const text = readFileSync(join(repoRoot(), 'hack', 'platform', 'versions.env'), 'utf8');
+  const m = new RegExp(`^${key}=(\\S+)$`, 'm').exec(text);
+  if (!m) throw new Error(`hack/platform/versions.env has no ${key}`);
+  return m[1]!;
 }
 
 /** The platform services' binaries (hack/platform/install.sh), by name: results-api, results-watcher, chains-controller, registry. */

@@ -19,6 +19,16 @@
  * provenance of the run, in a DSSE envelope), storage `tekton` (payload and
  * envelope as annotations on the run itself), signer x509, no transparency
  * log, no OCI artifacts. Nothing reaches the network.
+ *
+ * Written for the version of hack/platform/versions.env (v0.28.1; first for
+ * v0.22.0). Between the two the manifests this reads (RBAC, config-*) and the
+ * controller's flags and environment stayed the same; Chains now writes its
+ * annotations (chains.tekton.dev/*) and its finalizers with server-side apply
+ * (field managers tekton-chains-controller and
+ * tekton-chains-controller/finalizers; since v0.27), its TaskRun finalizer is
+ * chains.tekton.dev/taskrun (was chains.tekton.dev; since v0.26), and its metrics go
+ * through knative's OpenTelemetry layer (config-observability's
+ * metrics-protocol, which the module's own ConfigMap sets to prometheus).
  */
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync, createPrivateKey, createPublicKey } from 'node:crypto';
@@ -26,7 +36,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoordinationV1Api, CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import { repoRoot, runInstallScript } from './binaries.js';
+import { platformVersion, repoRoot, runInstallScript } from './binaries.js';
 import { applyObjects, ensureNamespace, loadManifests } from './manifests.js';
 import { freePortsBelow, ManagedProcess, waitUntilReady } from './processes.js';
 import type { TektonHost } from './tekton.js';
@@ -44,7 +54,7 @@ export interface ChainsOptions {
    * ("-----BEGIN PRIVATE KEY-----"). Default: a fresh one.
    */
   privateKeyPem?: string;
-  /** artifacts.pipelinerun.format (and taskrun): in-toto (default) or slsa/v1, the same payloader in v0.22. */
+  /** artifacts.pipelinerun.format (and taskrun): in-toto (default) or slsa/v1, one payloader (v0.22 and v0.28 alike). */
   format?: 'in-toto' | 'slsa/v1';
   /** More chains-config entries (override the defaults above). */
   config?: Record<string, string>;
@@ -70,10 +80,7 @@ export interface ChainsPlatform {
 
 /** The version pinned in hack/platform/versions.env. */
 export function chainsVersion(): string {
-  const text = readFileSync(join(repoRoot(), 'hack', 'platform', 'versions.env'), 'utf8');
-  const m = /^CHAINS_VERSION=(\S+)$/m.exec(text);
-  if (!m) throw new Error('hack/platform/versions.env has no CHAINS_VERSION');
-  return m[1]!;
+  return platformVersion('chains');
 }
 
 /** hack/platform/install.sh chains: the cached binary, built on first use. */
@@ -214,6 +221,8 @@ export async function startChains(host: Omit<TektonHost, 'assets'>, opts: Chains
     KUBERNETES_MIN_VERSION: 'v1.28.0',
     PROFILING_PORT: String(profiling),
     METRICS_PROMETHEUS_PORT: String(metrics),
+    // knative's OpenTelemetry Prometheus server (Chains v0.28) binds all interfaces unless told.
+    METRICS_PROMETHEUS_HOST: '127.0.0.1',
   });
   host.adopt(controller);
   controller.start();

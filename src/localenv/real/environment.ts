@@ -16,7 +16,7 @@ import type { ChildProcess } from 'node:child_process';
 import { ensureBinaries, type EnvtestAssets } from './binaries.js';
 import type { LogFn } from '../log.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
-import { startResults, type ResultsPlatform } from './results.js';
+import { startResults, type ResultsOptions, type ResultsPlatform } from './results.js';
 import { startTekton, type TektonHost, type TektonOptions, type TektonPlatform } from './tekton.js';
 import { startChains, type ChainsOptions, type ChainsPlatform } from './chains.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
@@ -67,7 +67,7 @@ export interface StartEnvironmentOptions {
    * Also run real Tekton Results (API server, watcher, PostgreSQL) on the
    * internal cluster; implies `tekton`, with the pods' logs served.
    */
-  results?: boolean;
+  results?: boolean | ResultsOptions;
   /** Also run a real OCI registry (distribution) on 127.0.0.1, e.g. for Tekton's bundles resolver. */
   registry?: boolean;
   /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See chains.ts. */
@@ -230,7 +230,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
           apiserverCaPem: internal.caPem,
           apiIdentity: internal.identities.resultsApi!,
           watcherIdentity: internal.identities.resultsWatcher!,
-        });
+        }, opts.results === true ? {} : opts.results);
       }
     }
     if (opts.registry) {

@@ -19,13 +19,25 @@
  *   nothing (completed_run_grace_period 0): the controller prunes.
  * Both run under the RBAC of Results' own manifests (config/base), bound to
  * the identities identities.ts makes.
+ *
+ * Written for the version of hack/platform/versions.env (v0.20.0; first for
+ * v0.15.0). What v0.20 needs beyond v0.15: the watcher also follows
+ * CustomRuns (v0.19; RBAC on customruns, or its informers never sync and it
+ * never starts its reconcilers); knative's observability ConfigMap takes
+ * metrics-protocol (OpenTelemetry, v0.19) instead of
+ * metrics.backend-destination; the retention ConfigMap takes
+ * defaultRetention (v0.16; maxRetention deprecated); the API takes a TLS
+ * profile (v0.18: TLS_MIN_VERSION, TLS_CIPHER_SUITES, TLS_CURVE_PREFERENCES).
+ * The watcher writes its annotations with server-side apply since v0.17
+ * (field manager tekton-results-watcher) and its finalizer since v0.20
+ * (tekton-results-watcher/finalizers).
  */
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { LogFn } from '../log.js';
-import { ensurePlatformBinaries } from './binaries.js';
+import { ensurePlatformBinaries, platformVersion } from './binaries.js';
 import type { Identity } from './identities.js';
 import { applyObjects, ensureNamespace } from './manifests.js';
 import { startPostgres, type Postgres } from './postgres.js';
@@ -50,6 +62,10 @@ export interface ResultsHost {
 }
 
 export interface ResultsPlatform {
+  /** The version pinned in hack/platform/versions.env. */
+  version: string;
+  /** The API's minimum TLS version (TLS_MIN_VERSION). */
+  tlsMinVersion: '1.2' | '1.3';
   /** https://127.0.0.1:PORT: gRPC and REST (/apis/results.tekton.dev/v1alpha2/...). */
   url: string;
   /** The API's certificate (trust it for url). */
@@ -67,7 +83,8 @@ export interface ResultsPlatform {
 
 const WATCHER_RULES = [
   { apiGroups: ['results.tekton.dev'], resources: ['logs', 'results', 'records'], verbs: ['create', 'get', 'update'] },
-  { apiGroups: ['tekton.dev'], resources: ['pipelineruns', 'taskruns'], verbs: ['get', 'list', 'patch', 'update', 'watch', 'delete'] },
+  // customruns: the watcher follows CustomRuns too since v0.19 (its informer must sync before it starts).
+  { apiGroups: ['tekton.dev'], resources: ['pipelineruns', 'taskruns', 'customruns'], verbs: ['get', 'list', 'patch', 'update', 'watch', 'delete'] },
   { apiGroups: [''], resources: ['configmaps', 'pods', 'events'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
   { apiGroups: [''], resources: ['events'], verbs: ['get', 'list', 'create', 'update', 'delete', 'patch', 'watch'] },
@@ -87,10 +104,18 @@ const ZAP_CONFIG = JSON.stringify({
   encoderConfig: { timeKey: 'time', levelKey: 'level', nameKey: 'logger', callerKey: 'caller', messageKey: 'msg', stacktraceKey: 'stacktrace', timeEncoder: 'iso8601', durationEncoder: 'string' },
 });
 
-export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: number } = {}): Promise<ResultsPlatform> {
+export interface ResultsOptions {
+  readyTimeoutMs?: number;
+  /** The API's TLS_MIN_VERSION (1.2 or 1.3; default 1.3). */
+  tlsMinVersion?: '1.2' | '1.3';
+}
+
+export async function startResults(host: ResultsHost, opts: ResultsOptions = {}): Promise<ResultsPlatform> {
   const started = Date.now();
   const { admin, log } = host;
   const readyTimeoutMs = opts.readyTimeoutMs ?? 120_000;
+  const version = platformVersion('results');
+  const tlsMinVersion = opts.tlsMinVersion ?? '1.3';
   const bins = await ensurePlatformBinaries('results', log);
   const apiBin = bins['results-api'];
   const watcherBin = bins['results-watcher'];
@@ -109,10 +134,13 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
     { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'tekton-results-watcher' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'tekton-results-watcher' }, subjects: user(RESULTS_IDENTITIES.watcher) },
     cm('tekton-results-config-logging', { 'zap-logger-config': ZAP_CONFIG, 'loglevel.watcher': 'info' }),
     cm('tekton-results-config-leader-election', {}),
-    cm('tekton-results-config-observability', { 'metrics.backend-destination': 'prometheus' }),
+    // knative's OpenTelemetry-based observability (since v0.19): metrics-protocol
+    // replaces metrics.backend-destination; Prometheus on the port below.
+    cm('tekton-results-config-observability', { 'metrics-protocol': 'prometheus', 'tracing-protocol': 'none' }),
     // The watcher's configuration manager refuses to start without it (the
-    // retention agent's settings; nothing here runs that agent).
-    cm('tekton-results-config-results-retention-policy', { runAt: '5 5 * * 0', maxRetention: '30' }),
+    // retention agent's settings; nothing here runs that agent). Since v0.16
+    // it reads defaultRetention (maxRetention is deprecated: a warning).
+    cm('tekton-results-config-results-retention-policy', { runAt: '5 5 * * 0', defaultRetention: '30' }),
   ] as KubernetesObject[]);
 
   const postgres = await startPostgres({ logPath: join(dir, 'postgres.log'), onChange: host.onChange });
@@ -145,6 +173,12 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
     PROMETHEUS_PORT: String(promPort),
     PROMETHEUS_HISTOGRAM: 'false',
     TLS_PATH: join(dir, 'tls'),
+    // Since v0.18: the TLS profile of the API (empty: Go's defaults, TLS 1.2 and
+    // up). The harness asks for TLS 1.3 only, as a hardened platform may;
+    // the watcher and the controller both speak it.
+    TLS_MIN_VERSION: tlsMinVersion,
+    TLS_CIPHER_SUITES: '',
+    TLS_CURVE_PREFERENCES: '',
     AUTH_DISABLE: 'false',
     AUTH_IMPERSONATE: 'false',
     LOG_LEVEL: 'info',
@@ -223,6 +257,7 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
       CONFIG_OBSERVABILITY_NAME: 'tekton-results-config-observability',
       METRICS_DOMAIN: 'tekton.dev/results',
       METRICS_PROMETHEUS_PORT: String(watcherMetrics),
+      METRICS_PROMETHEUS_HOST: '127.0.0.1',
       PROBES_PORT: String(watcherProbes),
       PROFILING_PORT: String(watcherProfiling),
       KUBERNETES_MIN_VERSION: 'v1.28.0',
@@ -235,7 +270,7 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
   };
   try {
     await startApi();
-    log(`results: API ready at ${url} after ${Date.now() - started} ms (PostgreSQL on 127.0.0.1:${postgres.port})`);
+    log(`results: ${version} API ready at ${url} (TLS ${tlsMinVersion} and up) after ${Date.now() - started} ms (PostgreSQL on 127.0.0.1:${postgres.port})`);
     watcher.start();
     await waitUntilReady('Tekton Results watcher running its reconcilers', readyTimeoutMs, [watcher], async () => {
       const text = readFileSync(watcher.logPath, 'utf8');
@@ -252,6 +287,8 @@ export async function startResults(host: ResultsHost, opts: { readyTimeoutMs?: n
   const startupMs = Date.now() - started;
   log(`results: watcher following PipelineRuns and TaskRuns; Tekton Results ready after ${startupMs} ms`);
   return {
+    version,
+    tlsMinVersion,
     url,
     caPem: cert.certPem,
     caFile: cert.certPath,
