@@ -15,6 +15,14 @@ function kcpFigures(sampler: ProcTreeSampler): { rssPeakMB: number; rssEndMB: nu
   const end = sampler.sample();
   return { rssPeakMB: mb(Math.max(sampler.peakSince().rssBytes, end.rssBytes)), rssEndMB: mb(end.rssBytes) };
 }
+
+/** Per shard of a sharded kcp: its process' RSS over the pass and its CPU (cores, ms per request). */
+function shardFigures(shards: Array<{ name: string; sampler: ProcTreeSampler }>, cpu: Record<string, number>, seconds: number, requests: number) {
+  return shards.map(({ name, sampler }) => {
+    const cores = cpu[`kcp:${name}`] ?? 0;
+    return { name, ...kcpFigures(sampler), cpuCores: cores, cpuMsPerRequest: round((cores * seconds * 1000) / Math.max(1, requests), 2) };
+  });
+}
 import type { BurstHeap, PassResult } from './types.js';
 import type { RequestRecord } from './observer.js';
 import { heapGrowth, heapSnapshotOf, topGroups } from './heap-snapshot.js';
@@ -29,6 +37,7 @@ export async function onePass(run: RunContext, pass: number, ceilingWritesPerSec
   sampler.markPeak();
   heapSampler.markPeak();
   s.kcp?.sampler.markPeak();
+  for (const sh of s.kcp?.shards ?? []) sh.sampler.markPeak();
   const errors0 = controller.errorLines;
   const samples0 = controller.errorSamples.length;
   let heapInBurst: BurstHeap | undefined;
@@ -94,7 +103,7 @@ export async function onePass(run: RunContext, pass: number, ceilingWritesPerSec
     controller: controllerFigures(sampler, cpu0, records.length, windowSeconds, heapSampler.peakSince()),
     cpuCores: cpu,
     ...cpuCost(cpu, windowSeconds, records.length),
-    ...(s.kcp ? { kcp: kcpFigures(s.kcp.sampler) } : {}),
+    ...(s.kcp ? { kcp: { ...kcpFigures(s.kcp.sampler), ...(s.kcp.shards ? { shards: shardFigures(s.kcp.shards, cpu, windowSeconds, records.length) } : {}) } } : {}),
     correctness: correctness({
       records,
       controllerUser: opts.controllerUser,

@@ -109,7 +109,12 @@ function passReport(p: PassResult, controllerUser: string): string {
     ),
   );
   if (p.kcp) {
-    lines.push(indent(`kcp (the remote side: its API server, etcd and virtual workspaces in one process): CPU ${cc['kcp']} cores, ${p.cpuMsPerRequest['kcp']} ms per request; RSS peak ${p.kcp.rssPeakMB} MB, at the end ${p.kcp.rssEndMB} MB`));
+    if (p.kcp.shards) {
+      lines.push(indent(`kcp (the remote side, sharded: every shard, the front-proxy ${cc['kcp:front-proxy'] ?? 0} cores and the cache server ${cc['kcp:cache-server'] ?? 0} cores): CPU ${cc['kcp']} cores, ${p.cpuMsPerRequest['kcp']} ms per request`));
+      for (const sh of p.kcp.shards) lines.push(indent(`  shard ${sh.name}: CPU ${sh.cpuCores} cores, ${sh.cpuMsPerRequest} ms per request; RSS peak ${sh.rssPeakMB} MB, at the end ${sh.rssEndMB} MB`));
+    } else {
+      lines.push(indent(`kcp (the remote side: its API server, etcd and virtual workspaces in one process): CPU ${cc['kcp']} cores, ${p.cpuMsPerRequest['kcp']} ms per request; RSS peak ${p.kcp.rssPeakMB} MB, at the end ${p.kcp.rssEndMB} MB`));
+    }
   }
   const cm = p.cpuMsPerRequest;
   lines.push(
@@ -180,9 +185,9 @@ export function formatReport(r: BenchResult): string {
     const k = r.kcp;
     const s = (ms: number) => (ms / 1000).toFixed(1);
     out.push(
-      `remote: real kcp ${k.version} (ready after ${s(k.startupMs)} s), ${k.workspaces} tenant workspaces set up in ${s(k.workspacesMs.total)} s ` +
+      `remote: real kcp ${k.version}${k.shards ? `, sharded: ${k.shards.map((x) => `${x.name} (${x.workspaces} workspaces)`).join(', ')}, cache server and front-proxy` : ''} (ready after ${s(k.startupMs)} s), ${k.workspaces} tenant workspaces set up in ${s(k.workspacesMs.total)} s ` +
         `(create ${s(k.workspacesMs.create)} s, bind ${s(k.workspacesMs.bind)} s, namespaces+grants ${s(k.workspacesMs.namespacesAndGrants)} s); ` +
-        `kcp RSS at controller ready ${k.rssAtControllerReadyMB ?? '-'} MB; the plain remote apiserver idles`,
+        `kcp ${k.shards ? "root shard's " : ''}RSS at controller ready ${k.rssAtControllerReadyMB ?? '-'} MB; the plain remote apiserver idles`,
     );
   }
   if (r.ceiling) {

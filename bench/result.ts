@@ -56,7 +56,7 @@ export function newResult(opts: BenchOptions, s: Setup, git: { commit: string; d
     },
     environment: { startupMs: s.env.startupMs, setupMs: s.setupMs },
     kcp: s.kcp
-      ? { version: s.kcp.kcp.version, workspaces: s.kcp.paths.length, startupMs: s.kcp.kcp.startupMs, workspacesMs: s.kcp.workspacesMs, rssAtControllerReadyMB: null }
+      ? { version: s.kcp.kcp.version, workspaces: s.kcp.paths.length, ...(s.kcp.shards ? { shards: s.kcp.shards.map((x) => ({ name: x.name, workspaces: x.workspaces })) } : {}), startupMs: s.kcp.kcp.startupMs, workspacesMs: s.kcp.workspacesMs, rssAtControllerReadyMB: null }
       : null,
     ceiling: null,
     controllerStart: null,

@@ -139,6 +139,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
     await observer?.stop();
     await simulation?.stop();
     s.kcp?.sampler.stop();
+    for (const sh of s.kcp?.shards ?? []) sh.sampler.stop();
     await s.stop();
   }
   const cpu = process.cpuUsage(benchCpu0);
