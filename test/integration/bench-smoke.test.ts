@@ -128,13 +128,14 @@ describe('npm run bench', () => {
   });
 });
 
-describe('npm run bench -- --kcp', () => {
-  test('--kcp --workspaces 3, N=30: correct across the workspaces, and the JSON has the kcp figures', { timeout: 180_000 }, async () => {
+describe('npm run bench -- --kcp --shards 2', () => {
+  test('--kcp --shards 2 --workspaces 3, N=30: correct across the workspaces on both shards, and the JSON has the kcp figures per shard', { timeout: 300_000 }, async () => {
     const json = join(tmp, 'kcp.json');
-    const out = await run(['--kcp', '--workspaces', '3', '--requests', '30', '--burst', '--json', json, '--quiet'], 170_000);
+    const out = await run(['--kcp', '--shards', '2', '--workspaces', '3', '--requests', '30', '--burst', '--json', json, '--quiet'], 290_000);
     assert.equal(out.code, 0, `exit code ${out.code}\n${out.stdout}\n${out.stderr.slice(-3000)}`);
     assert.match(out.stdout, /RESULT: OK/);
-    assert.match(out.stdout, /^remote: real kcp v\d+\.\d+\.\d+ .*3 tenant workspaces set up in/m);
+    assert.match(out.stdout, /^remote: real kcp v\d+\.\d+\.\d+, sharded: root \(2 workspaces\), shard-1 \(1 workspaces\), cache server and front-proxy .*3 tenant workspaces set up in/m);
+    assert.match(out.stdout, /^ +shard shard-1: CPU [\d.]+ cores, [\d.]+ ms per request; RSS peak \d+/m);
     const r = JSON.parse(readFileSync(json, 'utf8')) as BenchResult;
     assert.equal(r.ok, true, r.failures.join('\n'));
     assert.ok(r.kcp, 'the kcp section');
@@ -146,11 +147,14 @@ describe('npm run bench -- --kcp', () => {
     assertAllCorrect(p.correctness, 27, 3);
     assert.equal(p.workload.namespaces, 3);
     assert.ok(p.kcp && isNum(p.kcp.rssPeakMB) && p.kcp.rssPeakMB > 50);
+    assert.deepEqual(r.kcp.shards, [{ name: 'root', workspaces: 2 }, { name: 'shard-1', workspaces: 1 }]);
+    assert.deepEqual(p.kcp.shards?.map((x) => x.name), ['root', 'shard-1']);
+    for (const sh of p.kcp.shards ?? []) assert.ok(isNum(sh.rssPeakMB) && sh.rssPeakMB > 50 && isNum(sh.cpuCores) && sh.cpuMsPerRequest > 0, JSON.stringify(sh));
     assert.ok(isNum(p.cpuMsPerRequest['kcp']) && p.cpuMsPerRequest['kcp'] > 0);
     assert.ok(isNum(p.cpuCores['kcp']));
     assert.ok(isNum(p.throughput) && p.throughput > 0);
     assert.equal(p.latencyMs.createToTerminal.count, 27);
-    // kcp's audit log: the controller's status writes through the virtual workspace are counted as its own.
+    // The shards' audit logs: the controller's status writes through the virtual workspaces are counted as its own.
     const rows = p.api.rows;
     assert.ok(rows.some((x) => x.cluster === 'remote' && x.resource === 'internalrequests/status' && x.count > 0), JSON.stringify(rows));
     assert.ok(isNum(p.api.stateWritesPerAllowed.mean) && p.api.stateWritesPerAllowed.mean >= 2);

@@ -1,0 +1,51 @@
+/**
+ * A node:test reporter that prints, when the run ends, how long each test
+ * file took (wall time from its first event to its last; files run one at a
+ * time) and how many of its tests passed and failed, slowest first. hack/test.sh
+ * sends it to stderr beside the spec reporter; docs/testing.md keeps the
+ * figures of a cold CI run.
+ */
+import { relative } from 'node:path';
+
+interface TestEvent {
+  type: string;
+  data?: { file?: string; nesting?: number; details?: { duration_ms?: number } };
+}
+
+interface FileTimes {
+  first: number;
+  last: number;
+  passed: number;
+  failed: number;
+}
+
+export function durationTable(files: Map<string, FileTimes>, cwd = process.cwd()): string {
+  const rows = [...files].map(([file, t]) => ({ file: relative(cwd, file), seconds: (t.last - t.first) / 1000, passed: t.passed, failed: t.failed })).sort((a, b) => b.seconds - a.seconds);
+  const total = rows.reduce((s, r) => s + r.seconds, 0);
+  const width = Math.max(4, ...rows.map((r) => r.file.length));
+  const lines = [`${'file'.padEnd(width)}  seconds  passed  failed`];
+  for (const r of rows) lines.push(`${r.file.padEnd(width)}  ${r.seconds.toFixed(1).padStart(7)}  ${String(r.passed).padStart(6)}  ${String(r.failed).padStart(6)}`);
+  lines.push(`${'all files'.padEnd(width)}  ${total.toFixed(1).padStart(7)}  ${String(rows.reduce((s, r) => s + r.passed, 0)).padStart(6)}  ${String(rows.reduce((s, r) => s + r.failed, 0)).padStart(6)}`);
+  return lines.join('\n');
+}
+
+export default async function* fileDurations(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
+  const files = new Map<string, FileTimes>();
+  for await (const event of source) {
+    const file = event.data?.file;
+    if (!file) continue;
+    const now = Date.now();
+    let t = files.get(file);
+    if (!t) files.set(file, (t = { first: now, last: now, passed: 0, failed: 0 }));
+    t.last = now;
+    // Tests, not suites or the file itself: the innermost level that reports pass/fail with a duration.
+    if (event.type === 'test:pass' && isLeaf(event)) t.passed++;
+    if (event.type === 'test:fail' && isLeaf(event)) t.failed++;
+  }
+  yield `\nPer-file durations (wall time, files one at a time):\n${durationTable(files)}\n`;
+}
+
+/** A test, not a describe() block: node reports suites with details.type "suite". */
+function isLeaf(event: TestEvent): boolean {
+  return (event.data?.details as { type?: string } | undefined)?.type !== 'suite';
+}
