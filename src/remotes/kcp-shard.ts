@@ -34,8 +34,6 @@ export interface ShardEvents {
   binding(shard: KcpShard, cluster: string, ready: boolean): void;
   /** A logical cluster has no binding of the export on this shard any more (unbound, or the workspace deleted). */
   unbound(shard: KcpShard, cluster: string): void;
-  /** A request of a logical cluster arrived on this shard (before its remote is served, its share keeps it). */
-  request(shard: KcpShard, cluster: string): void;
 }
 
 export interface KcpShardOptions {
@@ -312,10 +310,9 @@ export class KcpShard {
   private stored(kind: RequestKind, r: InternalRequest): Share | undefined {
     const cluster = this.clusterOf(r);
     if (!cluster) return undefined;
-    const fresh = !this.caches.get(kind.kind)!.shares.has(cluster);
+    // Kept even before the cluster is served (its binding not seen yet): served, the share is replayed.
     const s = this.share(kind.kind, cluster);
     s.items.set(keyOf(r), r);
-    if (fresh) this.events.request(this, cluster);
     return s;
   }
 }

@@ -257,10 +257,6 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     this.leaving.set(cluster, t);
   }
 
-  request(_shard: KcpShard, _cluster: string): void {
-    // A request alone serves nothing: its workspace is served once its binding is ready (and then its share is replayed).
-  }
-
   /** Stops serving a logical cluster and drops everything kept for it here; the controller forgets the rest (RemoteSet's dropped hook). */
   private async forget(cluster: string, why: string): Promise<void> {
     const shard = this.owner.get(cluster);

@@ -22,6 +22,7 @@ import {
   type Environment, type GitRepository, type KcpWorkspace, type ShardedKcp,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
+import { AuditReader } from '../../bench/audit.js';
 import { ANNOTATION_WORKSPACE, LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
 import { IR, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, runKcpController, runPlugin, sample, scrape, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
@@ -63,7 +64,7 @@ const shardHost = (name: string) => new URL(kcp.shards.find((s) => s.name === na
 const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
 
 before(async () => {
-  [env, kcp] = await Promise.all([startEnvironment({ tekton: true }), startShardedKcp({ shards: 2 })]);
+  [env, kcp] = await Promise.all([startEnvironment({ tekton: true, audit: true }), startShardedKcp({ shards: 2 })]);
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   // Today's shape, as release tooling sends it: a git-resolved Pipeline whose Task comes from $(params.taskGitUrl).
@@ -239,10 +240,14 @@ describe('the controller on a sharded kcp (real kcp: two shards, cache server, f
     const done = await finished(b, 'across-shard-stop', TEAM, 120_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', done.status?.conditions?.[0]?.message);
     assert.equal(done.status?.pipelineRun, `${NS}/${pr.metadata.name}`, 'the run it started before the stop');
-    // Exactly one PipelineRun was ever made for each: the audit of creates is the controller's log.
+    // Exactly one PipelineRun was ever made for each, by the internal apiserver's audit log (the chaos tool's evidence) and by the controller's log.
+    const audit = new AuditReader('internal', env.internal.auditLogPath!).readNew();
     for (const r of [done, meanwhile]) {
-      const creates = controller.lines.filter((l) => l.msg === 'PipelineRun created' && l.pipelineRun === r.status?.pipelineRun);
-      assert.equal(creates.length, 1, `${r.metadata.name}: one create`);
+      const name = r.status!.pipelineRun!.split('/')[1];
+      const created = audit.filter((e) => e.verb === 'create' && e.objectRef?.resource === 'pipelineruns' && e.objectRef?.name === name && e.responseStatus?.code === 201);
+      assert.equal(created.length, 1, `${r.metadata.name}: one PipelineRun created, by the audit log`);
+      const logged = controller.lines.filter((l) => l.msg === 'PipelineRun created' && l.pipelineRun === r.status?.pipelineRun);
+      assert.equal(logged.length, 1, `${r.metadata.name}: one create in the controller's log`);
     }
   });
 

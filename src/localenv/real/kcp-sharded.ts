@@ -20,7 +20,6 @@
  * is the front-proxy's: kcp-workspaces.ts works on it unchanged.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -30,6 +29,7 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { ensureKcpBinary } from './binaries.js';
 import { httpsGet, summarizeReadyz } from './control-plane.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, waitUntilReady, writePidFile } from './processes.js';
+import { makeCa, makeLeaf, openssl } from './pki.js';
 import { makeIdentity, SPECS, type Kcp, type KcpIdentities, type KcpIdentity } from './kcp.js';
 import type { LogFn } from '../log.js';
 
@@ -345,44 +345,6 @@ async function readyz(url: string, token: string): Promise<true | string> {
 
 async function insecureReadyz(url: string): Promise<true | string> {
   return readyz(url, '');
-}
-
-interface Ca {
-  cert: string;
-  key: string;
-}
-
-function openssl(args: string[]): void {
-  try {
-    execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  } catch (e) {
-    const err = e as { code?: string; stderr?: Buffer };
-    if (err.code === 'ENOENT') throw new Error('openssl is needed to make the sharded kcp\'s certificates (Debian package openssl)');
-    throw new Error(`openssl ${args[0]}: ${err.stderr?.toString().trim() ?? String(e)}`);
-  }
-}
-
-function makeCa(dir: string, file: string, cn: string): Ca {
-  const cert = join(dir, `${file}.crt`);
-  const key = join(dir, `${file}.key`);
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '30', '-subj', `/CN=${cn}`,
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature', '-keyout', key, '-out', cert]);
-  return { cert, key };
-}
-
-/** A certificate signed by `ca`: a client one (CN = user, O = groups), or with `hosts` a serving one for 127.0.0.1 and localhost. */
-function makeLeaf(dir: string, ca: Ca, file: string, opts: { cn: string; orgs?: string[]; hosts?: boolean }): Ca {
-  const cert = join(dir, `${file}.crt`);
-  const key = join(dir, `${file}.key`);
-  const csr = join(dir, `${file}.csr`);
-  const ext = join(dir, `${file}.ext`);
-  const subj = `/CN=${opts.cn}${(opts.orgs ?? []).map((o) => `/O=${o}`).join('')}`;
-  openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', subj, '-keyout', key, '-out', csr]);
-  writeFileSync(ext, opts.hosts
-    ? 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n'
-    : 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
-  openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-days', '30', '-extfile', ext, '-out', cert]);
-  return { cert, key };
 }
 
 interface KubeconfigYaml {
