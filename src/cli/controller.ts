@@ -14,11 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
 import { LeaderElector } from '../kube/leader.js';
 import { createMetrics } from '../metrics.js';
-import { RemoteSecrets } from '../remotes/secrets.js';
-import { KcpRemotes } from '../remotes/kcp.js';
-import { KubeConfig } from '@kubernetes/client-node';
-import type { RemoteProvider } from '../remotes/provider.js';
-import { KubeconfigRemote } from '../remotes/kubeconfig.js';
+import { readKcpKubeconfig, remoteProviders } from './remote-providers.js';
 import { loadKindModules } from './kind-modules.js';
 import { INTERNAL_REQUEST_KIND } from '../controller/request-kind.js';
 import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
@@ -300,46 +296,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
         log,
       })
     : undefined;
-  const remoteMode = { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval };
-  // The remote providers (src/remotes/), all built here the same way: each
-  // adds and removes remotes through the controller as its source says.
-  const providers: RemoteProvider[] = [];
-  // One kubeconfig (--remote-kubeconfig): its remote is added before the
-  // caches start (start() below), so that they wait for its first list.
-  const kubeconfigRemote = remote ? new KubeconfigRemote(controller, { name: flags.remoteName, cluster: remote, mode: remoteMode }) : undefined;
-  if (kubeconfigRemote) providers.push(kubeconfigRemote);
-  if (flags.remoteSecretsSelector || flags.remoteSecret?.length) {
-    providers.push(
-      new RemoteSecrets(controller, {
-        internal,
-        namespace: flags.remoteSecretsNamespace ?? namespace,
-        selector: flags.remoteSecretsSelector,
-        names: flags.remoteSecret,
-        reserved: new Set(remote ? [flags.remoteName] : []),
-        defaultMode: remoteMode,
-        log,
-        resyncPeriodMs: flags.resyncPeriod,
-        informerObserver: metrics.controller.informer,
-        apiObserver: metrics.apiObserver,
-      }),
-    );
-  }
-  let kcp: KcpRemotes | undefined;
-  if (kcpKc) {
-    providers.push(
-      (kcp = new KcpRemotes(controller, {
-        kubeconfig: kcpKc,
-        exportName: flags.kcpExport,
-        ...(flags.kcpWorkspaceParent?.length ? { workspaceParents: flags.kcpWorkspaceParent } : {}),
-        pathRefreshMs: flags.kcpRefreshInterval,
-        unbindGraceMs: flags.kcpUnbindGrace,
-        log,
-        resyncPeriodMs: flags.resyncPeriod,
-        informerObserver: metrics.controller.informer,
-        apiObserver: metrics.apiObserver,
-      })),
-    );
-  }
+  const { providers, kubeconfigRemote, kcp } = remoteProviders(controller, flags, { remote, kcpKubeconfig: kcpKc, internal, namespace, log, metrics });
   metrics.bind({
     remotes: () => controller.remoteHealth(),
     running: () => controller.runningRequests(),
@@ -396,16 +353,4 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     if (!leading) return;
   }
   if (!stopping) controller.startWorkers();
-}
-
-/** The kcp provider workspace's kubeconfig: readable, with a current cluster and user. */
-function readKcpKubeconfig(path: string): KubeConfig {
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromFile(path);
-  } catch (e) {
-    throw new ConfigError('CONFIG_KUBECONFIG', `cannot read the kcp kubeconfig ${path}: ${(e as Error).message}`);
-  }
-  if (!kc.getCurrentCluster() || !kc.getCurrentUser()) throw new ConfigError('CONFIG_KUBECONFIG', `the kcp kubeconfig ${path} names no current context/cluster/user`);
-  return kc;
 }

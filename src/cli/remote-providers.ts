@@ -1,0 +1,96 @@
+/**
+ * The remote providers of `internal-services controller` (src/remotes/), all
+ * built here the same way from the flags: each adds and removes remotes
+ * through the controller as its source says.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Controller } from '../controller/controller.js';
+import { ConfigError } from '../errors.js';
+import type { Cluster } from '../kube/client.js';
+import type { Metrics } from '../metrics.js';
+import { KcpRemotes } from '../remotes/kcp.js';
+import { KubeconfigRemote } from '../remotes/kubeconfig.js';
+import type { RemoteProvider } from '../remotes/provider.js';
+import { RemoteSecrets } from '../remotes/secrets.js';
+
+/** The flags the providers are built from (a part of ControllerFlags). */
+export interface ProviderFlags {
+  remoteName: string;
+  remoteSecretsSelector?: string;
+  remoteSecret?: string[];
+  remoteSecretsNamespace?: string;
+  kcpExport: string;
+  kcpWorkspaceParent?: string[];
+  kcpRefreshInterval: number;
+  kcpUnbindGrace: number;
+  resyncPeriod: number;
+  remoteMode: 'watch' | 'poll';
+  pollInterval: number;
+}
+
+export interface ProviderContext {
+  /** The --remote-kubeconfig cluster, if given. */
+  remote: Cluster | undefined;
+  kcpKubeconfig: KubeConfig | undefined;
+  internal: Cluster;
+  namespace: string;
+  log: Logger;
+  metrics: Metrics;
+}
+
+export function remoteProviders(controller: Controller, flags: ProviderFlags, ctx: ProviderContext): { providers: RemoteProvider[]; kubeconfigRemote: KubeconfigRemote | undefined; kcp: KcpRemotes | undefined } {
+  const { remote, internal, namespace, log, metrics } = ctx;
+  const kcpKc = ctx.kcpKubeconfig;
+  const remoteMode = { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval };
+  const providers: RemoteProvider[] = [];
+  // One kubeconfig (--remote-kubeconfig): its remote is added before the
+  // caches start (runController's start()), so that they wait for its first list.
+  const kubeconfigRemote = remote ? new KubeconfigRemote(controller, { name: flags.remoteName, cluster: remote, mode: remoteMode }) : undefined;
+  if (kubeconfigRemote) providers.push(kubeconfigRemote);
+  if (flags.remoteSecretsSelector || flags.remoteSecret?.length) {
+    providers.push(
+      new RemoteSecrets(controller, {
+        internal,
+        namespace: flags.remoteSecretsNamespace ?? namespace,
+        selector: flags.remoteSecretsSelector,
+        names: flags.remoteSecret,
+        reserved: new Set(remote ? [flags.remoteName] : []),
+        defaultMode: remoteMode,
+        log,
+        resyncPeriodMs: flags.resyncPeriod,
+        informerObserver: metrics.controller.informer,
+        apiObserver: metrics.apiObserver,
+      }),
+    );
+  }
+  let kcp: KcpRemotes | undefined;
+  if (kcpKc) {
+    providers.push(
+      (kcp = new KcpRemotes(controller, {
+        kubeconfig: kcpKc,
+        exportName: flags.kcpExport,
+        ...(flags.kcpWorkspaceParent?.length ? { workspaceParents: flags.kcpWorkspaceParent } : {}),
+        pathRefreshMs: flags.kcpRefreshInterval,
+        unbindGraceMs: flags.kcpUnbindGrace,
+        log,
+        resyncPeriodMs: flags.resyncPeriod,
+        informerObserver: metrics.controller.informer,
+        apiObserver: metrics.apiObserver,
+      })),
+    );
+  }
+  return { providers, kubeconfigRemote, kcp };
+}
+
+/** The kcp provider workspace's kubeconfig: readable, with a current cluster and user. */
+export function readKcpKubeconfig(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(path);
+  } catch (e) {
+    throw new ConfigError('CONFIG_KUBECONFIG', `cannot read the kcp kubeconfig ${path}: ${(e as Error).message}`);
+  }
+  if (!kc.getCurrentCluster() || !kc.getCurrentUser()) throw new ConfigError('CONFIG_KUBECONFIG', `the kcp kubeconfig ${path} names no current context/cluster/user`);
+  return kc;
+}
