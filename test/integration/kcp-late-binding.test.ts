@@ -22,6 +22,7 @@ let env: Environment;
 let kcp: Kcp;
 let controller: ControllerProcess;
 let relay: FaultProxy | undefined;
+let healthPort = 0;
 
 before(async () => {
   // No Tekton: the request below is decided (Rejected) without running anything.
@@ -43,6 +44,7 @@ test('no workspace binds the export yet: the controller is ready and waits; the 
   assert.match(String(waiting.why), /lists no endpoint/);
   const serving = await controller.waitForLog((l) => l.msg === 'serving health probes');
   const port = Number(String(serving.address).split(':').pop());
+  healthPort = port;
   await controller.waitForLog((l) => l.msg === 'caches synced', 60_000);
   const readyz = await waitFor('/readyz answers 200', async () => {
     const r = await fetch(`http://127.0.0.1:${port}/readyz?verbose`);
@@ -98,4 +100,12 @@ test('a second URL in the endpoint slice shows the same workspaces (a relay to t
   assert.ok(String(added[0]!.server).startsWith(old), 'through the first URL');
   const decided = controller.lines.filter((l) => l.request === `${cluster}/team/second-url` && l.reason === 'Rejected');
   assert.equal(decided.length, 1, 'decided once');
+
+  // The second URL leaves the slice: that "shard" is forgotten (its readiness line goes), the workspace stays served from the first.
+  await admin.patchClusterCustomObjectStatus({ ...ref, body: { status: { endpoints: [{ url: old }] } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  const removed = await controller.waitForLog((l) => l.msg === 'kcp: shard endpoint removed from the endpoint slice; its workspaces are forgotten (what runs for them is left as it is)', 30_000);
+  assert.equal(removed.url, second);
+  const readyz = await (await fetch(`http://127.0.0.1:${healthPort}/readyz?verbose`)).text();
+  assert.doesNotMatch(readyz, new RegExp(`shard/127\\.0\\.0\\.1:${new URL(second).port} `), readyz);
+  assert.ok(!controller.lines.some((l) => l.msg === 'kcp: workspace forgotten' && l.cluster === cluster), 'the workspace, served from the first URL, is not forgotten');
 });
