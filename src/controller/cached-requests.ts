@@ -28,6 +28,9 @@ export function slimMeta<T extends { metadata?: { managedFields?: unknown; annot
  * managedFields and the last-applied annotation), a finished one as a
  * `FinishedRequest` record.
  */
+/** kcp's annotation naming an object's logical cluster (its workspace), which a finished request's record keeps. */
+export const ANNOTATION_KCP_CLUSTER = 'kcp.io/cluster';
+
 export function slimRequest(req: InternalRequest): InternalRequest {
   if (!isFinished(req)) return slimMeta(req);
   return FinishedRequest.of(req);
@@ -181,6 +184,10 @@ export class FinishedRequest {
     // key; the logs themselves are not kept), and Results' record.
     const asked = md.annotations?.[ANNOTATION_LOGS];
     if (asked !== undefined) extra.annotations = { ...extra.annotations, [ANNOTATION_LOGS]: asked };
+    // Where it lives, for a provider that routes by it (kcp's logical
+    // cluster: src/remotes/kcp-shard.ts); interned, few values.
+    const cluster = md.annotations?.[ANNOTATION_KCP_CLUSTER];
+    if (cluster !== undefined) extra.annotations = { ...extra.annotations, [ANNOTATION_KCP_CLUSTER]: strings.get(cluster, () => cluster) };
     const answered = req.status?.logs?.request;
     if (answered !== undefined) extra.logsAnswered = answered;
     const archive = req.status?.archive;

@@ -23,10 +23,10 @@ import { fromKubeConfig, type Cluster, type KubeObject, type RequestObserver } f
 import { Informer, keyOf, type InformerHandlers, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import type { RequestCache } from './remote.js';
 import type { RequestKind } from '../controller/request-kind.js';
-import { slimRequest } from '../controller/cached-requests.js';
+import { ANNOTATION_KCP_CLUSTER, slimRequest } from '../controller/cached-requests.js';
 
-/** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. */
-export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';
+/** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. Finished requests' cached records keep it. */
+export const KCP_CLUSTER_ANNOTATION = ANNOTATION_KCP_CLUSTER;
 
 /** What a shard tells its provider. */
 export interface ShardEvents {

@@ -7,7 +7,7 @@ import type { InternalRequest } from '../../src/api/types.js';
 import { decide, type EventSpec } from '../../src/controller/decide.js';
 import { eventWanted } from '../../src/controller/controller.js';
 import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash } from '../../src/controller/idempotency.js';
-import { FinishedRequest, slimRequest } from '../../src/controller/cached-requests.js';
+import { ANNOTATION_KCP_CLUSTER, FinishedRequest, slimRequest } from '../../src/controller/cached-requests.js';
 import { config, NOW, NS, pipeline } from './fixtures.js';
 
 function finished(over: { labels?: Record<string, string>; created?: string; ltt?: string; spec?: InternalRequest['spec']; status?: 'True' | 'False'; reason?: string } = {}): InternalRequest {
@@ -162,4 +162,18 @@ test('a finished request\'s record keeps every status field the schema declares,
     const req = { ...base, status: { ...base.status, [field]: { probe: field } } } as InternalRequest;
     assert.equal((FinishedRequest.of(req).status as Record<string, unknown>)[field], undefined, `${field} is listed as dropped`);
   }
+});
+
+test('a finished request seen through a kcp virtual workspace keeps its logical cluster (kcp.io/cluster): its shard routes updates and deletes by it', () => {
+  const req = finished();
+  req.metadata.annotations = { ...req.metadata.annotations, [ANNOTATION_KCP_CLUSTER]: '2ye1ioskk7w06ecj', 'other.example/x': 'dropped' };
+  const r = slimRequest(req);
+  assert.equal(r instanceof FinishedRequest, true, 'slimmed to a record');
+  assert.deepEqual(r.metadata.annotations, { [ANNOTATION_KCP_CLUSTER]: '2ye1ioskk7w06ecj' });
+  // With an idempotency key too: both kept.
+  const idem = finished({ labels: { [LABEL_IDEMPOTENCY_KEY]: 'rel-8' } });
+  idem.metadata.annotations = { [ANNOTATION_KCP_CLUSTER]: 'c1' };
+  assert.deepEqual(slimRequest(idem).metadata.annotations, { [ANNOTATION_SPEC_HASH]: specHash(idem.spec), [ANNOTATION_KCP_CLUSTER]: 'c1' });
+  // Without it, nothing is added.
+  assert.equal(slimRequest(finished()).metadata.annotations, undefined);
 });
