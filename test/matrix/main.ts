@@ -14,7 +14,7 @@
  * combination could not run, 2 for bad arguments.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -26,11 +26,12 @@ import {
   fileTable,
   formatDuration,
   listTable,
-  MATRIX_FILES,
+  LEFT_OUT,
   parseArgs,
   parseTap,
   select,
   summaryTable,
+  tektonTestFiles,
   USAGE,
   type ComboResult,
   type Combination,
@@ -41,6 +42,15 @@ import {
 const ROOT = repoRoot();
 /** A test file that runs longer than this is stopped (its whole process group) and counted as failed. */
 const FILE_TIMEOUT_MS = 45 * 60_000;
+
+/** The test files that start real Tekton (test/integration), less those LEFT_OUT. */
+function defaultFiles(): string[] {
+  const dir = join(ROOT, 'test', 'integration');
+  const sources = readdirSync(dir)
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => ({ name: f.slice(0, -'.test.ts'.length), text: readFileSync(join(dir, f), 'utf8') }));
+  return tektonTestFiles(sources);
+}
 
 function pinned(): { kubernetes: string; tekton: string } {
   const text = readFileSync(join(ROOT, 'hack', 'envtest', 'versions.env'), 'utf8');
@@ -199,11 +209,14 @@ async function main(): Promise<void> {
     const n = nodeFor(c);
     return 'missing' in n ? n.missing : undefined;
   };
+  const files = args.files ?? defaultFiles();
   if (args.list) {
-    process.stdout.write(`${listTable(all, selected, missing)}\n\nTest files: ${(args.files ?? MATRIX_FILES).map((f) => `${f}.test.ts`).join(', ')}\n`);
+    process.stdout.write(
+      `${listTable(all, selected, missing)}\n\nTest files (test/integration): ${files.map((f) => `${f}.test.ts`).join(', ')}\n` +
+        (args.files ? '' : `Left out: ${Object.entries(LEFT_OUT).map(([f, why]) => `${f}.test.ts (${why})`).join('; ')}\n`),
+    );
     return;
   }
-  const files = args.files ?? [...MATRIX_FILES];
   for (const f of files) {
     if (!existsSync(join(ROOT, 'dist', 'test', 'integration', `${f}.test.js`))) fail(`dist/test/integration/${f}.test.js does not exist (npm run build; --files names test/integration/NAME.test.ts)`);
   }

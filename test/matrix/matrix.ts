@@ -20,16 +20,30 @@ export interface Combination {
   readonly why: string;
 }
 
-/** The integration test files (test/integration/<name>.test.ts) that exercise real Tekton. */
-export const MATRIX_FILES: readonly string[] = [
-  'tekton',
-  'controller',
-  'tekton-version',
-  'remote-pipelines',
-  'reviewed-content',
-  'hostile-refs',
-  'bundles-registry',
-];
+/**
+ * Integration test files that start real Tekton but are left out of the
+ * matrix, and why: each is about another component with its own pinned
+ * version, which CI runs with the default Tekton.
+ */
+export const LEFT_OUT: Readonly<Record<string, string>> = {
+  results: 'Tekton Results (hack/platform/versions.env)',
+  chains: 'Tekton Chains (hack/platform/versions.env)',
+  'kcp-controller': 'kcp (hack/kcp/version.env)',
+  image: 'the container image (buildah; minutes of image build per run)',
+};
+
+/**
+ * The matrix's test files: every integration test file (name without
+ * .test.ts) that starts real Tekton — startEnvironment({ tekton: true | {…}, … })
+ * or tektonStack() — except those LEFT_OUT; sorted.
+ */
+export function tektonTestFiles(sources: ReadonlyArray<{ name: string; text: string }>): string[] {
+  const startsTekton = /startEnvironment\(\{[^)]*\btekton: (?:true|\{)|tektonStack\(/;
+  return sources
+    .filter((s) => startsTekton.test(s.text) && !(s.name in LEFT_OUT))
+    .map((s) => s.name)
+    .sort();
+}
 
 /** Releases of Tekton Pipelines the matrix runs besides the CI default, each with its wrapper module hack/envtest/tekton-<version>. */
 export const OTHER_TEKTON: ReadonlyArray<{ version: string; why: string }> = [
@@ -56,7 +70,7 @@ export interface MatrixArgs {
   help: boolean;
   /** Selectors of --only: each a set of key=value pairs, all of which a combination must match. */
   only: Array<Record<string, string>>;
-  /** --files: test file names (without .test.js); undefined: MATRIX_FILES. */
+  /** --files: test file names (without .test.js); undefined: tektonTestFiles(). */
   files: string[] | undefined;
   /** --no-reference: leave out the CI combination when nothing is selected with --only. */
   reference: boolean;
@@ -75,7 +89,7 @@ failed or a selected combination could not run.
   --only SEL        only the combinations matching SEL (repeatable), e.g.
                     --only tekton=v1.15.0, --only node=22; keys: ${SELECTOR_KEYS.join(', ')}
   --files NAMES     these test files (test/integration/NAME.test.ts) instead of
-                    the default ${MATRIX_FILES.join(', ')}
+                    every one that starts real Tekton (but ${Object.keys(LEFT_OUT).join(', ')})
   --no-reference    without the CI combination
 `;
 
