@@ -233,6 +233,9 @@ async function main(): Promise<void> {
   if (process.env['TEKTON_ASSETS']) process.stderr.write(`test:matrix: TEKTON_ASSETS is ignored: each combination's Tekton comes from hack/envtest/install.sh (TEKTON_VERSION)\n`);
   process.stderr.write(`test:matrix: ${selected.map((c) => c.name).join(', ')}; ${files.length} files each; logs in ${relative(ROOT, outDir)}\n`);
 
+  // What the tests run from: the commit, and whether tracked files differed from it when the run started.
+  const commit = git(['rev-parse', '--short', 'HEAD']) || '?';
+  const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
   const results: ComboResult[] = [];
   const built = new Map<Combination, string>();
   for (const c of selected) {
@@ -266,12 +269,12 @@ async function main(): Promise<void> {
     }
   }
 
-  const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
+
   const failures = failureList(results);
   const report = [
-    `Date: ${started.toISOString().slice(0, 10)} (${started.toISOString().slice(11, 16)} UTC), ${formatDuration(Date.now() - started.getTime())} in all`,
-    `Command: \`${command}\``,
-    `Commit: ${git(['rev-parse', '--short', 'HEAD']) || '?'}${dirty ? ' (with uncommitted changes)' : ''}; ${availableParallelism()} cores; etcd and kube-apiserver as pinned in hack/envtest/versions.env`,
+    `- Date: ${started.toISOString().slice(0, 10)} (${started.toISOString().slice(11, 16)} UTC), ${formatDuration(Date.now() - started.getTime())} in all`,
+    `- Command: \`${command}\``,
+    `- Commit: ${commit}${dirty ? ' (with uncommitted changes at the start)' : ''}; ${availableParallelism()} cores; etcd and kube-apiserver as pinned in hack/envtest/versions.env`,
     '',
     summaryTable(results, versions.kubernetes),
     '',
