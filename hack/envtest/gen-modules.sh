@@ -8,10 +8,21 @@
 # refuses them. A module that requires them and replaces each staging module
 # with its published twin builds the same commands. Tekton's module carries
 # `replace` lines that pin other published versions; the wrapper repeats them.
+#
+# Another Tekton Pipelines version (the compatibility matrix, docs/compatibility.md):
+#   TEKTON_VERSION=v1.15.0 hack/envtest/gen-modules.sh tekton
+# writes its own module, hack/envtest/tekton-v1.15.0; the default version's
+# module (versions.env) stays hack/envtest/tekton. GONOSUMDB names the module
+# paths the checksum database does not answer for (go.sum is committed).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+requested_tekton=${TEKTON_VERSION:-}
 # shellcheck source=versions.env
 . "$here/versions.env"
+# shellcheck source=tekton-module.sh
+. "$here/tekton-module.sh"
+tekton_module=$(tekton_module_name "${requested_tekton:-$TEKTON_VERSION}" "$TEKTON_VERSION")
+TEKTON_VERSION=${requested_tekton:-$TEKTON_VERSION}
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 only=("$@")   # e.g. "tekton": regenerate only that wrapper
 
@@ -25,6 +36,8 @@ gen_wrapper() {
   if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" $1 "* ]]; then return 0; fi
   local name=$1 module=$2 version=$3 pattern=$4 replacement=$5
   shift 5
+  # The directory (and module) name: "tekton" for the default Tekton, "tekton-vX.Y.Z" for another.
+  [ "$name" = tekton ] && name=$tekton_module
   local dir="$here/$name" gomod
   mkdir -p "$dir"
   gomod=$(go mod download -json "${module}@${version}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')

@@ -9,10 +9,21 @@
 #   3. built here from Go modules with the machine's Go toolchain, into that cache.
 # Tekton (github.com/tektoncd/pipeline at TEKTON_VERSION) has its own lookup,
 # with TEKTON_ASSETS in place of KUBEBUILDER_ASSETS; see below.
+#
+# TEKTON_VERSION in the environment selects another Tekton Pipelines release
+# than versions.env's (the compatibility matrix, hack/matrix): it is built
+# from its own committed wrapper module, hack/envtest/tekton-<version>
+# (TEKTON_VERSION=<version> hack/envtest/gen-modules.sh tekton makes it), and
+# cached under its own version like the default one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+requested_tekton=${TEKTON_VERSION:-}
 # shellcheck source=versions.env
 . "$here/versions.env"
+# shellcheck source=tekton-module.sh
+. "$here/tekton-module.sh"
+tekton_module=$(tekton_module_name "${requested_tekton:-$TEKTON_VERSION}" "$TEKTON_VERSION")
+TEKTON_VERSION=${requested_tekton:-$TEKTON_VERSION}
 
 log() { printf 'envtest: %s\n' "$*" >&2; }
 
@@ -64,11 +75,23 @@ fi
 # $TEKTON_ASSETS (a directory with bin/{controller,resolvers,webhook} and
 # config/), then the per-version cache, then built from the wrapper module.
 tekton_dir="$cache_root/tekton/${TEKTON_VERSION}"
+# Another version than the default has its own lock: its first build takes
+# minutes, and the tests of other checkouts (the default version, cached)
+# must not wait for it. The default version keeps the lock taken above.
+if [ "$tekton_module" != tekton ] && command -v flock >/dev/null; then
+  exec 9>"$cache_root/.tekton-${TEKTON_VERSION}.lock"
+  flock 9
+fi
 if [ -n "${TEKTON_ASSETS:-}" ] && [ -x "$TEKTON_ASSETS/bin/controller" ] && [ -d "$TEKTON_ASSETS/config/300-crds" ]; then
   tekton_dir=$TEKTON_ASSETS
   log "using Tekton from TEKTON_ASSETS=$tekton_dir"
 else
   export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+  tekton_src="$here/$tekton_module"
+  if ! grep -qx "require github.com/tektoncd/pipeline ${TEKTON_VERSION}" "$tekton_src/go.mod" 2>/dev/null; then
+    log "no wrapper module for Tekton ${TEKTON_VERSION}: $tekton_src/go.mod must require github.com/tektoncd/pipeline ${TEKTON_VERSION} (make it with: TEKTON_VERSION=${TEKTON_VERSION} bash hack/envtest/gen-modules.sh tekton, and commit it)"
+    exit 1
+  fi
   if [ ! -f "$tekton_dir/config/300-crds/300-pipelinerun.yaml" ]; then
     command -v go >/dev/null || { log "Go is needed to fetch Tekton's manifests (nothing cached in $tekton_dir)"; exit 1; }
     log "fetching Tekton ${TEKTON_VERSION} manifests"
@@ -83,14 +106,16 @@ else
   fi
   if [ ! -x "$tekton_dir/bin/controller" ] || [ ! -x "$tekton_dir/bin/resolvers" ] || [ ! -x "$tekton_dir/bin/webhook" ]; then
     command -v go >/dev/null || { log "Go is needed to build Tekton (no cached binaries in $tekton_dir/bin)"; exit 1; }
-    log "building Tekton ${TEKTON_VERSION} controller, resolvers and webhook (first run only; a few minutes)"
+    log "building Tekton ${TEKTON_VERSION} controller, resolvers and webhook from hack/envtest/${tekton_module} (first run only; a few minutes)"
+    build_started=$(date +%s)
     rm -rf "$tekton_dir/bin.tmp"
     mkdir -p "$tekton_dir/bin.tmp"
-    (cd "$here/tekton" && go build -trimpath -ldflags "-s -w" -o "$tekton_dir/bin.tmp/" \
+    (cd "$tekton_src" && go build -trimpath -ldflags "-s -w" -o "$tekton_dir/bin.tmp/" \
       github.com/tektoncd/pipeline/cmd/controller github.com/tektoncd/pipeline/cmd/resolvers \
       github.com/tektoncd/pipeline/cmd/webhook)
     rm -rf "$tekton_dir/bin"
     mv "$tekton_dir/bin.tmp" "$tekton_dir/bin"
+    log "built Tekton ${TEKTON_VERSION} in $(( $(date +%s) - build_started )) s"
   fi
 fi
 
