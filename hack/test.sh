@@ -33,7 +33,7 @@ bg=
 if [ "${NO_PREBUILD:-}" != 1 ]; then
   # One after another: parallel Go builds on two cores only thrash.
   (
-    for step in "hack/envtest/install.sh" "hack/helm/install.sh" "hack/platform/install.sh" "hack/kcp/install.sh"; do
+    for step in "hack/envtest/install.sh" "hack/helm/install.sh" "hack/platform/install.sh registry results chains" "hack/kcp/install.sh"; do
       t0=$(date +%s)
       if nice -n 10 bash $step >/dev/null 2>>"$builds_log"; then
         printf 'test.sh: background build %s done in %s s\n' "$step" "$(( $(date +%s) - t0 ))" >>"$builds_log"
@@ -48,7 +48,7 @@ fi
 
 # The integration files, in the order of the builds they need.
 late_helm="helm helm-remote"
-late_platform="results bundle bundles-registry chains informer-fill controller"
+late_platform="bundles-registry results chains"
 late_kcp="kcp kcp-late-binding kcp-controller local bench-smoke"
 is_late() { case " $late_helm $late_platform $late_kcp " in *" $1 "*) return 0;; esac; return 1; }
 ordered=()
