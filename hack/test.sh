@@ -46,32 +46,43 @@ if [ "${NO_PREBUILD:-}" != 1 ]; then
   log "building the test components in the background (log: $builds_log)"
 fi
 
-# The integration files, in the order of the builds they need.
+# The integration files, in the order of the builds they need. node --test
+# runs the files of one invocation in its own (alphabetical) order, so each
+# group is an invocation of its own: plain control planes and Tekton first
+# (with the unit tests), then what needs Helm, then the platform services,
+# then kcp.
 late_helm="helm helm-remote"
 late_platform="bundles-registry results chains"
 late_kcp="kcp kcp-late-binding kcp-controller local bench-smoke"
 is_late() { case " $late_helm $late_platform $late_kcp " in *" $1 "*) return 0;; esac; return 1; }
-ordered=()
+early=()
 for f in dist/test/integration/*.test.js; do
-  n=$(basename "$f" .test.js)
-  is_late "$n" || ordered+=("$f")
+  is_late "$(basename "$f" .test.js)" || early+=("$f")
 done
-for n in $late_helm $late_platform $late_kcp; do
-  [ -f "dist/test/integration/$n.test.js" ] && ordered+=("dist/test/integration/$n.test.js")
-done
-# A file not in the lists above and not found by the glob cannot happen; a
-# listed file that no longer exists is skipped.
+group() { for n in "$@"; do [ -f "dist/test/integration/$n.test.js" ] && printf '%s\n' "dist/test/integration/$n.test.js"; done; }
 
-if [ -n "${TEST_FILES:-}" ]; then
-  # shellcheck disable=SC2206
-  files=($TEST_FILES)
-else
-  files=(dist/test/unit/*.test.js "${ordered[@]}")
-fi
-
+durations=$(mktemp -t internal-services-durations.XXXXXX)
+export TEST_DURATIONS_FILE="$durations"
 status=0
-node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter="$PWD/dist/test/reporters/file-durations.js" --test-reporter-destination=stderr "${files[@]}" || status=$?
+run() {
+  [ $# -gt 0 ] || return 0
+  node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter="$PWD/dist/test/reporters/file-durations.js" --test-reporter-destination=stderr "$@" || status=1
+}
+if [ -n "${TEST_FILES:-}" ]; then
+  # shellcheck disable=SC2086
+  run $TEST_FILES
+else
+  run dist/test/unit/*.test.js "${early[@]}"
+  # shellcheck disable=SC2046
+  run $(group $late_helm)
+  # shellcheck disable=SC2046
+  run $(group $late_platform)
+  # shellcheck disable=SC2046
+  run $(group $late_kcp)
+fi
+node dist/test/reporters/print-durations.js "$durations" >&2 || true
+rm -f "$durations"
 
 if [ -n "$bg" ]; then
   wait "$bg" || true

@@ -1,10 +1,13 @@
 /**
- * A node:test reporter that prints, when the run ends, how long each test
+ * A node:test reporter that gives, when the run ends, how long each test
  * file took (wall time from its first event to its last; files run one at a
- * time) and how many of its tests passed and failed, slowest first. hack/test.sh
- * sends it to stderr beside the spec reporter; docs/testing.md keeps the
+ * time) and how many of its tests passed and failed, slowest first: printed,
+ * or with TEST_DURATIONS_FILE set, appended there as JSON lines for
+ * print-durations.ts to print once for several runs (hack/test.sh runs the
+ * suite as several `node --test` invocations). docs/testing.md keeps the
  * figures of a cold CI run.
  */
+import { appendFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
 interface TestEvent {
@@ -19,8 +22,19 @@ interface FileTimes {
   failed: number;
 }
 
-export function durationTable(files: Map<string, FileTimes>, cwd = process.cwd()): string {
-  const rows = [...files].map(([file, t]) => ({ file: relative(cwd, file), seconds: (t.last - t.first) / 1000, passed: t.passed, failed: t.failed })).sort((a, b) => b.seconds - a.seconds);
+export interface DurationRow {
+  file: string;
+  seconds: number;
+  passed: number;
+  failed: number;
+}
+
+export function durationRows(files: Map<string, FileTimes>, cwd = process.cwd()): DurationRow[] {
+  return [...files].map(([file, t]) => ({ file: relative(cwd, file), seconds: (t.last - t.first) / 1000, passed: t.passed, failed: t.failed }));
+}
+
+export function durationTable(unsorted: DurationRow[]): string {
+  const rows = [...unsorted].sort((a, b) => b.seconds - a.seconds);
   const total = rows.reduce((s, r) => s + r.seconds, 0);
   const width = Math.max(4, ...rows.map((r) => r.file.length));
   const lines = [`${'file'.padEnd(width)}  seconds  passed  failed`];
@@ -42,7 +56,12 @@ export default async function* fileDurations(source: AsyncIterable<TestEvent>): 
     if (event.type === 'test:pass' && isLeaf(event)) t.passed++;
     if (event.type === 'test:fail' && isLeaf(event)) t.failed++;
   }
-  yield `\nPer-file durations (wall time, files one at a time):\n${durationTable(files)}\n`;
+  const out = process.env['TEST_DURATIONS_FILE'];
+  if (out) {
+    appendFileSync(out, durationRows(files).map((r) => `${JSON.stringify(r)}\n`).join(''));
+    return;
+  }
+  yield `\nPer-file durations (wall time, files one at a time):\n${durationTable(durationRows(files))}\n`;
 }
 
 /** A test, not a describe() block: node reports suites with details.type "suite". */
