@@ -1,7 +1,7 @@
 /**
  * A node:test reporter that gives, when the run ends, how long each test
- * file took (wall time from its first event to its last; files run one at a
- * time) and how many of its tests passed and failed, slowest first: printed,
+ * file took (wall time from the runner taking the file up to its last event;
+ * files run one at a time) and how many of its tests passed and failed, slowest first: printed,
  * or with TEST_DURATIONS_FILE set, appended there as JSON lines for
  * print-durations.ts to print once for several runs (hack/test.sh runs the
  * suite as several `node --test` invocations). docs/testing.md keeps the
@@ -51,6 +51,8 @@ export default async function* fileDurations(source: AsyncIterable<TestEvent>): 
     const now = Date.now();
     let t = files.get(file);
     if (!t) files.set(file, (t = { first: now, last: now, passed: 0, failed: 0 }));
+    // Every file is enqueued when the run starts; it starts when the runner dequeues the file itself.
+    if (event.type === 'test:dequeue' && (event.data as { name?: string }).name === file) t.first = now;
     t.last = now;
     // Tests, not suites or the file itself: the innermost level that reports pass/fail with a duration.
     if (event.type === 'test:pass' && isLeaf(event)) t.passed++;
