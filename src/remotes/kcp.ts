@@ -40,9 +40,7 @@ import type { Cluster, RequestObserver } from '../kube/client.js';
 import { keyOf, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import type { RemoteProvider, RemoteSink } from './provider.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../controller/request-kind.js';
-import { KcpShard, shardName, type ShardEvents } from './kcp-shard.js';
-
-export { KCP_CLUSTER_ANNOTATION } from './kcp-shard.js';
+import { KcpShard, type ShardEvents } from './kcp-shard.js';
 
 export interface KcpRemotesOptions {
   /** A kubeconfig whose current context is the provider workspace (where the APIExport is). */
@@ -97,7 +95,7 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
   private timers: NodeJS.Timeout[] = [];
   private pathError: string | undefined;
   /** Every workspace's name in metric labels: the provider's, so that label values stay few. */
-  readonly metricsName: string;
+  readonly metricsName = 'kcp';
   private stopped = false;
   private following: Promise<void> = Promise.resolve();
 
@@ -106,7 +104,6 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     private readonly opts: KcpRemotesOptions,
   ) {
     this.kinds = opts.kinds ?? [INTERNAL_REQUEST_KIND];
-    this.metricsName = 'kcp';
   }
 
   /**
@@ -252,8 +249,7 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     const t = setTimeout(() => {
       this.leaving.delete(cluster);
       if (this.owner.get(cluster) === shard && !shard.isReady(cluster)) void this.forget(cluster, 'unbound');
-    }, this.opts.unbindGraceMs ?? 30_000);
-    t.unref();
+    }, this.opts.unbindGraceMs ?? 30_000).unref();
     this.leaving.set(cluster, t);
   }
 
@@ -305,7 +301,17 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
       try {
         const api = this.kubeconfigAt(`${this.kcpBase()}/clusters/${parent}`).makeApiClient(CustomObjectsApi);
         const list = (await api.listClusterCustomObject({ group: 'tenancy.kcp.io', version: 'v1alpha1', plural: 'workspaces' })) as { items?: Array<{ metadata?: { name?: string }; spec?: { cluster?: string } }> };
-        for (const ws of list.items ?? []) if (ws.spec?.cluster && ws.metadata?.name) this.paths.set(ws.spec.cluster, `${parent}:${ws.metadata.name}`);
+        const listed = new Set<string>();
+        for (const ws of list.items ?? []) {
+          if (!ws.spec?.cluster || !ws.metadata?.name) continue;
+          this.paths.set(ws.spec.cluster, `${parent}:${ws.metadata.name}`);
+          listed.add(ws.spec.cluster);
+        }
+        // Gone from this parent: forgotten too (churn must not grow the map), unless still served.
+        for (const [cluster, path] of this.paths) {
+          if (listed.has(cluster) || this.owner.has(cluster) || this.served.has(cluster)) continue;
+          if (path.slice(0, path.lastIndexOf(':')) === parent) this.paths.delete(cluster);
+        }
       } catch (e) {
         errors.push(`cannot list the Workspaces of ${parent}: ${(e as Error).message} (the controller needs config/kcp/parent there)`);
       }
@@ -391,4 +397,3 @@ function isHttps(url: string): boolean {
   }
 }
 
-export { shardName };
