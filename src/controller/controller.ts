@@ -27,7 +27,9 @@ import { tenantOfKey } from '../api/request-key.js';
 import { WorkQueue } from '../kube/queue.js';
 import { pipelineRunName, requestKeyOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
-import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
+import { PIPELINE, PIPELINERUN, STEPACTION, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
+import type { StepActionCopy } from '../tekton/graph.js';
+import { sweepStepActionCopies } from './stepaction-copies.js';
 import type { EffectiveConfig } from './config.js';
 import { ConfigSource } from './config-source.js';
 import { idempotencyKeyOf } from './idempotency.js';
@@ -50,6 +52,7 @@ import type { ControllerOptions } from './options.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitChecker } from '../git/commit-checker.js';
+import { RefLookups } from '../git/ref-lookups.js';
 import { liveReadFor, type LiveReads, type Seen } from './live-reads.js';
 import { observe, type ObserveSources } from './observe.js';
 
@@ -67,6 +70,7 @@ export class Controller {
   /** The remote clusters, by name, with add/replace/remove (the sink of the remote providers). */
   readonly remotes: RemoteSet;
   readonly pipelineRuns: Informer<PipelineRun>;
+  private sweepingCopies = false;
   readonly pipelines: Informer<Pipeline>;
   readonly configs: Informer<InternalServicesConfig>;
   /** Our ResolutionRequests (one per reference of a request being checked). */
@@ -98,6 +102,8 @@ export class Controller {
   private readonly logRelay: LogRelay;
   /** Whether a commit asked for by SHA is reachable from the refs a source rule allows (src/git/commit-checker.ts). */
   private readonly commitChecker: CommitChecker;
+  /** The commit an exact branch or tag points at (src/git/ref-lookups.ts). */
+  private readonly refLookups: RefLookups;
 
   constructor(private readonly opts: ControllerOptions) {
     this.log = opts.log;
@@ -110,6 +116,7 @@ export class Controller {
     this.trust = approvalTrust(opts.internal, opts.namespace);
     this.archive = opts.results ? new ResultsArchive(opts.results, this.log) : undefined;
     this.commitChecker = opts.commitChecker ?? new CommitChecker({ dir: join(tmpdir(), `internal-services-git-${process.pid}`), log: this.log.child({ component: 'commit-checker' }) });
+    this.refLookups = opts.refLookups ?? new RefLookups({ log: this.log.child({ component: 'ref-lookups' }) });
     const pipelineRunReader = opts.internal.resource<PipelineRun>(PIPELINERUN);
     this.logRelay = new LogRelay((pipelineRun, archivedLog) =>
       fetchRunLogs({ namespace: opts.namespace, core: opts.internal.core, taskRuns: this.taskRunClient, pipelineRuns: pipelineRunReader, results: opts.results }, pipelineRun, archivedLog),
@@ -141,6 +148,7 @@ export class Controller {
       deletedUnsigned: (reason, remote) => m.deletedUnsigned?.(reason, remote),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
       checkCommit: (key, owner, check) => this.commitChecker.start(owner, check, () => this.queue.add(key)),
+      lookUpRef: (key, owner, lookup) => this.refLookups.lookUpRef(owner, lookup, () => this.queue.add(key)),
       askArchive: (key, pr) => this.archive?.ask(pr, () => this.queue.add(key)),
       fetchLogs: (key, owner, asked, pipelineRun, archivedLog) => this.logRelay.start(owner, asked, pipelineRun, archivedLog, () => this.queue.add(key)),
     });
@@ -388,6 +396,12 @@ export class Controller {
     }
     this.runs.expire();
     this.writer.expire();
+    if (!only && !this.sweepingCopies) {
+      this.sweepingCopies = true;
+      sweepStepActionCopies(this.opts.internal.resource<StepActionCopy>(STEPACTION), this.opts.namespace, this.pipelineRuns.list(), this.opts.now?.().getTime() ?? Date.now(), this.log)
+        .catch((e: unknown) => this.log.warn({ err: describeError(e) }, 'could not list the StepAction copies to remove unused ones'))
+        .finally(() => (this.sweepingCopies = false));
+    }
   }
 
   private async work(): Promise<void> {
@@ -529,6 +543,7 @@ export class Controller {
       ...(this.archive ? { archive: this.archive } : {}),
       logs: this.logRelay,
       commits: this.commitChecker,
+      refs: this.refLookups,
       ...(this.opts.tektonVersion ? { tektonVersion: this.opts.tektonVersion } : {}),
       refuseResolversOnAdvisory: this.opts.refuseResolversOnAdvisory === true,
     };

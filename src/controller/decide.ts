@@ -188,7 +188,8 @@ export function decide(o: Observation): Action[] {
       const ref = { resolver: what.resolver, params: what.resolverParams };
       const v = followReference(graphContext(o, req, resolutions, grant.sources), 'spec.pipeline.pipelineRef', ref, [], ['Pipeline']);
       if (v.kind === 'refused') return [...actions, reject(req, o, v.message, v.code), ...resolutions.cleanup()];
-      if (v.kind === 'check') return [...actions, ...resolutions.wait(req, [], `checking that commit ${v.check.commit} is reachable from an allowed ref of ${v.check.url}`, [v.check])];
+      if (v.kind === 'check') return [...actions, ...resolutions.wait(req, [], `checking that commit ${v.check.commit} is reachable from an allowed ref of ${v.check.url}`, { checks: [v.check] })];
+      if (v.kind === 'lookup') return [...actions, ...resolutions.wait(req, [], `looking up ${v.lookup.ref} in ${v.lookup.url}`, { lookups: [v.lookup] })];
       if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, v.kind === 'need' ? [v.ref] : [], `resolving the Pipeline (${describeRequested(req.spec)})`)];
       provenance.push(v.provenance);
       const md = v.obj['metadata'] as { name?: unknown } | undefined;
@@ -213,7 +214,7 @@ export function decide(o: Observation): Action[] {
       installedTask: (name) => o.tasks?.get(name),
     });
     if (graph.state === 'rejected') return [...actions, reject(req, o, graph.message, graph.code), ...resolutions.cleanup()];
-    if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`, graph.checks)];
+    if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`, { checks: graph.checks, lookups: graph.lookups })];
     provenance.push(...graph.provenance);
     // 6. Exactly one PipelineRun (its name is derived from the request's uid),
     //    running what was checked.
@@ -246,7 +247,7 @@ export function decide(o: Observation): Action[] {
       if (showsPhase(req, Phase.Queued, message) && (!approvalRecord || req.status?.approval?.result === approvalRecord.result)) return actions;
       return [...actions, waiting(req, o, Phase.Queued, message, approvalRecord ? { approval: approvalRecord } : {})];
     }
-    actions.push({ type: 'createPipelineRun', pipelineRun: pr });
+    actions.push({ type: 'createPipelineRun', pipelineRun: pr, ...(graph.stepActions.length ? { stepActions: graph.stepActions } : {}) });
     // 9. Marked Running; the resolutions (and the approval) are no longer needed.
     actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr, approvalRecord));
     actions.push(...resolutions.cleanup(), ...approvals.map((a) => deleteApproval(a, 'the request runs')));

@@ -10,12 +10,15 @@ import { INTERNAL_REQUEST_APPROVAL, type InternalRequest, type InternalRequestAp
 import { Reason } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode, type Cluster, type KubeObject, type ResourceClient } from '../kube/client.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
-import { PIPELINERUN, type PipelineRun } from '../tekton/types.js';
+import { PIPELINERUN, STEPACTION, type PipelineRun } from '../tekton/types.js';
+import { ANNOTATION_STEPACTION_SOURCE, type StepActionCopy } from '../tekton/graph.js';
+import { ANNOTATION_USED_AT } from './stepaction-copies.js';
 import type { Action } from './observation.js';
 import { endWithoutResults } from './status-report.js';
 import type { Remote } from '../remotes/remote.js';
 import type { StatusTarget, StatusWriter } from './status-writer.js';
 import type { CommitCheck } from '../policy/source.js';
+import type { RefLookup } from '../policy/exact-ref.js';
 
 export interface ExecutorOptions {
   internal: Cluster;
@@ -36,6 +39,8 @@ export interface ExecutorOptions {
   requeueAfter(key: string, ms: number): void;
   /** Start looking for a commit in its repository for a request (owner: its uid); the key comes back with the answer. */
   checkCommit(key: string, owner: string, check: CommitCheck): void;
+  /** Start looking up an exact ref for a request (owner: its uid); the key comes back with the answer. */
+  lookUpRef(key: string, owner: string, lookup: RefLookup): void;
   /** Ask Tekton Results whether it stored a finished run; the key comes back with the answer. */
   askArchive?(key: string, pipelineRun: PipelineRun): void;
   /** Fetch the logs a requester asked for (owner: the request's uid); the key comes back with them. */
@@ -44,11 +49,13 @@ export interface ExecutorOptions {
 
 export class Executor {
   readonly prClient: ResourceClient<PipelineRun>;
+  private readonly stepActionClient: ResourceClient<StepActionCopy>;
   private readonly resolutionClient: ResourceClient<ResolutionRequest>;
   private readonly approvalClient: ResourceClient<InternalRequestApproval>;
 
   constructor(private readonly opts: ExecutorOptions) {
     this.prClient = opts.internal.resource<PipelineRun>(PIPELINERUN);
+    this.stepActionClient = opts.internal.resource<StepActionCopy>(STEPACTION);
     this.resolutionClient = opts.internal.resource<ResolutionRequest>(RESOLUTION_REQUEST);
     this.approvalClient = opts.internal.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
   }
@@ -62,6 +69,21 @@ export class Executor {
     switch (action.type) {
       case 'createPipelineRun': {
         const pr = action.pipelineRun;
+        // The checked StepActions its steps refer to, first: a TaskRun that
+        // started without one would fail. Their names are their content's,
+        // so one already there (an earlier attempt, another request) is the same.
+        for (const copy of action.stepActions ?? []) {
+          try {
+            await this.stepActionClient.create(ns, copy);
+            log.info({ request: key, stepAction: `${ns}/${copy.metadata.name}`, source: copy.metadata.annotations[ANNOTATION_STEPACTION_SOURCE] }, 'StepAction copy created');
+          } catch (e) {
+            if (statusCode(e) !== 409) throw e;
+            // Already there (same name, same content): marked as used, so
+            // the sweep of unused copies leaves it (its delete is conditional
+            // on the version it listed).
+            await this.stepActionClient.patchMerge(ns, copy.metadata.name, { metadata: { annotations: { [ANNOTATION_USED_AT]: this.opts.now().toISOString() } } });
+          }
+        }
         try {
           const created = await this.prClient.create(ns, pr);
           this.opts.created(pr, created);
@@ -151,6 +173,11 @@ export class Executor {
         if (!request?.metadata.uid) return false;
         this.opts.checkCommit(key, request.metadata.uid, action.check);
         log.info({ request: key, repository: action.check.url, commit: action.check.commit, refs: action.check.refs }, 'commit check started');
+        return true;
+      case 'lookUpRef':
+        if (!request?.metadata.uid) return false;
+        this.opts.lookUpRef(key, request.metadata.uid, action.lookup);
+        log.info({ request: key, repository: action.lookup.url, ref: action.lookup.ref }, 'ref lookup started');
         return true;
       case 'writeStatus':
         if (!request) return false;

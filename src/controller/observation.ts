@@ -8,9 +8,11 @@ import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { type CapacityView } from '../policy/capacity.js';
 import { type Earlier } from './idempotency.js';
 import { type CommitAnswer, type CommitCheck } from '../policy/source.js';
+import type { RefAnswer, RefLookup } from '../policy/exact-ref.js';
 import { type RequestKind } from './request-kind.js';
 import { type UnsignedReason } from './attestation.js';
 import type { Attestation } from '../tekton/chains.js';
+import type { StepActionCopy } from '../tekton/graph.js';
 
 
 export interface Observation {
@@ -71,6 +73,12 @@ export interface Observation {
    */
   commits?: ReadonlyMap<string, CommitAnswer>;
   /**
+   * What the repositories said of the exact refs this request's references
+   * name (the commit each points at), by refLookupKey() (src/policy/exact-ref.ts;
+   * asked by src/git/commit-checker.ts).
+   */
+  refs?: ReadonlyMap<string, RefAnswer>;
+  /**
    * Set when resolver references must be refused (--refuse-resolvers-on-advisory
    * and a Tekton version with a known advisory, see tekton-version.ts): why.
    */
@@ -91,7 +99,8 @@ export interface EventSpec {
 }
 
 export type Action =
-  | { type: 'createPipelineRun'; pipelineRun: PipelineRun }
+  /** stepActions: the copies of checked StepActions its steps refer to, created first (graph.ts). */
+  | { type: 'createPipelineRun'; pipelineRun: PipelineRun; stepActions?: StepActionCopy[] }
   | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
   | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
   | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; unsigned?: UnsignedReason; /** Deleted before Tekton Results stored it (its bound ran out). */ unarchived?: true }
@@ -100,6 +109,8 @@ export type Action =
   | { type: 'startResolution'; resolution: ResolutionRequest }
   /** Look for a commit in its repository (from the refs the rule allows); the key is looked at again when the answer is in. */
   | { type: 'checkCommit'; check: CommitCheck }
+  /** Look up an exact ref in its repository (the commit it points at); the key is looked at again when the answer is in. */
+  | { type: 'lookUpRef'; lookup: RefLookup }
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }

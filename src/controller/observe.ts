@@ -19,6 +19,7 @@ import { LABEL_REQUEST_UID, runOutcomeOf, requestKeyOf, requestUidOf } from '../
 import type { ResolutionRequest } from '../tekton/resolve.js';
 import type { Pipeline, Task, TaskRun } from '../tekton/types.js';
 import type { CommitChecker } from '../git/commit-checker.js';
+import type { RefLookups } from '../git/ref-lookups.js';
 import type { EffectiveConfig } from './config.js';
 import type { CapacityView } from '../policy/capacity.js';
 import type { Observation } from './observation.js';
@@ -52,6 +53,7 @@ export interface ObserveSources {
   archive?: Pick<ResultsArchive, 'known'>;
   logs: Pick<LogRelay, 'known'>;
   commits: Pick<CommitChecker, 'answersFor'>;
+  refs: Pick<RefLookups, 'answersFor'>;
   tektonVersion?: () => TektonVersionState;
   refuseResolversOnAdvisory: boolean;
 }
@@ -114,7 +116,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(failedTasks ? { failedTasks } : {}),
     ...(archive ? { archive } : {}),
     ...(logs !== undefined ? { logs } : {}),
-    ...(uid ? { commits: src.commits.answersFor(uid) } : {}),
+    ...(uid ? { commits: src.commits.answersFor(uid), refs: src.refs.answersFor(uid) } : {}),
     ...(refused ? { resolversRefused: refused } : {}),
   };
   return { observation, ...(uid ? { uid } : {}), ...(pipelineName ? { pipelineName } : {}) };

@@ -3,6 +3,7 @@
  * and what it reports (ControllerMetrics).
  */
 import type { CommitChecker } from '../git/commit-checker.js';
+import type { RefLookups } from '../git/ref-lookups.js';
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
 import type { Cluster } from '../kube/client.js';
@@ -72,6 +73,8 @@ export interface ControllerOptions {
   results?: ResultsApi;
   /** Looks for commits asked for by SHA in their repositories (default: one with its clones under the temporary directory). */
   commitChecker?: CommitChecker;
+  /** Looks up the exact refs git references name (default: one with default settings). */
+  refLookups?: RefLookups;
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
   /**

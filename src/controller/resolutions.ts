@@ -10,6 +10,7 @@ import { type GraphInput, type RemoteRef } from '../tekton/graph.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { checkKey, type CommitCheck, type SourcePolicy } from '../policy/source.js';
+import { refLookupKey, type RefLookup } from '../policy/exact-ref.js';
 import { kindLabel } from './request-kind.js';
 
 import type { Action, Observation } from './observation.js';
@@ -37,9 +38,10 @@ export class Resolutions {
   }
 
   /** Start what is missing (resolutions, commit checks), show the request as Resolving, and look again by the deadline. */
-  wait(req: InternalRequest, need: RemoteRef[], what: string, checks: CommitCheck[] = []): Action[] {
+  wait(req: InternalRequest, need: RemoteRef[], what: string, first: { checks?: CommitCheck[]; lookups?: RefLookup[] } = {}): Action[] {
     const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind)) }));
-    actions.push(...checks.map((check): Action => ({ type: 'checkCommit', check })));
+    actions.push(...(first.checks ?? []).map((check): Action => ({ type: 'checkCommit', check })));
+    actions.push(...(first.lookups ?? []).map((lookup): Action => ({ type: 'lookUpRef', lookup })));
     const timeout = this.o.config.resolutionTimeoutMs;
     let ms = timeout;
     for (const rr of this.mine) {
@@ -57,13 +59,14 @@ export class Resolutions {
   }
 }
 
-export function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'resolversRefused'> {
+export function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'refs' | 'resolversRefused'> {
   return {
     policy,
     namespace: policyTenant(o, req.metadata.namespace ?? ''),
     controllerNamespace: o.namespace,
     lookup: (ref) => r.lookup(ref, req),
     ...(o.commits ? { commits: (c: CommitCheck) => o.commits?.get(checkKey(c)) } : {}),
+    ...(o.refs ? { refs: (l: RefLookup) => o.refs?.get(refLookupKey(l)) } : {}),
     ...(o.resolversRefused ? { resolversRefused: o.resolversRefused } : {}),
   };
 }

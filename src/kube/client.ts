@@ -315,15 +315,19 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
     )) as T;
   }
 
-  /** Deletes; 404 counts as done. With uid, only that incarnation of the name is deleted. */
-  async delete(namespace: string, name: string, uid?: string): Promise<void> {
+  /**
+   * Deletes; 404 counts as done. With uid, only that incarnation of the name
+   * is deleted; with resourceVersion, only that version of it (409 otherwise).
+   */
+  async delete(namespace: string, name: string, uid?: string, resourceVersion?: string): Promise<void> {
+    const preconditions = { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) };
     try {
       await this.cluster.custom.deleteNamespacedCustomObject({
         ...this.ref,
         namespace,
         name,
         propagationPolicy: 'Background',
-        body: uid ? { preconditions: { uid } } : {},
+        body: uid || resourceVersion ? { preconditions } : {},
       });
     } catch (e) {
       if (statusCode(e) === 404) return;

@@ -4,11 +4,16 @@
  * tasks' taskRefs, the steps' refs (StepActions) of those Tasks — is worked
  * out here ahead of time, with the request's params (and the declared
  * defaults) substituted, checked against the source policy, resolved, and
- * pinned: git references to the commit that was checked, bundles to the
- * digest. The result is the Pipeline's spec with every remote reference
- * replaced by its pinned form (Tasks whose steps had to be pinned are
- * embedded), to run as the PipelineRun's pipelineSpec, and a list of what was
- * resolved from where (the provenance written on the PipelineRun and the
+ * pinned to what was checked. One reading: Tekton never fetches or parses
+ * again what was checked here. A resolved Task runs embedded (the
+ * pipeline task's taskSpec is the object checked here, not a reference for
+ * Tekton to resolve and decode with its own YAML reader); a resolved
+ * StepAction, which Tekton cannot embed in a step, runs as a copy of the
+ * checked object in the controller's namespace under a name derived from its
+ * content (`stepActionCopyName`), which the step refers to by name. The
+ * result is the Pipeline's spec so rewritten, to run as the PipelineRun's
+ * pipelineSpec, the StepAction copies to create first, and a list of what
+ * was resolved from where (the provenance written on the PipelineRun and the
  * request).
  *
  * Pure: contents come in through `lookup` (the controller resolves what
@@ -18,10 +23,13 @@
  * pinning it are one walk over the Pipeline, read best in one place; the
  * checks themselves live in src/policy/ (source.ts, canonical.ts).
  */
+import { createHash } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
 import { checkSignature, commitVerdict } from './reviewed.js';
+import { refVerdict, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
+import { isFullSha } from '../policy/canonical.js';
 import type { Resolution } from './resolve.js';
 import type { ParamValue } from './types.js';
 
@@ -50,12 +58,34 @@ export interface Provenance {
   digest?: string;
 }
 
+/** A checked StepAction, as it is created in the controller's namespace for steps to refer to by name. */
+export interface StepActionCopy {
+  apiVersion: 'tekton.dev/v1beta1';
+  kind: 'StepAction';
+  metadata: { name: string; namespace: string; labels: Record<string, string>; annotations: Record<string, string> };
+  spec: Record<string, unknown>;
+}
+
+/** Labels the controller's StepAction copies (for the sweep that removes those no PipelineRun refers to). */
+export const LABEL_STEPACTION_COPY = 'internal-services.dev/stepaction-copy';
+/** The prefix of their names: a step of untrusted content may not name one (it was checked under another request's rules). */
+export const STEPACTION_COPY_PREFIX = 'is-stepaction-';
+/** On a copy: the source it was first checked from (the provenance of that reference). */
+export const ANNOTATION_STEPACTION_SOURCE = 'internal-services.dev/checked-source';
+
+type GraphRejection = { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' };
+
 export type GraphResult =
-  /** need: resolutions to start; checks: commits to look for in their repositories first. */
-  | { state: 'pending'; need: RemoteRef[]; checks: CommitCheck[] }
-  | { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' }
-  /** spec: the Pipeline spec to embed, or undefined when nothing had to change (an installed Pipeline runs by name). */
-  | { state: 'ready'; spec: Record<string, unknown> | undefined; provenance: Provenance[] };
+  /** need: resolutions to start; checks: commits to look for in their repositories first; lookups: exact refs to look up first. */
+  | { state: 'pending'; need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[] }
+  | GraphRejection
+  /**
+   * spec: the Pipeline spec to embed, or undefined when nothing had to change
+   * (an installed Pipeline runs by name); stepActions: the copies its steps
+   * refer to, to create (idempotently: the name is the content's) before the
+   * PipelineRun.
+   */
+  | { state: 'ready'; spec: Record<string, unknown> | undefined; provenance: Provenance[]; stepActions: StepActionCopy[] };
 
 export interface GraphInput {
   /** The Pipeline's spec as resolved or installed. */
@@ -79,6 +109,8 @@ export interface GraphInput {
   lookup(ref: RemoteRef): Resolution | undefined;
   /** What the repository says of a commit asked for by SHA, or undefined when not asked yet. */
   commits?(check: CommitCheck): CommitAnswer | undefined;
+  /** What the repository says of an exact ref (the commit it points at), or undefined when not asked yet. */
+  refs?(lookup: RefLookup): RefAnswer | undefined;
   /** Set when no resolver reference may be resolved now (a Tekton version with a known advisory): why. */
   resolversRefused?: string;
   /** A Task installed in the controller's namespace, by name (undefined: not known). */
@@ -236,6 +268,8 @@ export type Followed =
   | { kind: 'need'; ref: RemoteRef }
   /** The commit must first be found reachable from the refs the rule names. */
   | { kind: 'check'; check: CommitCheck }
+  /** The exact ref must first be looked up in the repository (the commit it points at is what is resolved). */
+  | { kind: 'lookup'; lookup: RefLookup }
   | { kind: 'pending'; ref: RemoteRef }
   | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' };
 
@@ -247,7 +281,7 @@ export type Followed =
  * values came from, for messages.
  */
 export function followReference(
-  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'resolversRefused'>,
+  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'refs' | 'resolversRefused'>,
   where: string,
   ref: RemoteRef,
   from: string[],
@@ -270,6 +304,18 @@ export function followReference(
     if (c.kind === 'refused') return c;
     reachableFrom = c.ref;
   }
+  // A branch or tag: looked up exactly, and the commit it points at is what
+  // the resolver is given (never the name, which git would guess about).
+  let exact: { ref: string; commit: string } | undefined;
+  const revision = ref.resolver === 'git' ? ref.params.find((p) => p.name === 'revision')?.value : undefined;
+  if (revision !== undefined && !isFullSha(revision)) {
+    const url = ref.params.find((p) => p.name === 'url')?.value ?? '';
+    const e = refVerdict({ url, ref: revision }, input.refs?.({ url, ref: revision }), `${where}${via}`);
+    if (e.kind === 'lookup' || e.kind === 'refused') return e;
+    if (e.kind === 'pending') return { kind: 'pending', ref };
+    exact = { ref: revision, commit: e.commit };
+    ref = { resolver: ref.resolver, params: ref.params.map((p) => (p.name === 'revision' ? { name: p.name, value: e.commit } : p)) };
+  }
   const r = input.lookup(ref);
   if (!r) return { kind: 'need', ref };
   if (r.state === 'pending') return { kind: 'pending', ref };
@@ -278,6 +324,10 @@ export function followReference(
   if (!parsed.ok) return { kind: 'refused', message: `${where}: ${parsed.message}`, code: 'REQUEST_RESOLUTION_FAILED' };
   const pinned = pin(ref, r);
   if ('error' in pinned) return { kind: 'refused', message: `${where}: ${pinned.error}`, code: 'REQUEST_RESOLUTION_FAILED' };
+  const got = digestOf(r)?.hex;
+  if (exact && got !== exact.commit) {
+    return { kind: 'refused', message: `${where}: the git resolver reported commit ${q(got ?? 'none')} for ${q(exact.ref)}, not the commit ${q(exact.commit)} it was asked for; nothing ran`, code: 'REQUEST_RESOLUTION_FAILED' };
+  }
   let signedBy: string | undefined;
   if (verdict.signers) {
     // Over exactly the content that was resolved, pinned and runs.
@@ -285,7 +335,7 @@ export function followReference(
     if ('refused' in sig) return { kind: 'refused', message: `${where}${via}: ${sig.refused}`, code: 'REQUEST_SIGNATURE_INVALID' };
     signedBy = sig.key;
   }
-  const provenance = provenanceOf(where, ref, r);
+  const provenance = { ...provenanceOf(where, ref, r), ...(exact ? { revision: exact.ref } : {}) };
   return {
     kind: 'resolved',
     obj: parsed.obj,
@@ -369,9 +419,11 @@ export function checkGraph(input: GraphInput): GraphResult {
   const pvars = pipelineVars(spec, input.params);
   const need: RemoteRef[] = [];
   const checks: CommitCheck[] = [];
+  const lookups: RefLookup[] = [];
   let pending = false;
   let changed = false;
   const provenance: Provenance[] = [];
+  const copies = new Map<string, StepActionCopy>();
   const trusted = input.origin === 'installed';
 
   for (const section of ['tasks', 'finally'] as const) {
@@ -393,6 +445,7 @@ export function checkGraph(input: GraphInput): GraphResult {
         if (taskRef['bundle'] !== undefined) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef.bundle is not supported; use the bundles resolver` };
         let taskObj: Record<string, unknown> | undefined;
         let taskTrusted = false;
+        let resolvedTask = false;
         if (typeof taskRef['resolver'] === 'string') {
           if (trusted && !hasExpression(taskRef['params'])) continue; // the administrators' own literal reference
           const s = substituteRef(taskRef['resolver'], taskRef['params'], pvars, context);
@@ -403,14 +456,14 @@ export function checkGraph(input: GraphInput): GraphResult {
           if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
           if (v.kind === 'need') need.push(v.ref);
           if (v.kind === 'check') checks.push(v.check);
+          if (v.kind === 'lookup') lookups.push(v.lookup);
           if (v.kind !== 'resolved') {
             pending = true;
             continue;
           }
-          pt['taskRef'] = v.pinned;
-          changed = true;
           provenance.push(v.provenance);
           taskObj = v.obj;
+          resolvedTask = true;
         } else if (typeof taskRef['name'] === 'string') {
           // A Task installed in the controller's namespace: the
           // administrators', but the params it is given may not be.
@@ -420,16 +473,18 @@ export function checkGraph(input: GraphInput): GraphResult {
         } else {
           return { state: 'rejected', code: 'REQUEST_INVALID', message: `${where}.taskRef has neither name nor resolver` };
         }
-        const steps = checkSteps(input, where, taskObj['spec'] as Record<string, unknown>, pt['params'], pvars, context, name, taskTrusted, need, checks, provenance);
+        const steps = checkSteps(input, where, taskObj['spec'] as Record<string, unknown>, pt['params'], pvars, context, name, taskTrusted, { need, checks, lookups }, provenance, copies);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
-        else if (steps.embed) {
-          // A step reference had to be pinned: the Task runs embedded, as checked.
+        else if (steps.embed || resolvedTask) {
+          // A resolved Task runs embedded, as checked: Tekton neither fetches
+          // it again nor reads its text with another YAML reader. So does an
+          // installed one whose step references had to be pinned.
           const md = isObj(taskObj['metadata']) ? taskObj['metadata'] : {};
           const labels = isObj(md['labels']) ? md['labels'] : undefined;
           const annotations = isObj(md['annotations']) ? md['annotations'] : undefined;
           delete pt['taskRef'];
-          pt['taskSpec'] = { ...(labels || annotations ? { metadata: { ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) } } : {}), ...steps.embed };
+          pt['taskSpec'] = { ...(labels || annotations ? { metadata: { ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) } } : {}), ...(steps.embed ?? clone(taskObj['spec'] as Record<string, unknown>)) };
           changed = true;
         }
         continue;
@@ -439,7 +494,7 @@ export function checkGraph(input: GraphInput): GraphResult {
         if (taskSpec['apiVersion'] !== undefined || taskSpec['kind'] !== undefined) {
           return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskSpec is a custom task (${q(String(taskSpec['kind'] ?? taskSpec['apiVersion']))}); only Tasks run here` };
         }
-        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, trusted, need, checks, provenance);
+        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, trusted, { need, checks, lookups }, provenance, copies);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
         else if (steps.embed) {
@@ -449,14 +504,15 @@ export function checkGraph(input: GraphInput): GraphResult {
       }
     }
   }
-  if (pending || need.length || checks.length) return { state: 'pending', need, checks };
-  return { state: 'ready', spec: changed || input.origin === 'resolved' ? spec : undefined, provenance };
+  if (pending || need.length || checks.length || lookups.length) return { state: 'pending', need, checks, lookups };
+  return { state: 'ready', spec: changed || input.origin === 'resolved' ? spec : undefined, provenance, stepActions: [...copies.values()] };
 }
 
 /**
  * The step refs (StepActions) of one Task. A ref to an installed StepAction
  * (by name) is the administrators'; a remote one is checked, resolved and
- * pinned, which needs the Task embedded (returned as `embed`).
+ * replaced by a reference to the copy of what was checked (added to
+ * `copies`), which needs the Task embedded (returned as `embed`).
  */
 function checkSteps(
   input: GraphInput,
@@ -467,10 +523,10 @@ function checkSteps(
   context: ReadonlyMap<string, string>,
   task: string,
   trusted: boolean,
-  need: RemoteRef[],
-  checks: CommitCheck[],
+  asks: { need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[] },
   provenance: Provenance[],
-): { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' } | { state: 'pending' } | { state: 'ok'; embed: Record<string, unknown> | undefined } {
+  copies: Map<string, StepActionCopy>,
+): GraphRejection | { state: 'pending' } | { state: 'ok'; embed: Record<string, unknown> | undefined } {
   const steps = taskSpec['steps'];
   if (!Array.isArray(steps)) return { state: 'ok', embed: undefined };
   const vars = taskVars(taskSpec, pipelineTaskParams, pvars, context, task);
@@ -483,22 +539,61 @@ function checkSteps(
     if (!isObj(step) || !isObj(step['ref'])) continue;
     const ref = step['ref'];
     const stepWhere = `${where}.steps[${typeof step['name'] === 'string' ? step['name'] : i}].ref`;
-    if (typeof ref['resolver'] !== 'string') continue; // an installed StepAction
+    if (typeof ref['resolver'] !== 'string') {
+      // An installed StepAction, the administrators' — but not one of the
+      // copies of checked StepActions: those were checked under the rules
+      // of the request they were made for, not necessarily this one's.
+      if (!trusted && typeof ref['name'] === 'string' && ref['name'].startsWith(STEPACTION_COPY_PREFIX)) {
+        return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} names ${q(ref['name'])}, a copy the controller made of a StepAction it checked for another reference; refer to the StepAction's source through a resolver instead` };
+      }
+      continue;
+    }
     if (trusted && !hasExpression(ref['params'])) continue;
     const s = substituteRef(ref['resolver'], ref['params'], vars, context);
     if (s.dynamic.length) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
     const v = followReference(input, stepWhere, s.ref, s.from, ['StepAction']);
     if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
-    if (v.kind === 'need') need.push(v.ref);
-    if (v.kind === 'check') checks.push(v.check);
+    if (v.kind === 'need') asks.need.push(v.ref);
+    if (v.kind === 'check') asks.checks.push(v.check);
+    if (v.kind === 'lookup') asks.lookups.push(v.lookup);
     if (v.kind !== 'resolved') {
       pending = true;
       continue;
     }
-    (outSteps[i] as Record<string, unknown>)['ref'] = v.pinned;
+    const copy = stepActionCopy(v.obj, input.controllerNamespace, v.provenance);
+    if (!copies.has(copy.metadata.name)) copies.set(copy.metadata.name, copy);
+    (outSteps[i] as Record<string, unknown>)['ref'] = { name: copy.metadata.name };
     provenance.push(v.provenance);
     changed = true;
   }
   if (pending) return { state: 'pending' };
   return { state: 'ok', embed: changed ? out : undefined };
+}
+
+/** JSON with object keys in sorted order, so that equal objects hash equally whatever the order they were written in. */
+function canonicalJson(x: unknown): string {
+  if (Array.isArray(x)) return `[${x.map(canonicalJson).join(',')}]`;
+  if (isObj(x)) return `{${Object.keys(x).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(x[k])}`).join(',')}}`;
+  return JSON.stringify(x) ?? 'null';
+}
+
+/** The name of the copy of a checked StepAction's spec: derived from the spec itself (sha256, 128 bits shown). */
+export function stepActionCopyName(spec: Record<string, unknown>): string {
+  return `${STEPACTION_COPY_PREFIX}${createHash('sha256').update(canonicalJson(spec)).digest('hex').slice(0, 32)}`;
+}
+
+/** The object to create for a checked StepAction: its spec as checked, under a name derived from it. */
+export function stepActionCopy(obj: Record<string, unknown>, namespace: string, from: Provenance): StepActionCopy {
+  const spec = clone(obj['spec'] as Record<string, unknown>);
+  return {
+    apiVersion: 'tekton.dev/v1beta1',
+    kind: 'StepAction',
+    metadata: {
+      name: stepActionCopyName(spec),
+      namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'internal-services', [LABEL_STEPACTION_COPY]: 'true' },
+      annotations: { [ANNOTATION_STEPACTION_SOURCE]: JSON.stringify({ source: from.source, path: from.path, revision: from.revision, digest: from.digest }) },
+    },
+    spec,
+  };
 }

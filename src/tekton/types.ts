@@ -7,6 +7,7 @@ export const PIPELINE = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 
 export const PIPELINERUN = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'pipelineruns' } as const;
 export const TASK = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'tasks' } as const;
 export const TASKRUN = { group: TEKTON_GROUP, version: TEKTON_VERSION, plural: 'taskruns' } as const;
+export const STEPACTION = { group: TEKTON_GROUP, version: 'v1beta1', plural: 'stepactions' } as const;
 
 export type ParamType = 'string' | 'array' | 'object';
 export type ParamValue = string | string[] | Record<string, string>;

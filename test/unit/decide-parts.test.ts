@@ -54,8 +54,9 @@ test('resolutions: a reference not started is a need; a pending one waits until 
   ];
   for (const [name, o, state] of rows) assert.equal(new Resolutions(o, 'u-1').lookup(ref, req)?.state, state, name);
   const check = { url: 'https://example.com/c.git', commit: 'a'.repeat(40), refs: ['refs/heads/main'], rules: ['sources.git[0]'] };
-  const waitActions = new Resolutions(observation({ request: req, resolutions: [rr] }), 'u-1').wait(req, [ref], 'resolving', [check]);
-  assert.deepEqual(waitActions.map((a) => a.type), ['startResolution', 'checkCommit', 'writeStatus', 'requeueAfter']);
+  const lookup = { url: 'https://example.com/c.git', ref: 'refs/heads/main' };
+  const waitActions = new Resolutions(observation({ request: req, resolutions: [rr] }), 'u-1').wait(req, [ref], 'resolving', { checks: [check], lookups: [lookup] });
+  assert.deepEqual(waitActions.map((a) => a.type), ['startResolution', 'checkCommit', 'lookUpRef', 'writeStatus', 'requeueAfter']);
   assert.equal((waitActions.at(-1) as { ms: number }).ms, 110_250, 'looks again by the deadline (the default 2m from its creation, 10 s ago)');
   assert.deepEqual(new Resolutions(observation({ request: req, resolutions: [rr] }), 'u-1').cleanup().map((a) => a.type), ['deleteResolution']);
   assert.deepEqual(new Resolutions(observation({ request: req, resolutions: [rr] }), 'another-uid').cleanup(), [], 'only its own request\'s');

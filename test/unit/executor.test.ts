@@ -19,6 +19,8 @@ import { StatusWriter } from '../../src/controller/status-writer.js';
 import type { Cluster, KubeObject, ResourceRef } from '../../src/kube/client.js';
 import type { ResolutionRequest } from '../../src/tekton/resolve.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
+import { ANNOTATION_STEPACTION_SOURCE, LABEL_STEPACTION_COPY, type StepActionCopy } from '../../src/tekton/graph.js';
+import { ANNOTATION_USED_AT } from '../../src/controller/stepaction-copies.js';
 import { NOW, NS, pipelineRun, request } from './fixtures.js';
 
 const KEY = 'prod/team-a/req';
@@ -144,6 +146,7 @@ function setup() {
     deleted: (pr) => void seen.deleted.push(pr),
     requeueAfter: (key, ms) => void seen.requeued.push([key, ms]),
     checkCommit: (key, owner, check) => void seen.checks.push([key, owner, check.commit]),
+    lookUpRef: (key, owner, lookup) => void seen.checks.push([key, owner, lookup.ref]),
   });
   const act = (key: string, req: InternalRequest | undefined, action: Action, attempt = 0) => executor.act(remote as unknown as Remote, key, req, action, attempt);
   const warnings = () => lines.filter((l) => l.level === 40);
@@ -152,9 +155,9 @@ function setup() {
 
 const running: NonNullable<InternalRequest['status']> = { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running', message: 'running', lastTransitionTime: NOW.toISOString() }], pipelineRun: `${NS}/ir-u-1` };
 
-test('the executor takes its clients from the internal cluster: PipelineRuns, ResolutionRequests, approvals', () => {
+test('the executor takes its clients from the internal cluster: PipelineRuns, StepAction copies, ResolutionRequests, approvals', () => {
   const { asked, executor, client } = setup();
-  assert.deepEqual(asked.sort(), ['internalrequestapprovals', 'pipelineruns', 'resolutionrequests']);
+  assert.deepEqual(asked.sort(), ['internalrequestapprovals', 'pipelineruns', 'resolutionrequests', 'stepactions']);
   assert.equal(executor.prClient, client('pipelineruns') as never);
 });
 
@@ -168,6 +171,21 @@ test('createPipelineRun: created in the controller\'s namespace, and the API ser
   const [sent, created] = seen.created[0]!;
   assert.equal(sent, pr, 'as sent');
   assert.equal(created.metadata.uid, `server-${pr.metadata.name}`, 'as the API server returned it');
+});
+
+test('createPipelineRun with StepAction copies: the copies first; one already there is marked as used; a failure stops before the PipelineRun', async () => {
+  const { act, client } = setup();
+  const pr = pipelineRun('u-1');
+  const copy = (name: string): StepActionCopy => ({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name, namespace: NS, labels: { [LABEL_STEPACTION_COPY]: 'true' }, annotations: { [ANNOTATION_STEPACTION_SOURCE]: '{}' } }, spec: { image: name } });
+  const sas = client('stepactions');
+  sas.fail.create = [{ code: 409 }];
+  assert.equal(await act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pr, stepActions: [copy('is-stepaction-a'), copy('is-stepaction-b')] }), true);
+  assert.deepEqual(sas.ops(), ['create', 'patchMerge', 'create']);
+  assert.deepEqual(sas.calls[1]!.args, [NS, 'is-stepaction-a', { metadata: { annotations: { [ANNOTATION_USED_AT]: NOW.toISOString() } } }]);
+  assert.deepEqual(client('pipelineruns').ops(), ['create'], 'then the PipelineRun');
+  sas.fail.create = [{ code: 403, message: 'forbidden' }];
+  await assert.rejects(act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pr, stepActions: [copy('is-stepaction-c')] }), /forbidden/);
+  assert.deepEqual(client('pipelineruns').ops(), ['create'], 'no PipelineRun whose step would find nothing');
 });
 
 test('createPipelineRun: 409 (made by an earlier attempt) counts as done; any other error goes to the work queue', async () => {

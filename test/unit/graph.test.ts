@@ -5,8 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
-import { checkGraph, pin, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import { ANNOTATION_STEPACTION_SOURCE, checkGraph, LABEL_STEPACTION_COPY, pin, stepActionCopyName, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
 import type { Resolution, ResolutionRequest } from '../../src/tekton/resolve.js';
+import { refLookupKey, type RefAnswer, type RefLookup } from '../../src/policy/exact-ref.js';
 import type { SourcePolicy } from '../../src/policy/source.js';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
 import { resolutionFor, ANNOTATION_SOURCES } from '../../src/tekton/pipelinerun.js';
@@ -14,14 +15,18 @@ import type { InternalRequest } from '../../src/api/types.js';
 import { assertPhase, config, NS, request, TODAYS_PAYLOAD, observation } from './fixtures.js';
 
 const CATALOG = 'https://example.com/org/catalog.git';
-const SHA_P = '1'.repeat(40);
-const SHA_T = '2'.repeat(40);
-const SHA_S = '3'.repeat(40);
+/** The commit refs/heads/main of the catalog points at: the Pipeline, its Tasks and StepActions are read at it. */
+const HEAD = '2'.repeat(40);
+const SHA_P = HEAD;
+const SHA_T = HEAD;
+const SHA_S = HEAD;
 const SRC = 'InternalServicesConfig internal-services/config';
 /** What a bare "main" is passed on as: the branch, fully qualified. */
 const MAIN = 'refs/heads/main';
 const policy: SourcePolicy = { source: SRC, git: [{ urls: [CATALOG], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/**', 'tasks/**', 'stepactions/**'] }], bundles: [], cluster: false };
 
+/** The exact refs of the catalog, as the repository answers a lookup. */
+const exactRefs = (l: RefLookup): RefAnswer => (l.url === CATALOG && l.ref === MAIN ? { state: 'found', commit: HEAD } : { state: 'absent', similar: [] });
 const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
 
 /** The shape of the real catalog's internal Pipelines: Tasks from git, at the URL and revision the request passes. */
@@ -59,6 +64,7 @@ function input(over: Partial<GraphInput> & { contents?: Map<string, Resolution> 
     pipelineName: 'sign',
     lookup: (ref: RemoteRef) => contents.get(ref.params.find((p) => p.name === 'pathInRepo')?.value ?? ''),
     installedTask: () => undefined,
+    refs: exactRefs,
     ...over,
   };
 }
@@ -83,13 +89,13 @@ test('substitution: params, defaults, object keys, array items and context; what
   assert.match(substitute('$(params.evil)', vars, ctx).dynamic[0] ?? '', /holds an expression after substitution/);
 });
 
-test('a resolved Pipeline: every task reference is substituted, checked, resolved, then pinned to the commit that was checked', () => {
+test('a resolved Pipeline: every task reference is substituted, checked and resolved, and the Task checked runs embedded (Tekton resolves and reads nothing again)', () => {
   const first = checkGraph(input());
   assert.equal(first.state, 'pending');
   assert.deepEqual(
     first.state === 'pending' && first.need,
-    [gitRef(CATALOG, MAIN, 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, MAIN, 'tasks/internal/notify/notify.yaml')],
-    'both references asked for at once, with the params and defaults substituted',
+    [gitRef(CATALOG, HEAD, 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, HEAD, 'tasks/internal/notify/notify.yaml')],
+    'both references asked for at once, with the params and defaults substituted, at the commit main points at',
   );
   const contents = new Map([
     ['tasks/internal/sign/sign.yaml', resolved(task(), SHA_T, 'tasks/internal/sign/sign.yaml')],
@@ -98,10 +104,14 @@ test('a resolved Pipeline: every task reference is substituted, checked, resolve
   const r = checkGraph(input({ contents }));
   assert.equal(r.state, 'ready');
   if (r.state !== 'ready') return;
-  const tasks = r.spec?.['tasks'] as Array<{ taskRef: unknown; params: unknown }>;
-  assert.deepEqual(tasks[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'), 'the revision is the commit, not the branch');
+  const tasks = r.spec?.['tasks'] as Array<{ taskRef?: unknown; taskSpec?: unknown; params: unknown }>;
+  assert.equal(tasks[0]?.taskRef, undefined, 'no reference left for Tekton to resolve');
+  assert.deepEqual(tasks[0]?.taskSpec, { params: [], steps: [{ name: 'sign', image: 'registry/sign' }] }, 'the Task as checked');
   assert.deepEqual(tasks[0]?.params, [{ name: 'image', value: '$(params.image)' }], 'everything else is left to Tekton');
-  assert.deepEqual((r.spec?.['finally'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/notify/notify.yaml'));
+  const fin = (r.spec?.['finally'] as Array<{ taskRef?: unknown; taskSpec?: unknown }>)[0];
+  assert.equal(fin?.taskRef, undefined);
+  assert.deepEqual(fin?.taskSpec, { params: [], steps: [{ name: 'sign', image: 'registry/sign' }] });
+  assert.deepEqual(r.stepActions, [], 'no StepAction to copy');
   assert.deepEqual(r.provenance[0], { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: MAIN, digest: `sha1:${SHA_T}` });
 });
 
@@ -135,7 +145,7 @@ test('refusals name the reference, the params its values came from, and the rule
   assert.match((checkGraph(custom) as { message: string }).message, /only Tasks run here/);
 });
 
-test('a Task whose step refers to a StepAction through a resolver: checked, pinned, and the Task embedded so that the pin holds', () => {
+test('a Task whose step refers to a StepAction through a resolver: checked, and the step refers to the copy of what was checked', () => {
   const steps = [{ name: 'clone', ref: gitRef('$(params.url)', '$(params.rev)', 'stepactions/clone.yaml') }, { name: 'run', image: 'x' }];
   const contents = new Map([
     ['tasks/internal/sign/sign.yaml', resolved(task(steps, [{ name: 'url' }, { name: 'rev', default: 'main' }]), SHA_T, 'tasks/internal/sign/sign.yaml')],
@@ -144,14 +154,27 @@ test('a Task whose step refers to a StepAction through a resolver: checked, pinn
   const spec = catalogPipeline();
   (spec['tasks'] as Array<Record<string, unknown>>)[0]!['params'] = [{ name: 'url', value: '$(params.taskGitUrl)' }];
   const pending = checkGraph(input({ spec, contents }));
-  assert.deepEqual(pending.state === 'pending' && pending.need, [gitRef(CATALOG, MAIN, 'stepactions/clone.yaml')]);
+  assert.deepEqual(pending.state === 'pending' && pending.need, [gitRef(CATALOG, HEAD, 'stepactions/clone.yaml')]);
   contents.set('stepactions/clone.yaml', resolved(stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'clone' }, spec: { image: 'git' } }), SHA_S, 'stepactions/clone.yaml'));
   const r = checkGraph(input({ spec, contents }));
   assert.equal(r.state, 'ready');
   const t0 = (r.state === 'ready' ? (r.spec?.['tasks'] as Array<Record<string, unknown>>) : [])[0]!;
   assert.equal(t0['taskRef'], undefined);
   const embedded = t0['taskSpec'] as { steps: Array<{ ref?: unknown }> };
-  assert.deepEqual(embedded.steps[0]?.ref, gitRef(CATALOG, SHA_S, 'stepactions/clone.yaml'));
+  const copyName = stepActionCopyName({ image: 'git' });
+  assert.match(copyName, /^is-stepaction-[0-9a-f]{32}$/);
+  assert.deepEqual(embedded.steps[0]?.ref, { name: copyName }, 'a name, not a reference for Tekton to resolve');
+  assert.equal(r.state === 'ready' && r.stepActions.length, 1);
+  const copy = r.state === 'ready' ? r.stepActions[0]! : undefined;
+  assert.deepEqual(copy && { name: copy.metadata.name, ns: copy.metadata.namespace, spec: copy.spec, label: copy.metadata.labels[LABEL_STEPACTION_COPY] }, { name: copyName, ns: NS, spec: { image: 'git' }, label: 'true' });
+  assert.deepEqual(JSON.parse(copy?.metadata.annotations[ANNOTATION_STEPACTION_SOURCE] ?? '{}'), { source: `git+${CATALOG}`, path: 'stepactions/clone.yaml', revision: MAIN, digest: `sha1:${SHA_S}` });
+  // The name is the content's: key order does not matter, a changed value does.
+  assert.equal(stepActionCopyName({ image: 'git', script: 'x' }), stepActionCopyName({ script: 'x', image: 'git' }));
+  assert.notEqual(stepActionCopyName({ image: 'git' }), stepActionCopyName({ image: 'git2' }));
+  // Untrusted content may not name a copy directly (it was checked under another request's rules).
+  const sneaky = new Map(contents);
+  sneaky.set('tasks/internal/sign/sign.yaml', resolved(task([{ name: 'x', ref: { name: copyName } }]), SHA_T, 'tasks/internal/sign/sign.yaml'));
+  assert.match((checkGraph(input({ spec, contents: sneaky })) as { message: string }).message, /^tasks\[sign\]\.steps\[x\]\.ref names "is-stepaction-[0-9a-f]{32}", a copy the controller made/);
   assert.deepEqual(r.state === 'ready' && r.provenance.map((p) => [p.ref, p.digest]), [
     ['tasks[sign].taskRef', `sha1:${SHA_T}`],
     ['tasks[sign].steps[clone].ref', `sha1:${SHA_S}`],
@@ -167,7 +190,7 @@ test('a Task whose step refers to a StepAction through a resolver: checked, pinn
 test('installed Pipelines: the administrators\' literal references are left alone; references built from request params are checked like any other', () => {
   const literal = { tasks: [{ name: 'a', taskRef: gitRef('https://anywhere.example/x.git', 'main', 'a.yaml') }, { name: 'b', taskRef: { name: 'installed-task' } }] };
   const r = checkGraph(input({ spec: literal, origin: 'installed' }));
-  assert.deepEqual(r, { state: 'ready', spec: undefined, provenance: [] }, 'nothing to change: run the installed Pipeline by name');
+  assert.deepEqual(r, { state: 'ready', spec: undefined, provenance: [], stepActions: [] }, 'nothing to change: run the installed Pipeline by name');
   const fromParams = checkGraph(input({ origin: 'installed', params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: 'https://evil.example/x.git' }] }));
   assert.match((fromParams as { message: string }).message, /tasks\[sign\]\.taskRef \(values from param "taskGitUrl".*is not allowed/);
   // an installed Task whose step ref takes its source from a param the Pipeline passes on
@@ -192,7 +215,9 @@ const allowed = () => config({ allowList: ['team-a'], allowedGitResolverURLs: [C
 const pipelineYaml = stringify({ apiVersion: 'tekton.dev/v1', kind: 'Pipeline', metadata: { name: 'sign' }, spec: { ...catalogPipeline(), params: [{ name: 'image' }, { name: 'taskGitUrl' }, { name: 'taskGitRevision' }] } });
 
 /** A ResolutionRequest as Tekton's resolver leaves it: answered, or not (yet). */
-function answered(req: InternalRequest, ref: RemoteRef, content: string | undefined, sha: string, created = '2026-11-22T09:59:58Z', failed?: string): ResolutionRequest {
+function answered(req: InternalRequest, asked: RemoteRef, content: string | undefined, sha: string, created = '2026-11-22T09:59:58Z', failed?: string): ResolutionRequest {
+  // What is resolved is the commit main points at, never the name.
+  const ref = { ...asked, params: asked.params.map((p) => (p.name === 'revision' && p.value === MAIN ? { ...p, value: HEAD } : p)) };
   const rr = resolutionFor(req, ref, NS);
   rr.metadata!.creationTimestamp = created;
   const path = ref.params.find((p) => p.name === 'pathInRepo')?.value ?? '';
@@ -200,16 +225,21 @@ function answered(req: InternalRequest, ref: RemoteRef, content: string | undefi
   else if (content !== undefined) rr.status = { data: Buffer.from(content).toString('base64'), refSource: { uri: `git+${CATALOG}`, digest: { sha1: sha }, entryPoint: path }, conditions: [{ type: 'Succeeded', status: 'True' }] };
   return rr;
 }
-const observe = (o: Partial<Observation>): Observation => observation(o, { request: todays(), config: allowed(), pipeline: undefined });
+const observe = (o: Partial<Observation>): Observation => observation(o, { request: todays(), config: allowed(), pipeline: undefined, refs: new Map([[refLookupKey({ url: CATALOG, ref: MAIN }), { state: 'found', commit: HEAD }]]) });
 const types = (a: Action[]) => a.map((x) => x.type);
 
 test('decide: resolve the Pipeline, then its Tasks, then run the checked graph and record what ran; the ResolutionRequests go', () => {
   const req = todays();
   const pRef = gitRef(CATALOG, MAIN, 'pipelines/internal/sign/sign.yaml');
+  // First the exact ref is looked up in the repository; nothing is resolved by name.
+  const a0 = decide(observe({ request: req, refs: new Map() }));
+  assert.deepEqual(types(a0), ['lookUpRef', 'writeStatus', 'requeueAfter']);
+  assert.deepEqual((a0[0] as Extract<Action, { type: 'lookUpRef' }>).lookup, { url: CATALOG, ref: MAIN });
+  assert.match((a0[1] as Extract<Action, { type: 'writeStatus' }>).status.conditions?.[1]?.message ?? '', /looking up refs\/heads\/main in https:\/\/example\.com\/org\/catalog\.git/);
   const a1 = decide(observe({ request: req }));
   assert.deepEqual(types(a1), ['startResolution', 'writeStatus', 'requeueAfter']);
   const start = a1[0] as Extract<Action, { type: 'startResolution' }>;
-  assert.deepEqual(start.resolution.spec?.params, pRef.params);
+  assert.deepEqual(start.resolution.spec?.params, gitRef(CATALOG, HEAD, 'pipelines/internal/sign/sign.yaml').params, 'the resolver is given the commit');
   assert.equal(start.resolution.metadata?.labels?.['resolution.tekton.dev/type'], 'git');
   const w = a1[1] as Extract<Action, { type: 'writeStatus' }>;
   assertPhase(w.status, 'Resolving');
@@ -226,8 +256,9 @@ test('decide: resolve the Pipeline, then its Tasks, then run the checked graph a
   assert.deepEqual(types(a3), ['createPipelineRun', 'writeStatus', 'deleteResolution', 'deleteResolution', 'deleteResolution']);
   const pr = (a3[0] as Extract<Action, { type: 'createPipelineRun' }>).pipelineRun;
   assert.equal(pr.spec.pipelineRef, undefined, 'the checked spec is embedded, not fetched again');
-  const tasks = pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>;
-  assert.deepEqual(tasks[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'));
+  const tasks = pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef?: unknown; taskSpec?: unknown }>;
+  assert.equal(tasks[0]?.taskRef, undefined);
+  assert.deepEqual(tasks[0]?.taskSpec, { params: [], steps: [{ name: 'sign', image: 'registry/sign' }] }, 'the Task runs as checked');
   assert.deepEqual(pr.spec.params?.map((p) => p.name), ['image', 'taskGitRevision', 'taskGitUrl']);
   assert.deepEqual(pr.spec.timeouts, TODAYS_PAYLOAD.timeouts);
   assert.ok(pr.metadata.annotations?.[ANNOTATION_SOURCES]);
@@ -312,7 +343,7 @@ test('what was checked is what runs: an uncanonical spelling is resolved, pinned
   ]);
   const r = checkGraph(input({ contents, params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: spelled }] }));
   assert.equal(r.state, 'ready');
-  assert.deepEqual(r.state === 'ready' && (r.spec?.['tasks'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(CATALOG, SHA_T, 'tasks/internal/sign/sign.yaml'), 'pinned in canonical form');
+  assert.deepEqual(r.state === 'ready' && r.provenance[0], { ref: 'tasks[sign].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/sign/sign.yaml', revision: MAIN, digest: `sha1:${SHA_T}` }, 'resolved and recorded in canonical form');
   for (const [params, why] of [
     [{ taskGitRevision: '--upload-pack=touch /tmp/pwned' }, /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl", param "taskGitRevision"\): git param "revision" "--upload-pack=touch \/tmp\/pwned" begins with "-".* before sources\.git\[0\] is applied/],
     [{ taskGitUrl: 'https://example.com/org/catalog.git/../../evil/x.git' }, /^tasks\[sign\]\.taskRef \(values from param "taskGitUrl".*\): git param "url" .* has a "\.\." path segment/],
@@ -332,7 +363,7 @@ test('decide: the pipelineRef\'s ResolutionRequest carries the canonical params,
   const a = decide(observe({ request: req }));
   const start = a[0] as Extract<Action, { type: 'startResolution' }>;
   assert.equal(start.type, 'startResolution');
-  assert.deepEqual(start.resolution.spec?.params, gitRef(CATALOG, MAIN, 'pipelines/internal/sign/sign.yaml').params);
+  assert.deepEqual(start.resolution.spec?.params, gitRef(CATALOG, HEAD, 'pipelines/internal/sign/sign.yaml').params);
   (req.spec.pipeline!.pipelineRef!.params as Array<{ name: string; value: string }>)[2]!.value = 'pipelines/internal/sign/../../../../../etc/passwd';
   const refused = decide(observe({ request: req }));
   assert.deepEqual(types(refused), ['writeStatus'], 'refused before any ResolutionRequest');

@@ -1,0 +1,150 @@
+/**
+ * Exact refs, looked up in the repository itself (src/policy/exact-ref.ts
+ * says why): `git ls-remote -- <url> <ref> <ref>^{}` from the internal side,
+ * and only the lines whose name is exactly the ref (or its peeled `^{}`
+ * line: a tag's commit) are taken. Names that merely end like it (a tag
+ * named `refs/heads/x`, a branch named `refs/tags/v1`) are reported as
+ * similar, never used. git's own rules for guessing a ref are never applied.
+ *
+ * Bounded: each lookup has a deadline and its output a size limit; lookups
+ * of one ref share one run; answers are kept per owner (a request's uid) so
+ * one request sees one answer while it is decided. Read with `answersFor()`
+ * (no I/O), asked for with `lookUpRef()`, which calls back when it is in.
+ */
+import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import type { Logger } from 'pino';
+import { isFullSha } from '../policy/canonical.js';
+import { refLookupKey, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
+import { OwnedAnswers } from './owned-answers.js';
+
+export interface RefLookupsOptions {
+  log: Logger;
+  /** Deadline of one ls-remote; default 60 s. */
+  timeoutMs?: number;
+  /** How long an answer is kept for its owner; default 10 minutes. */
+  answerTtlMs?: number;
+  /** The git executable; default "git" on PATH. */
+  git?: string;
+  now?: () => number;
+  metrics?: { lookedUp?(result: 'found' | 'absent' | 'failed', seconds: number): void };
+}
+
+const MAX_OUTPUT = 1024 * 1024;
+
+export class RefLookups {
+  private readonly answers: OwnedAnswers<RefAnswer>;
+  private readonly running = new Map<string, Promise<RefAnswer>>();
+  private readonly timeoutMs: number;
+
+  constructor(private readonly opts: RefLookupsOptions) {
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+    this.answers = new OwnedAnswers<RefAnswer>({ ttlMs: opts.answerTtlMs ?? 10 * 60_000, max: 10_000, now: opts.now ?? Date.now });
+  }
+
+  /** An owner's answers, by refLookupKey(), as they stand (no I/O). */
+  answersFor(owner: string): ReadonlyMap<string, RefAnswer> {
+    return this.answers.forOwner(owner);
+  }
+
+  forget(owner: string): void {
+    this.answers.forget(owner);
+  }
+
+  /** Starts the lookup unless it is answered or under way; `done` is called when the answer is in. */
+  lookUpRef(owner: string, lookup: RefLookup, done: () => void): void {
+    const key = refLookupKey(lookup);
+    if (this.answers.get(owner, key)) return;
+    this.answers.set(owner, key, { state: 'pending' });
+    const t0 = process.hrtime.bigint();
+    void this.lookUp(lookup).then((answer) => {
+      this.answers.set(owner, key, answer);
+      const result = answer.state === 'pending' ? 'failed' : answer.state;
+      this.opts.metrics?.lookedUp?.(result, Number(process.hrtime.bigint() - t0) / 1e9);
+      this.opts.log[result === 'failed' ? 'warn' : 'info']({ repository: lookup.url, ref: lookup.ref, answer }, result === 'failed' ? 'ref could not be looked up' : 'ref looked up');
+      try {
+        done();
+      } catch {
+        // The callback only enqueues a key.
+      }
+    });
+  }
+
+  /** One lookup (shared with a concurrent one of the same ref). Never throws. */
+  lookUp(lookup: RefLookup): Promise<RefAnswer> {
+    const key = refLookupKey(lookup);
+    let p = this.running.get(key);
+    if (!p) {
+      p = this.run(lookup).finally(() => this.running.delete(key));
+      this.running.set(key, p);
+    }
+    return p;
+  }
+
+  private async run(l: RefLookup): Promise<RefAnswer> {
+    if (!/^refs\/(heads|tags)\/./.test(l.ref) || /[\s\0]/.test(l.ref) || l.ref.startsWith('-')) return { state: 'failed', message: `${JSON.stringify(l.ref)} is not a fully qualified branch or tag` };
+    const out = await this.git(['ls-remote', '--', l.url, l.ref, `${l.ref}^{}`]);
+    if ('error' in out) return { state: 'failed', message: out.error };
+    let direct: string | undefined;
+    let peeled: string | undefined;
+    const similar: string[] = [];
+    for (const line of out.stdout.split('\n')) {
+      const tab = line.indexOf('\t');
+      if (tab < 0) continue;
+      const sha = line.slice(0, tab).toLowerCase();
+      const name = line.slice(tab + 1);
+      if (!isFullSha(sha)) continue;
+      if (name === l.ref) direct = sha;
+      else if (name === `${l.ref}^{}`) peeled = sha;
+      else if (!name.endsWith('^{}')) similar.push(name);
+    }
+    const commit = peeled ?? direct;
+    if (commit === undefined) return { state: 'absent', similar: similar.sort() };
+    return { state: 'found', commit };
+  }
+
+  /** git with no user or system configuration, no prompts, only the transports a canonical URL can name; stopped at the deadline. */
+  private git(args: string[]): Promise<{ stdout: string } | { error: string }> {
+    return new Promise((resolve) => {
+      const env: NodeJS.ProcessEnv = {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOME: tmpdir(),
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_TERMINAL_PROMPT: '0',
+        GIT_ASKPASS: '/bin/false',
+        GIT_PROTOCOL_FROM_USER: '0',
+        GIT_ALLOW_PROTOCOL: 'http:https:git',
+        LC_ALL: 'C',
+        ...Object.fromEntries(['NO_PROXY', 'HTTPS_PROXY', 'HTTP_PROXY'].flatMap((k) => (process.env[k] !== undefined ? [[k, process.env[k]]] : []))),
+      };
+      const child = spawn(this.opts.git ?? 'git', ['-c', 'core.askPass=/bin/false', '-c', 'credential.helper=', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      let why: string | undefined;
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout += d;
+        if (stdout.length > MAX_OUTPUT) {
+          why = `git ls-remote printed more than ${MAX_OUTPUT} bytes`;
+          child.kill('SIGKILL');
+        }
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        if (stderr.length < 4096) stderr += d;
+      });
+      const deadline = setTimeout(() => {
+        why = `git ls-remote did not finish within ${Math.round(this.timeoutMs / 1000)} s`;
+        child.kill('SIGKILL');
+      }, this.timeoutMs);
+      child.on('error', (e) => {
+        why = `git could not be started (${e.message}); the controller needs git to look up refs`;
+      });
+      child.on('close', (code) => {
+        clearTimeout(deadline);
+        if (why) resolve({ error: why });
+        else if (code !== 0) resolve({ error: `git ls-remote failed: ${stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${code}`}` });
+        else resolve({ stdout });
+      });
+    });
+  }
+}
