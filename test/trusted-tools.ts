@@ -1,8 +1,9 @@
 /**
- * hack/trusted's Go tools (sign, gen-shapes), built from Tekton Pipelines'
- * own module: the ground truth for Tekton Trusted Resources checksums and
- * signatures, used by test/unit/trusted.test.ts and by the integration tests
- * that sign a catalog. Built once per version of their sources into
+ * hack/trusted's Go tools (sign, gen-shapes, decode), built from Tekton
+ * Pipelines' own module: the ground truth for Tekton Trusted Resources
+ * checksums and signatures, used by test/unit/trusted.test.ts and by the
+ * integration tests that sign a catalog, and for how Tekton reads resolved
+ * bytes (decode, used by test/unit/one-reading-property.test.ts). Built once per version of their sources into
  * ${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-~/.cache}/internal-services}/trusted/<hash>/.
  */
 import assert from 'node:assert/strict';
@@ -25,8 +26,8 @@ function goFiles(dir: string): string[] {
   return out;
 }
 
-/** Builds hack/trusted's sign and gen-shapes once per version of their sources, and returns their paths. */
-export function buildTools(): { sign: string; genShapes: string } {
+/** Builds hack/trusted's sign, gen-shapes and decode once per version of their sources, and returns their paths. */
+export function buildTools(): { sign: string; genShapes: string; decode: string } {
   const version = spawnSync('go', ['version'], { encoding: 'utf8' });
   if (version.error || version.status !== 0) {
     assert.fail(
@@ -38,25 +39,27 @@ export function buildTools(): { sign: string; genShapes: string } {
   for (const f of goFiles(TOOLS_DIR)) h.update(`${relative(TOOLS_DIR, f)}\0`).update(readFileSync(f)).update('\0');
   const cache = process.env['INTERNAL_SERVICES_CACHE'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'internal-services');
   const dir = join(cache, 'trusted', h.digest('hex').slice(0, 16));
-  const tools = { sign: join(dir, 'sign'), genShapes: join(dir, 'gen-shapes') };
-  if (existsSync(tools.sign) && existsSync(tools.genShapes)) return tools;
+  const tools = { sign: join(dir, 'sign'), genShapes: join(dir, 'gen-shapes'), decode: join(dir, 'decode') };
+  if (existsSync(tools.sign) && existsSync(tools.genShapes) && existsSync(tools.decode)) return tools;
   const tmp = `${dir}.tmp-${process.pid}`;
   mkdirSync(tmp, { recursive: true });
   const started = Date.now();
-  const build = spawnSync('go', ['build', '-trimpath', '-o', `${tmp}/`, './sign', './gen-shapes'], {
+  const build = spawnSync('go', ['build', '-trimpath', '-o', `${tmp}/`, './sign', './gen-shapes', './decode'], {
     cwd: TOOLS_DIR,
     encoding: 'utf8',
     env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },
   });
   if (build.status !== 0) {
     rmSync(tmp, { recursive: true, force: true });
-    assert.fail(`building hack/trusted failed (go build ./sign ./gen-shapes in ${TOOLS_DIR}):\n${build.stderr}${build.error?.message ?? ''}`);
+    assert.fail(`building hack/trusted failed (go build ./sign ./gen-shapes ./decode in ${TOOLS_DIR}):\n${build.stderr}${build.error?.message ?? ''}`);
   }
-  console.log(`trusted: built hack/trusted/sign and gen-shapes in ${((Date.now() - started) / 1000).toFixed(1)} s, into ${dir}`);
+  console.log(`trusted: built hack/trusted/sign, gen-shapes and decode in ${((Date.now() - started) / 1000).toFixed(1)} s, into ${dir}`);
   try {
     renameSync(tmp, dir);
   } catch {
-    rmSync(tmp, { recursive: true, force: true }); // built meanwhile by another run
+    // Built meanwhile by another run — perhaps by an older copy of this file, without every tool.
+    for (const t of Object.values(tools)) if (!existsSync(t)) renameSync(join(tmp, relative(dir, t)), t);
+    rmSync(tmp, { recursive: true, force: true });
   }
   return tools;
 }

@@ -53,7 +53,20 @@ const sourcesSchema = schema({
         type: 'object',
         required: ['urls'],
         properties: {
-          urls: { type: 'array', minItems: 1, maxItems: 256, description: 'Repository URLs (globs: * within a path segment, ** any number of whole segments; never a "." or ".." segment). Matched against the canonical URL (lower-case scheme and host, no default port, no trailing / or .git): see docs/security.md.', items: { type: 'string', minLength: 1, maxLength: 2048 } },
+          urls: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 256,
+            description:
+              'Repository URLs (globs: * within a path segment, ** any number of whole segments; never a "." or ".." segment). Matched against the canonical URL (lower-case scheme and host, no default port, no trailing /), a trailing .git included: "https://git.example.com/org/catalog.git" does not allow "https://git.example.com/org/catalog", which a git server may serve as another repository (see dotGit). See docs/security.md.',
+            items: { type: 'string', minLength: 1, maxLength: 2048 },
+          },
+          dotGit: {
+            type: 'string',
+            enum: ['exact', 'either'],
+            description:
+              'Whether a URL with or without a trailing ".git" names the repository a url of this rule names. exact (the default): only as written, since a git server (git daemon, plain HTTP, most self-hosted servers) serves "x" and "x.git" as two repositories when both exist; on github.com and gitlab.com, which cannot hold both, the two spellings are one repository anyway. either: both spellings, for a server the administrators know serves them as one repository.',
+          },
           revisions: {
             type: 'array',
             maxItems: 256,
@@ -163,7 +176,7 @@ export const internalServicesConfigSpecSchema = schema({
       type: 'array',
       maxItems: 256,
       description:
-        'Git repositories (exact URLs) that Pipelines, Tasks and StepActions may be resolved from with the git resolver, at any revision and path; the same field as the production controller\'s. Empty or absent: no git resolution. For patterns, revisions, paths and per-namespace rules, use sources.git.',
+        'Git repositories (exact URLs) that Pipelines, Tasks and StepActions may be resolved from with the git resolver, at any branch or tag, commits reachable from them, and any path; the same field as the production controller\'s. URLs are compared in canonical form, a trailing .git included: list both spellings only for a server that serves them as one repository (github.com and gitlab.com need only one). Empty or absent: no git resolution. For patterns, revisions, paths and per-namespace rules, use sources.git.',
       items: { type: 'string', minLength: 1, maxLength: 2048 },
       'x-kubernetes-list-type': 'set',
     },

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CommitChecker } from '../git/commit-checker.js';
+import { CommitChecker, DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES } from '../git/commit-checker.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { connect, type Cluster } from '../kube/client.js';
 import { ResultsApi } from '../controller/results-archive.js';
@@ -64,6 +64,7 @@ export interface ControllerFlags {
   requestKindModule?: string[];
   sourceCheckTimeout: number;
   sourceCheckMaxSize: number;
+  sourceCheckCacheSize: number;
 }
 
 /** A size in bytes: 1048576, 512Mi, 1Gi, 100M (Kubernetes quantity suffixes). */
@@ -157,7 +158,16 @@ export function controllerCommand(): Command {
     .addOption(new Option('--request-kind-module <path...>', 'ES modules whose default export is a request kind written as code (or a list of them), served beside InternalRequest (docs/request-kinds.md)').env('REQUEST_KIND_MODULES'))
     .addOption(new Option('--git-cache-dir <path>', 'where the partial clones that commits asked for by SHA are checked in live (commits: {reachable: true}); default: a folder under the temporary directory').env('GIT_CACHE_DIR'))
     .addOption(new Option('--source-check-timeout <duration>', 'deadline of one git command (clone, fetch, history walk) of a commit check').env('SOURCE_CHECK_TIMEOUT').default(60_000, '60s').argParser(shortDuration))
-    .addOption(new Option('--source-check-max-size <bytes>', 'largest clone kept to check commits in (bytes; a larger repository is reported and its commits refused)').env('SOURCE_CHECK_MAX_SIZE').default(512 * 1024 * 1024, '512Mi').argParser(byteSize))
+    .addOption(new Option('--source-check-max-size <bytes>', 'largest clone kept to check commits in (bytes; a larger repository is reported and its commits refused)').env('SOURCE_CHECK_MAX_SIZE').default(DEFAULT_MAX_BYTES, '512Mi').argParser(byteSize))
+    .addOption(
+      new Option(
+        '--source-check-cache-size <bytes>',
+        'most all the clones kept to check commits in may take together, at least --source-check-max-size (bytes; the least recently used clones not in use are removed to make room, and a check that still does not fit is failed, its request refused); keep it below the size limit of the --git-cache-dir volume',
+      )
+        .env('SOURCE_CHECK_CACHE_SIZE')
+        .default(DEFAULT_MAX_TOTAL_BYTES, '1Gi')
+        .argParser(byteSize),
+    )
     .addOption(new Option('--leader-elect', 'elect a leader among replicas with a Lease; only the leader acts').env('LEADER_ELECT').default(false))
     .addOption(new Option('--leader-election-id <name>', 'name of the Lease').env('LEADER_ELECTION_ID').default('internal-services-controller'))
     .addOption(new Option('--leader-election-namespace <name>', 'namespace of the Lease (default: --namespace)').env('LEADER_ELECTION_NAMESPACE'))
@@ -227,6 +237,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   if (flags.leaderElect && !(flags.renewDeadline < flags.leaseDuration && flags.retryPeriod < flags.renewDeadline)) {
     throw new ConfigError('CONFIG_FLAG', '--retry-period < --renew-deadline < --lease-duration is required');
   }
+  if (flags.sourceCheckCacheSize < flags.sourceCheckMaxSize) {
+    throw new ConfigError('CONFIG_FLAG', `--source-check-cache-size (${flags.sourceCheckCacheSize} bytes) must be at least --source-check-max-size (${flags.sourceCheckMaxSize} bytes): the cache must hold the largest clone it keeps`);
+  }
   const kcpKc = flags.kcpKubeconfig ? readKcpKubeconfig(flags.kcpKubeconfig) : undefined;
   // Request kinds written as code: loaded (and refused, naming the module) before any connection.
   const kindModules = typeof flags.requestKindModule === 'string' ? [flags.requestKindModule] : (flags.requestKindModule ?? []);
@@ -280,6 +293,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       log: log.child({ component: 'commit-checker' }),
       timeoutMs: flags.sourceCheckTimeout,
       maxBytes: flags.sourceCheckMaxSize,
+      maxTotalBytes: flags.sourceCheckCacheSize,
       metrics: metrics.commitChecks,
     }),
     refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,

@@ -19,6 +19,7 @@ import { renderKind, type DeclaredParam } from '../api/typed-kind.js';
 import { connect, describeError, type Cluster } from '../kube/client.js';
 import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, type Pipeline } from '../tekton/types.js';
+import { decodeResolved } from '../policy/one-reading.js';
 
 type PipelineLike = Parameters<typeof renderKind>[1];
 
@@ -64,7 +65,11 @@ async function pipelineOf(internal: Cluster, namespace: string, def: RequestDefi
     for (;;) {
       const rr = await rrs.get(namespace, name);
       const out = outcomeOfResolution(rr, new Date(), timeoutMs);
-      if (out.state === 'resolved') return parseYaml(out.content) as PipelineLike;
+      if (out.state === 'resolved') {
+        const read = decodeResolved(typeof out.content === 'string' ? Buffer.from(out.content) : out.content);
+        if (!read.ok) throw new Error(`the resolved Pipeline cannot be read one way only: ${read.why}`);
+        return read.value as PipelineLike;
+      }
       if (out.state === 'failed') throw new Error(`the ${ref.resolver} resolver could not fetch the Pipeline: ${out.message}`);
       await new Promise((r) => setTimeout(r, 500));
     }

@@ -77,6 +77,7 @@ function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string, bare: s
       ...(r['commits'] !== undefined ? { commits: r['commits'] } : {}),
       ...(r['signatures'] !== undefined ? { signatures: r['signatures'] } : {}),
       ...(r['paths'] !== undefined ? { paths: strings(r['paths']) } : {}),
+      ...(r['dotGit'] !== undefined ? { dotGit: r['dotGit'] } : {}),
       ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}),
     }));
   if (allowedURLs.length) git.push(gitRuleFromAllowedURLs(allowedURLs));

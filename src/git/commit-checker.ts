@@ -16,18 +16,32 @@
  * or not. A commit that was on an allowed branch and was force-pushed away is
  * no longer reachable after the next fetch, and is refused from then on.
  *
+ * One repository, one clone: clones are keyed by the repository's identity
+ * (gitRepositoryIdentity, src/policy/canonical.ts): `x` and `x.git` get two
+ * clones, as a git server may serve them as two repositories, except on the
+ * hosts that serve both spellings as one (github.com, gitlab.com).
+ *
  * Bounded: each git command has a deadline, a clone or fetch is stopped (and
- * the clone removed) when the repository grows past `maxBytes`, concurrent
- * checks of one repository share one fetch, and answers are kept per owner (a
- * request's uid) for `answerTtlMs` so one request sees one answer while it is
- * decided. An answer is read with `answer()` (no I/O) and asked for with
- * `start()`, which calls back when it is in.
+ * the clone removed) when the repository grows past `maxBytes`, all clones
+ * together stay under `maxTotalBytes` (the least recently used clones not in
+ * use are removed to make room; when that is not enough the check fails,
+ * saying so), concurrent checks of one repository share one fetch, and
+ * answers are kept per owner (a request's uid) for `answerTtlMs` so one
+ * request sees one answer while it is decided. An answer is read with
+ * `answer()` (no I/O) and asked for with `start()`, which calls back when it
+ * is in. The cache folder belongs to one controller process: clones found
+ * there at start count against the total, left-over temporary clones are
+ * removed.
+ *
+ * Over ~400 lines on purpose: the cache, its limits and the git runner are
+ * one piece (the limits are enforced while git runs).
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { canonicalGitUrl, gitRepositoryIdentity } from '../policy/canonical.js';
 import { compileGlob, matchGlob, type Glob } from '../policy/glob.js';
 import { checkKey, type CommitAnswer, type CommitCheck } from '../policy/source.js';
 
@@ -37,6 +51,10 @@ export type { CommitAnswer };
 export interface CommitCheckerMetrics {
   checked?(result: 'reachable' | 'unreachable' | 'failed', seconds: number): void;
   fetched?(ok: boolean, seconds: number): void;
+  /** A clone not in use was removed to keep the cache under maxTotalBytes (its size). */
+  evicted?(bytes: number): void;
+  /** What all clones take now, after each change. */
+  cacheBytes?(bytes: number): void;
 }
 
 export interface CommitCheckerOptions {
@@ -47,6 +65,8 @@ export interface CommitCheckerOptions {
   timeoutMs?: number;
   /** A clone larger than this is stopped and removed; default 512 MiB. */
   maxBytes?: number;
+  /** All clones together; least recently used clones not in use are removed to stay under it; default 1 GiB. */
+  maxTotalBytes?: number;
   /** How long an answer is kept for its owner; default 10 minutes. */
   answerTtlMs?: number;
   /** The git executable; default "git" on PATH. */
@@ -65,30 +85,56 @@ interface Entry {
 const NO_ANSWERS: ReadonlyMap<string, CommitAnswer> = new Map();
 
 
+/** One clone: one repository (gitRepositoryIdentity). */
 interface Repo {
+  /** Its folder under `dir`: the hash of the repository's identity, ".git". */
+  name: string;
+  /** The URL it was last fetched from (for logs); undefined for a clone found at start. */
+  url: string | undefined;
   /** Serializes the work on one clone. */
   chain: Promise<void>;
   /** When the last successful fetch (or clone) started. */
   fetchedFrom: number;
+  /** Bytes its clone takes, as last measured (0: none). */
+  bytes: number;
+  /** When a check last used it: idle clones are removed least recently used first. */
+  usedAt: number;
+  /** Checks queued or running on it: a clone in use is never removed to make room. */
+  users: number;
 }
+
+export const DEFAULT_MAX_BYTES = 512 * 1024 * 1024;
+export const DEFAULT_MAX_TOTAL_BYTES = 1024 * 1024 * 1024;
 
 export class CommitChecker {
   /** Answers by owner (a request's uid), then by checkKey(). */
   private readonly byOwner = new Map<string, Map<string, Entry>>();
   private count = 0;
+  /** Clones by folder name. */
   private readonly repos = new Map<string, Repo>();
+  private scanned = false;
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
+  private readonly maxTotalBytes: number;
   private readonly ttlMs: number;
   private readonly git: string;
   private readonly now: () => number;
 
   constructor(private readonly opts: CommitCheckerOptions) {
     this.timeoutMs = opts.timeoutMs ?? 60_000;
-    this.maxBytes = opts.maxBytes ?? 512 * 1024 * 1024;
+    this.maxTotalBytes = opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES;
+    // One clone can never be larger than all of them together.
+    this.maxBytes = Math.min(opts.maxBytes ?? DEFAULT_MAX_BYTES, this.maxTotalBytes);
     this.ttlMs = opts.answerTtlMs ?? 10 * 60_000;
     this.git = opts.git ?? 'git';
     this.now = opts.now ?? Date.now;
+  }
+
+  /** What all clones take, as last measured (for tests and the metrics). */
+  get cacheBytes(): number {
+    let total = 0;
+    for (const r of this.repos.values()) total += r.bytes;
+    return total;
   }
 
   /** The answer for an owner's check, if one was asked for: no I/O. */
@@ -191,12 +237,8 @@ export class CommitChecker {
       if (!g.ok) return { state: 'failed', message: `the ref pattern ${JSON.stringify(p)} cannot be used: ${g.why}` };
       globs.push(g.glob);
     }
-    let repo = this.repos.get(check.url);
-    if (!repo) {
-      repo = { chain: Promise.resolve(), fetchedFrom: -Infinity };
-      this.repos.set(check.url, repo);
-    }
-    const r = repo;
+    const r = this.repoFor(check.url);
+    r.users++;
     let out: CommitAnswer = { state: 'failed', message: 'not checked' };
     const turn = r.chain.then(async () => {
       out = await this.inTurn(r, check, globs, asked);
@@ -205,11 +247,95 @@ export class CommitChecker {
     await turn.catch((e: unknown) => {
       out = { state: 'failed', message: (e as Error).message };
     });
+    r.users--;
+    r.usedAt = this.now();
     return out;
   }
 
+  /**
+   * The clone of the repository a URL names: one per repository identity, so
+   * `x` and `x.git` share a clone only where the host serves them as one.
+   */
+  private repoFor(url: string): Repo {
+    this.scan();
+    const c = canonicalGitUrl(url);
+    const identity = c.ok ? gitRepositoryIdentity(c.value) : url;
+    const name = `${createHash('sha256').update(identity).digest('hex').slice(0, 32)}.git`;
+    let repo = this.repos.get(name);
+    if (!repo) {
+      repo = { name, url, chain: Promise.resolve(), fetchedFrom: -Infinity, bytes: 0, usedAt: this.now(), users: 0 };
+      this.repos.set(name, repo);
+    }
+    repo.url = url;
+    return repo;
+  }
+
+  /** Once: the clones already in the folder count against the total (oldest first to go); left-over temporary clones are removed. */
+  private scan(): void {
+    if (this.scanned) return;
+    this.scanned = true;
+    let names: string[];
+    try {
+      names = readdirSync(this.opts.dir);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = join(this.opts.dir, n);
+      if (n.includes('.git.tmp-')) {
+        rmSync(p, { recursive: true, force: true });
+        continue;
+      }
+      if (!n.endsWith('.git') || this.repos.has(n)) continue;
+      let usedAt: number;
+      try {
+        const st = statSync(p);
+        if (!st.isDirectory()) continue;
+        usedAt = st.mtimeMs;
+      } catch {
+        continue;
+      }
+      this.repos.set(n, { name: n, url: undefined, chain: Promise.resolve(), fetchedFrom: -Infinity, bytes: dirSize(p), usedAt, users: 0 });
+    }
+    this.reportBytes();
+  }
+
+  /**
+   * Makes room for `bytes` in `keep`'s clone: removes the least recently
+   * used clones that no check is using until all clones together, with
+   * `keep` at `bytes`, fit under maxTotalBytes. True when they fit.
+   */
+  private makeRoom(keep: Repo, bytes: number): boolean {
+    let others = this.cacheBytes - keep.bytes;
+    if (others + bytes <= this.maxTotalBytes) return true;
+    const idle = [...this.repos.values()].filter((r) => r !== keep && r.users === 0 && r.bytes > 0).sort((a, b) => a.usedAt - b.usedAt);
+    for (const r of idle) {
+      if (others + bytes <= this.maxTotalBytes) break;
+      rmSync(join(this.opts.dir, r.name), { recursive: true, force: true });
+      this.repos.delete(r.name);
+      others -= r.bytes;
+      this.opts.metrics?.evicted?.(r.bytes);
+      this.opts.log.info({ repository: r.url, bytes: r.bytes, limit: this.maxTotalBytes }, 'clone removed from the commit-check cache to make room (--source-check-cache-size)');
+    }
+    this.reportBytes();
+    return others + bytes <= this.maxTotalBytes;
+  }
+
+  private reportBytes(): void {
+    this.opts.metrics?.cacheBytes?.(this.cacheBytes);
+  }
+
+  private cacheFullMessage(keep: Repo, bytes: number): string {
+    const inUse = [...this.repos.values()].filter((r) => r !== keep && r.bytes > 0);
+    const others = inUse.reduce((n, r) => n + r.bytes, 0);
+    return (
+      `the commit-check cache is full: this repository's clone (${size(bytes)}) and the clones of ${inUse.length} other repositor${inUse.length === 1 ? 'y' : 'ies'} being checked now (${size(others)}) ` +
+      `would take more than ${size(this.maxTotalBytes)}, the most the controller keeps for all repositories (--source-check-cache-size); ask again once those checks are done`
+    );
+  }
+
   private async inTurn(repo: Repo, check: CommitCheck, globs: Glob[], asked: number): Promise<CommitAnswer> {
-    const dir = join(this.opts.dir, `${createHash('sha256').update(check.url).digest('hex').slice(0, 32)}.git`);
+    const dir = join(this.opts.dir, repo.name);
     if (repo.fetchedFrom < asked || !existsSync(dir)) {
       let err: string | undefined;
       for (let attempt = 0; attempt < 2; attempt++) {
@@ -244,48 +370,65 @@ export class CommitChecker {
     mkdirSync(this.opts.dir, { recursive: true });
     const started = this.now();
     const t0 = process.hrtime.bigint();
+    // Room first (the limit may have been lowered, or clones found at start):
+    // what git then adds is watched while it runs.
+    this.makeRoom(repo, repo.bytes);
     let res: RunResult;
     if (!existsSync(dir)) {
       const tmp = `${dir}.tmp-${process.pid}`;
       rmSync(tmp, { recursive: true, force: true });
-      res = await this.run(['clone', '--bare', '--quiet', '--no-tags', '--filter=tree:0', '--', url, tmp], this.opts.dir, undefined, tmp);
+      res = await this.run(['clone', '--bare', '--quiet', '--no-tags', '--filter=tree:0', '--', url, tmp], this.opts.dir, undefined, { dir: tmp, repo });
       if (res.ok) {
         const cfg = await this.run(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], tmp);
-        res = cfg.ok ? await this.fetch(tmp) : cfg;
+        res = cfg.ok ? await this.fetch(tmp, repo) : cfg;
       }
       if (res.ok) renameSync(tmp, dir);
       else rmSync(tmp, { recursive: true, force: true });
     } else {
-      res = await this.fetch(dir);
-      if (!res.ok && res.tooLarge) rmSync(dir, { recursive: true, force: true });
+      res = await this.fetch(dir, repo);
+      // Stopped for a limit: what it had fetched so far goes too.
+      if (!res.ok && res.limit) rmSync(dir, { recursive: true, force: true });
     }
-    if (res.ok && dirSize(dir) > this.maxBytes) {
-      // Finished between two looks of the watch: the limit holds all the same.
-      rmSync(dir, { recursive: true, force: true });
-      res = { ok: false, error: this.tooLargeMessage(), tooLarge: true };
+    if (res.ok) {
+      // Finished between two looks of the watch: the limits hold all the same.
+      const bytes = dirSize(dir);
+      if (bytes > this.maxBytes) {
+        rmSync(dir, { recursive: true, force: true });
+        res = { ok: false, error: this.tooLargeMessage(), limit: 'repository' };
+      } else if (!this.makeRoom(repo, bytes)) {
+        rmSync(dir, { recursive: true, force: true });
+        res = { ok: false, error: this.cacheFullMessage(repo, bytes), limit: 'cache' };
+      }
     }
+    repo.bytes = existsSync(dir) ? dirSize(dir) : 0;
+    this.reportBytes();
     this.opts.metrics?.fetched?.(res.ok, Number(process.hrtime.bigint() - t0) / 1e9);
-    if (!res.ok) return `fetching ${url} failed: ${res.error}`;
+    if (!res.ok) {
+      repo.fetchedFrom = -Infinity;
+      return `fetching ${url} failed: ${res.error}`;
+    }
     repo.fetchedFrom = started;
     return undefined;
   }
 
   private tooLargeMessage(): string {
-    const size = this.maxBytes >= 1024 * 1024 ? `${Math.round(this.maxBytes / 1024 / 1024)} MiB` : `${this.maxBytes} bytes`;
-    return `the repository is larger than ${size}, the most the controller keeps to check commits (--source-check-max-size)`;
+    const flag = this.maxBytes < (this.opts.maxBytes ?? DEFAULT_MAX_BYTES) ? '--source-check-cache-size' : '--source-check-max-size';
+    return `the repository is larger than ${size(this.maxBytes)}, the most the controller keeps to check commits (${flag})`;
   }
 
-  private fetch(dir: string): Promise<RunResult> {
-    return this.run(['fetch', '--quiet', '--force', '--prune', '--prune-tags', '--no-tags', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], dir, undefined, dir);
+  private fetch(dir: string, repo: Repo): Promise<RunResult> {
+    return this.run(['fetch', '--quiet', '--force', '--prune', '--prune-tags', '--no-tags', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], dir, undefined, { dir, repo });
   }
 
   /**
    * Runs git with no user or system configuration, no prompts and only the
    * network transports a canonical URL can name; stopped at the deadline, or
-   * when `watch` grows past maxBytes. With `lookFor`, stdout is scanned for
-   * that line instead of kept (rev-list's output can be long).
+   * when the clone `watch.dir` grows past maxBytes, or past what the cache
+   * has room for once idle clones are removed (maxTotalBytes). With
+   * `lookFor`, stdout is scanned for that line instead of kept (rev-list's
+   * output can be long).
    */
-  private run(args: string[], cwd: string, lookFor?: string, watch?: string): Promise<RunResult> {
+  private run(args: string[], cwd: string, lookFor?: string, watch?: { dir: string; repo: Repo }): Promise<RunResult> {
     return new Promise((resolve) => {
       const env: NodeJS.ProcessEnv = {
         PATH: process.env['PATH'] ?? '/usr/bin:/bin',
@@ -307,7 +450,7 @@ export class CommitChecker {
       let rest = '';
       let found = false;
       let why: string | undefined;
-      let tooLarge = false;
+      let limit: 'repository' | 'cache' | undefined;
       child.stdout.setEncoding('utf8').on('data', (d: string) => {
         if (lookFor === undefined) {
           if (stdout.length < 16 * 1024 * 1024) stdout += d;
@@ -329,11 +472,16 @@ export class CommitChecker {
       }, this.timeoutMs);
       const sizer = watch
         ? setInterval(() => {
-            if (dirSize(watch) > this.maxBytes) {
+            if (limit) return;
+            const bytes = dirSize(watch.dir);
+            if (bytes > this.maxBytes) {
               why = this.tooLargeMessage();
-              tooLarge = true;
-              child.kill('SIGKILL');
+              limit = 'repository';
+            } else if (!this.makeRoom(watch.repo, bytes)) {
+              why = this.cacheFullMessage(watch.repo, bytes);
+              limit = 'cache';
             }
+            if (limit) child.kill('SIGKILL');
           }, 500)
         : undefined;
       child.on('error', (e) => {
@@ -344,15 +492,24 @@ export class CommitChecker {
         if (sizer) clearInterval(sizer);
         if (lookFor !== undefined && !found && rest === lookFor) found = true;
         if (found) return resolve({ ok: true, stdout: '', found: true });
-        if (why) return resolve({ ok: false, error: why, tooLarge });
-        if (code !== 0) return resolve({ ok: false, error: stderr.trim().split('\n').slice(-3).join(' ') || `git ${args[0]} exited with ${code}`, tooLarge });
+        if (why) return resolve({ ok: false, error: why, ...(limit ? { limit } : {}) });
+        if (code !== 0) return resolve({ ok: false, error: stderr.trim().split('\n').slice(-3).join(' ') || `git ${args[0]} exited with ${code}` });
         resolve({ ok: true, stdout, found: false });
       });
     });
   }
 }
 
-type RunResult = { ok: true; stdout: string; found: boolean } | { ok: false; error: string; tooLarge: boolean };
+/** limit: stopped for the size of the repository or of the cache. */
+type RunResult = { ok: true; stdout: string; found: boolean } | { ok: false; error: string; limit?: 'repository' | 'cache' };
+
+/** Bytes for messages: "1024 bytes", "512 MiB", "4 GiB". */
+function size(bytes: number): string {
+  if (bytes >= 1024 ** 3 && bytes % 1024 ** 3 === 0) return `${bytes / 1024 ** 3} GiB`;
+  if (bytes >= 1024 * 1024) return `${Math.round(bytes / 1024 / 1024)} MiB`;
+  if (bytes >= 1024 * 16) return `${Math.round(bytes / 1024)} KiB`;
+  return `${bytes} bytes`;
+}
 
 function dirSize(dir: string): number {
   let total = 0;

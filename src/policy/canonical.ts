@@ -131,8 +131,9 @@ function canonicalSegment(seg: string, scheme: string, pattern: boolean): Canon 
  * A git repository URL: scheme://host[:port]/path, scheme https, http or git;
  * no user info, query or fragment; lower-case scheme and host; default port
  * dropped; no empty, "." or ".." segments; no encoded "/", "." or "%"; one
- * trailing "/" dropped. A trailing ".git" is kept as written (rules compare
- * with and without it: see `gitRepositoryKey`).
+ * trailing "/" dropped. A trailing ".git" is kept as written: `x` and `x.git`
+ * are two repositories unless the host is known to alias them or a rule says
+ * so (see `gitRepositoryKey`, `DOT_GIT_ALIAS_HOSTS`).
  */
 export function canonicalGitUrl(raw: string, opts: { pattern?: boolean } = {}): Canon<GitUrl> {
   const pattern = opts.pattern === true;
@@ -190,17 +191,66 @@ export function canonicalGitUrl(raw: string, opts: { pattern?: boolean } = {}): 
 }
 
 /**
+ * Hosts whose git service cannot hold two repositories `x` and `x.git`, so
+ * that both spellings of a URL name one repository there. Kept small on
+ * purpose: a host belongs here only where its documented (or, for GitHub,
+ * long-observed) behaviour rules out a repository whose name ends in ".git".
+ *
+ * - github.com: docs.github.com ("About remote repositories") gives
+ *   `https://github.com/OWNER/REPO.git` as the clone URL of repository REPO,
+ *   and GitHub does not let a repository name end in ".git" (it drops the
+ *   suffix when a repository is created or renamed; recorded in
+ *   github.com/dead-claudia/github-limits, not in GitHub's own docs).
+ * - gitlab.com: docs.gitlab.com ("Reserved project and group names"):
+ *   project slugs "cannot end in .git".
+ *
+ * Everywhere else (git daemon, git-http-backend, Gitea, Gerrit, a plain web
+ * server, GitHub Enterprise and self-managed GitLab, whose names we cannot
+ * tell) `x` and `x.git` are two repositories when both exist: git daemon, for
+ * one, serves `/x` from the repository `x` when there is one and falls back
+ * to `x.git` only when there is not. There, a rule allows both spellings only
+ * where it says so (`dotGit: either`).
+ */
+export const DOT_GIT_ALIAS_HOSTS: readonly string[] = ['github.com', 'gitlab.com'];
+
+/** True when the URL's host serves `x` and `x.git` as one repository (https or http on a host of DOT_GIT_ALIAS_HOSTS, default port). */
+export function aliasesDotGit(u: Pick<GitUrl, 'scheme' | 'authority'>): boolean {
+  return (u.scheme === 'https' || u.scheme === 'http') && DOT_GIT_ALIAS_HOSTS.includes(u.authority);
+}
+
+/**
  * What repository rules are matched on: the scheme and authority as one
- * segment, then the path segments, one trailing ".git" of the last segment
- * dropped. Git hosts (and git daemon) serve `x` and `x.git` as one
- * repository, so a rule for either spelling allows both; what is passed on is
- * still the canonical URL as the requester spelled it.
+ * segment, then the path segments, exactly as the canonical URL spells them
+ * (a trailing ".git" kept). `x` and `x.git` are two keys; which rules let one
+ * stand for the other: `gitDotGitSpelling` and src/policy/rules.ts.
  */
 export function gitRepositoryKey(u: Pick<GitUrl, 'scheme' | 'authority' | 'segments'>): string[] {
-  const segs = [`${u.scheme}://${u.authority}`, ...u.segments];
-  const last = segs[segs.length - 1]!;
-  if (segs.length > 1 && last.length > 4 && last.endsWith('.git')) segs[segs.length - 1] = last.slice(0, -4);
-  return segs;
+  return [`${u.scheme}://${u.authority}`, ...u.segments];
+}
+
+/**
+ * The other spelling of a repository key: `x.git` for `x`, `x` for `x.git`
+ * (one ".git" of the last segment); undefined when the last segment is ".git"
+ * itself (a name, not a suffix) or there is no path.
+ */
+export function gitDotGitSpelling(key: readonly string[]): string[] | undefined {
+  if (key.length < 2) return undefined;
+  const last = key[key.length - 1]!;
+  if (last === '.git') return undefined;
+  return [...key.slice(0, -1), last.endsWith('.git') ? last.slice(0, -4) : `${last}.git`];
+}
+
+/**
+ * One repository, one identity: the canonical URL, with the trailing ".git"
+ * dropped only where the host serves `x` and `x.git` as one repository
+ * (DOT_GIT_ALIAS_HOSTS). What the commit checker keys its clones on, so that
+ * `x` and `x.git` never share one clone unless they are one repository.
+ */
+export function gitRepositoryIdentity(u: Pick<GitUrl, 'scheme' | 'authority' | 'segments'>): string {
+  const key = gitRepositoryKey(u);
+  const last = key[key.length - 1]!;
+  if (aliasesDotGit(u) && key.length > 1 && last !== '.git' && last.endsWith('.git')) key[key.length - 1] = last.slice(0, -4);
+  return `${key[0]}/${key.slice(1).join('/')}`;
 }
 
 // ---------------------------------------------------------------- revision

@@ -7,11 +7,16 @@
  * nothing (never more than it says), and the configuration reports it
  * (src/controller/config.ts) as do the refusals it could have mattered for.
  *
+ * A git rule's urls name repositories as written, a trailing ".git"
+ * included; `matchGitUrl` lets the other spelling (`x` for `x.git`, or the
+ * reverse) stand for it only on a host that cannot hold both
+ * (DOT_GIT_ALIAS_HOSTS) or under `dotGit: either`.
+ *
  * Compiled rules are memoized per rule object. Pure: no I/O.
  */
-import { canonicalGitUrl, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, isFullSha, qualifyRevision } from './canonical.js';
+import { aliasesDotGit, canonicalGitUrl, canonicalPathInRepo, canonicalRevision, DOT_GIT_ALIAS_HOSTS, gitDotGitSpelling, gitRepositoryKey, isFullSha, qualifyRevision, type GitUrl } from './canonical.js';
 import { canonicalRepositoryPattern } from './canonical-oci.js';
-import { compileGlob, compileSegments, escapeGlob, type Glob } from './glob.js';
+import { compileGlob, compileSegments, escapeGlob, matchGlob, type Glob } from './glob.js';
 import { parsePublicKey, type TrustedKey } from './trusted.js';
 
 /** A source rule as written in the configuration (spec.sources.git[]). */
@@ -22,6 +27,14 @@ export interface GitRule {
   urls: string[];
   /** The urls are exact URLs, not globs (allowedGitResolverURLs). */
   exact?: boolean;
+  /**
+   * Whether a URL with or without a trailing ".git" names the repository a
+   * url of the rule names: `exact` (absent: the default), only as written,
+   * except on hosts known to serve both spellings as one repository
+   * (github.com, gitlab.com: DOT_GIT_ALIAS_HOSTS); `either`, both spellings,
+   * for a server the administrators know serves them as one repository.
+   */
+  dotGit?: DotGit | unknown;
   /**
    * Branches (globs) a revision may name: `main`, `release-*` (or, the same,
    * `refs/heads/main`); tags only where written in full: `refs/tags/v*`.
@@ -52,6 +65,10 @@ export interface Signatures {
   authorities: Array<{ name: string; key: { data: string; hashAlgorithm?: string } }>;
 }
 
+/** How a rule's urls treat a trailing ".git": see GitRule.dotGit. */
+export type DotGit = 'exact' | 'either';
+export const DOT_GIT_VALUES: readonly DotGit[] = ['exact', 'either'];
+
 export interface GitCommits {
   reachable?: boolean;
   shas?: string[];
@@ -70,6 +87,8 @@ export interface BundleRule {
 
 export interface CompiledGitRule {
   urls: Glob[];
+  /** `either`: the urls allow both `x` and `x.git`; `exact`: as written (except on DOT_GIT_ALIAS_HOSTS). */
+  dotGit: DotGit;
   /** Branch name globs (below refs/heads/). */
   branches: Glob[];
   /** Tag name globs (below refs/tags/). */
@@ -130,6 +149,10 @@ export function compileGitRule(r: GitRule): Compiled<CompiledGitRule> {
 
 function compileGit(r: GitRule): Compiled<CompiledGitRule> {
   if (r.urls.length === 0) return { ok: false, why: 'it names no urls' };
+  const dotGit = r.dotGit ?? 'exact';
+  if (!(DOT_GIT_VALUES as readonly unknown[]).includes(dotGit)) {
+    return { ok: false, why: `dotGit is ${JSON.stringify(dotGit)}; write dotGit: exact (the default: a url names the repository spelled so, with or without ".git") or dotGit: either (the server serves "x" and "x.git" as one repository)` };
+  }
   const urls = each('urls', r.urls, (p) => urlGlob(p, r.exact === true));
   if (!urls.ok) return { ok: false, why: urls.why };
   const branches: Glob[] = [];
@@ -163,8 +186,36 @@ function compileGit(r: GitRule): Compiled<CompiledGitRule> {
   if (commits.reachable && qualified.length === 0) return { ok: false, why: 'commits.reachable needs revisions to be reachable from (it names no branch or tag)' };
   const signers = compileSignatures(r.signatures);
   if (!signers.ok) return signers;
-  return { ok: true, rule: { urls: urls.value, branches, tags, reachableFrom: commits.reachable ? qualified : undefined, shas: commits.shas, paths, signers: signers.keys } };
+  return { ok: true, rule: { urls: urls.value, dotGit: dotGit as DotGit, branches, tags, reachableFrom: commits.reachable ? qualified : undefined, shas: commits.shas, paths, signers: signers.keys } };
 }
+
+/**
+ * How a canonical URL matches a compiled rule's urls: `exact`, as spelled;
+ * `dotGit`, by its other spelling (`x` for `x.git` or the reverse), where the
+ * host serves both as one repository (DOT_GIT_ALIAS_HOSTS) or the rule says
+ * `dotGit: either`; false: not at all.
+ */
+export function matchGitUrl(rule: Pick<CompiledGitRule, 'urls' | 'dotGit'>, u: Pick<GitUrl, 'scheme' | 'authority' | 'segments'>): 'exact' | 'dotGit' | false {
+  const key = gitRepositoryKey(u);
+  if (rule.urls.some((g) => matchGlob(g, key))) return 'exact';
+  if (rule.dotGit !== 'either' && !aliasesDotGit(u)) return false;
+  const other = gitDotGitSpelling(key);
+  return other && rule.urls.some((g) => matchGlob(g, other)) ? 'dotGit' : false;
+}
+
+/**
+ * The rule's urls would allow the other spelling of this URL (`x.git` for
+ * `x`, or the reverse) but not this one: for the message that says which
+ * spelling to ask for. undefined: no such near miss.
+ */
+export function dotGitNearMiss(rule: Pick<CompiledGitRule, 'urls'>, u: Pick<GitUrl, 'scheme' | 'authority' | 'segments'>): string | undefined {
+  const other = gitDotGitSpelling(gitRepositoryKey(u));
+  if (!other || !rule.urls.some((g) => matchGlob(g, other))) return undefined;
+  return `${other[0]}/${other.slice(1).join('/')}`;
+}
+
+/** For messages: the hosts that serve "x" and "x.git" as one repository. */
+export const DOT_GIT_ALIAS_HOSTS_TEXT = DOT_GIT_ALIAS_HOSTS.join(', ');
 
 const HASHES = ['sha224', 'sha256', 'sha384', 'sha512'];
 

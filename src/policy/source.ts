@@ -8,6 +8,12 @@
  * rules are matched on that form only, and that form is what an allowed
  * verdict hands back to be resolved and run.
  *
+ * One repository, one name: a git rule's urls name repositories as spelled,
+ * a trailing ".git" included. `x` and `x.git` are one repository only on the
+ * hosts known to serve them so (DOT_GIT_ALIAS_HOSTS in canonical.ts) or under
+ * a rule that says `dotGit: either`; a git server such as git daemon serves
+ * them as two when both exist.
+ *
  * Patterns are segment globs (src/policy/glob.ts): `*` within one segment,
  * `**` whole segments, never a ".." segment. A rule without `paths` allows
  * any path, which after canonicalization means any path inside the
@@ -20,9 +26,9 @@
  */
 import { describeTenant } from './tenant.js';
 import { globMatch, matchGlob } from './glob.js';
-import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, qualifyRevision, type Canon, type QualifiedRevision } from './canonical.js';
+import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, qualifyRevision, type Canon, type QualifiedRevision } from './canonical.js';
 import { canonicalBundle } from './canonical-oci.js';
-import { compileBundleRule, compileGitRule, type BundleRule, type CompiledGitRule, type GitRule } from './rules.js';
+import { compileBundleRule, compileGitRule, dotGitNearMiss, DOT_GIT_ALIAS_HOSTS_TEXT, matchGitUrl, type BundleRule, type CompiledGitRule, type GitRule } from './rules.js';
 import type { TrustedKey } from './trusted.js';
 
 export type { BundleRule, GitRule };
@@ -74,6 +80,21 @@ export type CommitAnswer =
   | { state: 'failed'; message: string };
 
 /**
+ * One rule that allows a commit asked for by SHA if the commit is reachable
+ * from one of its refs: what it then requires. The rule that allowed the
+ * reference is the first of these, in rule order, whose `refs` match the ref
+ * the commit was found on (signersAfterCheck in src/tekton/reviewed.ts).
+ */
+export interface CommitRule {
+  /** How messages name the rule (sources.git[i], or its name). */
+  name: string;
+  /** Its qualified ref globs (refs/heads/main, refs/tags/v*), as the rule orders them. */
+  refs: string[];
+  /** Its keys, one of which must have signed what is resolved under it; undefined: no signature required. */
+  signers: TrustedKey[] | undefined;
+}
+
+/**
  * allowed: `params` are the canonical params (known ones only, in a fixed
  * order), to resolve and run; `commitCheck`: allowed only once the commit is
  * found reachable from the refs the rules name (the caller checks, then goes on).
@@ -84,8 +105,17 @@ export type SourceVerdict =
       rule: string;
       params: Param[];
       commitCheck?: CommitCheck;
-      /** The rule requires every resource resolved under it to be signed by one of these keys. */
+      /**
+       * The rule requires every resource resolved under it to be signed by
+       * one of these keys. With a commitCheck: the keys of every rule in
+       * commitRules, which is NOT what applies once the commit is found (only
+       * the keys of the rule whose refs it was found on do): use
+       * signersAfterCheck (src/tekton/reviewed.ts) there. Kept for callers that
+       * have not moved to it.
+       */
       signers?: TrustedKey[];
+      /** With a commitCheck: every rule that allows the commit if it is reachable from its refs, in rule order. */
+      commitRules?: CommitRule[];
     }
   | { allowed: false; message: string };
 
@@ -107,7 +137,12 @@ export function policyFromAllowedGitURLs(urls: readonly string[], source: string
   return { git: urls.length ? [gitRuleFromAllowedURLs(urls)] : [], bundles: [], cluster: false, source };
 }
 
-/** allowedGitResolverURLs as a git rule: exact URLs (compared in canonical form), any revision, any path inside the repository. */
+/**
+ * allowedGitResolverURLs as a git rule: exact URLs (compared in canonical
+ * form, a trailing ".git" included: `x` and `x.git` are two entries, except on
+ * the hosts that serve both as one repository, DOT_GIT_ALIAS_HOSTS), every
+ * branch and tag, commits reachable from them, any path inside the repository.
+ */
 export function gitRuleFromAllowedURLs(urls: readonly string[]): GitRule {
   return { name: 'allowedGitResolverURLs', urls: [...urls], exact: true, revisions: ['**', 'refs/tags/**'], commits: { reachable: true } };
 }
@@ -155,12 +190,16 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
       if (!rawUrl) return { allowed: false, message: 'the git reference has no url param (only url-based git references can be checked; the repo/org form is not allowed)' };
       const url = canonicalGitUrl(rawUrl);
       if (!url.ok) return refuse('url', rawUrl, url, 'any sources.git rule');
-      const key = gitRepositoryKey(url.value);
       const compiled = rules.map(([r, i]) => ({ r, name: r.name ?? `sources.git[${i}]`, c: compileGitRule(r) }));
       const unusable = compiled.flatMap((x) => (x.c.ok ? [] : [`${x.name} is unusable and grants nothing (${x.c.why}); ask the administrators of the internal cluster to fix it`]));
       const note = unusable.length ? `; ${unusable.join('; ')}` : '';
-      const byUrl = compiled.flatMap((x) => (x.c.ok && x.c.rule.urls.some((g) => matchGlob(g, key)) ? [{ ...x, rule: x.c.rule }] : []));
+      const byUrl = compiled.flatMap((x) => (x.c.ok && matchGitUrl(x.c.rule, url.value) ? [{ ...x, rule: x.c.rule }] : []));
       if (byUrl.length === 0) {
+        const near = compiled.flatMap((x) => {
+          const other = x.c.ok ? dotGitNearMiss(x.c.rule, url.value) : undefined;
+          return other ? [{ name: x.name, other, legacy: x.r.exact === true }] : [];
+        });
+        if (near.length) return { allowed: false, message: dotGitMessage(url.value.href, url.value.authority, near, policy.source) + note };
         const allowed = compiled.filter((x) => x.c.ok).flatMap((x) => x.r.urls.map((u) => `${q(u)} (${x.name})`));
         return { allowed: false, message: `git url ${shown(url.value.href)} is not allowed by ${policy.source}; allowed: ${allowed.join(', ') || 'none'}${note}` };
       }
@@ -200,14 +239,20 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
         toCheck.push({ name: x.name, refs: r.reachableFrom ?? [], signers: r.signers });
       }
       if (toCheck.length && rev.kind === 'commit') {
-        // Several rules may allow the commit, depending on where it is found:
-        // the strictest signature requirement among them applies (the keys of
-        // every one that requires signatures).
+        // Several rules may allow the commit, depending on where it is found.
+        // Which one did is known only once the repository has answered: the
+        // first, in rule order, whose refs match the ref it was found on; its
+        // keys alone then apply (commitRules, signersAfterCheck). `signers`
+        // keeps the union of their keys for callers not moved to that yet.
         const keys = toCheck.flatMap((t) => t.signers ?? []);
         const verdict = done(toCheck.map((t) => t.name).join(', '), params, keys.length ? keys : undefined);
         if (!verdict.allowed) return verdict;
         const refs = [...new Set(toCheck.flatMap((t) => t.refs))].sort();
-        return { ...verdict, commitCheck: { url: url.value.href, commit: rev.sha, refs, rules: toCheck.map((t) => t.name) } };
+        return {
+          ...verdict,
+          commitCheck: { url: url.value.href, commit: rev.sha, refs, rules: toCheck.map((t) => t.name) },
+          commitRules: toCheck.map((t) => ({ name: t.name, refs: [...t.refs], signers: t.signers })),
+        };
       }
       return { allowed: false, message: `git ${shown(url.value.href)} at ${q(revText)}, ${shown(path.value)} is not allowed by ${policy.source}: ${problems.join('; ')}${note}` };
     }
@@ -266,6 +311,24 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
     default:
       return { allowed: false, message: `the ${q(ref.resolver)} resolver is not allowed by ${policy.source}; only git, bundles and cluster can be allowed` };
   }
+}
+
+/**
+ * The refusal of `x` where only `x.git` is allowed (or the reverse), on a
+ * host that may serve them as two repositories: which spelling to ask for,
+ * and what the administrators can write if the server serves both as one.
+ */
+function dotGitMessage(href: string, authority: string, near: Array<{ name: string; other: string; legacy: boolean }>, source: string): string {
+  const rules = near.map((n) => `${n.name} allows ${q(n.other)}`).join(', ');
+  const spellings = [...new Set(near.map((n) => n.other))].map(q).join(' or ');
+  const fix = near.some((n) => !n.legacy)
+    ? `, or, if that server serves both names as one repository, the administrators of the internal cluster can set dotGit: either on ${near.filter((n) => !n.legacy).map((n) => n.name).join(', ')}`
+    : `, or the administrators of the internal cluster can add ${q(href)} to allowedGitResolverURLs if that server serves both names as one repository`;
+  return (
+    `git url ${shown(href)} is not allowed by ${source}: ${rules}, which on ${q(authority)} can be another repository ` +
+    `(a git server serves "x" and "x.git" as two repositories when both exist; only ${DOT_GIT_ALIAS_HOSTS_TEXT} are known to serve them as one): ` +
+    `ask for ${spellings}${fix}`
+  );
 }
 
 function describeRevision(rev: QualifiedRevision): string {

@@ -24,10 +24,10 @@
  * checks themselves live in src/policy/ (source.ts, canonical.ts).
  */
 import { createHash } from 'node:crypto';
-import { parse as parseYaml } from 'yaml';
+import { decodeResolved } from '../policy/one-reading.js';
 import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
-import { checkSignature, commitVerdict } from './reviewed.js';
+import { checkSignature, commitVerdict, signersAfterCheck } from './reviewed.js';
 import { refVerdict, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
 import { isFullSha } from '../policy/canonical.js';
 import type { Resolution } from './resolve.js';
@@ -182,16 +182,16 @@ const q = (s: string) => JSON.stringify(s);
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const clone = <T>(x: T): T => structuredClone(x);
 
-/** Parses resolved content (YAML or JSON) and checks its kind. */
-function parseResolved(content: string, kinds: readonly string[]): { ok: true; obj: Record<string, unknown> } | { ok: false; message: string } {
-  let obj: unknown;
-  try {
-    // YAML 1.1, as Tekton reads it (go-yaml): "yes", "0644" and the like mean
-    // to this check, to the signature and to what runs what they mean to Tekton.
-    obj = parseYaml(content, { maxAliasCount: 100, version: '1.1' });
-  } catch (e) {
-    return { ok: false, message: `the resolved file is not YAML: ${(e as Error).message.split('\n')[0]}` };
-  }
+/**
+ * Reads resolved content (YAML or JSON) and checks its kind. One reading:
+ * text that Tekton's Go YAML reader (or a signer's, a reviewer's) could read
+ * differently is refused, naming the line (src/policy/one-reading.ts); what
+ * is returned is what is checked, verified and run.
+ */
+function parseResolved(content: Uint8Array | string, kinds: readonly string[]): { ok: true; obj: Record<string, unknown> } | { ok: false; message: string } {
+  const decoded = decodeResolved(typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+  if (!decoded.ok) return { ok: false, message: `the resolved file cannot be read one way only: ${decoded.why}; nothing ran` };
+  const obj = decoded.value;
   if (!isObj(obj)) return { ok: false, message: 'the resolved file is not a Kubernetes object' };
   const kind = obj['kind'];
   const apiVersion = obj['apiVersion'];
@@ -329,9 +329,10 @@ export function followReference(
     return { kind: 'refused', message: `${where}: the git resolver reported commit ${q(got ?? 'none')} for ${q(exact.ref)}, not the commit ${q(exact.commit)} it was asked for; nothing ran`, code: 'REQUEST_RESOLUTION_FAILED' };
   }
   let signedBy: string | undefined;
-  if (verdict.signers) {
+  const { rule, signers } = signersAfterCheck(verdict, reachableFrom);
+  if (signers) {
     // Over exactly the content that was resolved, pinned and runs.
-    const sig = checkSignature(parsed.obj, verdict.signers, verdict.rule);
+    const sig = checkSignature(parsed.obj, signers, rule);
     if ('refused' in sig) return { kind: 'refused', message: `${where}${via}: ${sig.refused}`, code: 'REQUEST_SIGNATURE_INVALID' };
     signedBy = sig.key;
   }

@@ -35,7 +35,8 @@ export interface ResolutionRequest extends KubeObject {
 
 export type Resolution =
   | { state: 'pending'; waitedMs: number }
-  | { state: 'resolved'; content: string; refSource: RefSource | undefined }
+  /** content: the file's bytes as the resolver sent them (read with src/policy/one-reading.ts); a string in tests. */
+  | { state: 'resolved'; content: Uint8Array | string; refSource: RefSource | undefined }
   | { state: 'failed'; reason: string; message: string };
 
 /** The ResolutionRequest for a resolver and its params (name chosen by the caller, e.g. from a request's uid). */
@@ -68,7 +69,8 @@ export async function startResolution(client: ResourceClient<ResolutionRequest>,
 export function outcomeOfResolution(rr: ResolutionRequest, now: Date, deadlineMs: number): Resolution {
   const c = rr.status?.conditions?.find((x) => x.type === 'Succeeded');
   if (c?.status === 'True' && typeof rr.status?.data === 'string') {
-    const content = Buffer.from(rr.status.data, 'base64').toString('utf8');
+    // Bytes, not text: decoding is one-reading.ts's (invalid UTF-8 refused, not replaced).
+    const content = Buffer.from(rr.status.data, 'base64');
     return { state: 'resolved', content, refSource: refSourceOf(rr) };
   }
   if (c?.status === 'False') return { state: 'failed', reason: c.reason || 'ResolutionFailed', message: c.message || 'the resolver gave no message' };

@@ -7,11 +7,15 @@
  *   asks; the answer comes in as a value);
  * - checkSignature: where the rule asks for it, the resolved resource's
  *   tekton.dev/signature verifies against one of the rule's keys, over exactly
- *   the content that is pinned and runs (src/policy/trusted.ts).
+ *   the content that is pinned and runs (src/policy/trusted.ts);
+ * - signersAfterCheck: which rule's keys those are when a commit asked for by
+ *   SHA could be allowed by several rules: the rule whose refs the commit was
+ *   found reachable from.
  *
  * Pure: no I/O.
  */
-import type { CommitAnswer, CommitCheck } from '../policy/source.js';
+import type { CommitAnswer, CommitCheck, SourceVerdict } from '../policy/source.js';
+import { compileGlob, matchGlob } from '../policy/glob.js';
 import { verifySignature, type TrustedKey } from '../policy/trusted.js';
 
 const q = (s: string) => JSON.stringify(s);
@@ -57,4 +61,32 @@ export function checkSignature(obj: Record<string, unknown>, keys: readonly Trus
   if (v.state === 'signed') return { key: v.key };
   if (v.state === 'unsigned') return { refused: `${what} is not signed (no tekton.dev/signature annotation), and ${rule} requires a signature by one of the keys ${names}; nothing ran` };
   return { refused: `${what} does not verify against the keys ${names} that ${rule} requires (${v.why}): it was changed after it was signed, or signed with another key; nothing ran` };
+}
+
+/**
+ * The rule that allowed a reference, and the keys it requires, once its
+ * commit check (if any) has answered: for a commit asked for by SHA that
+ * several rules allow depending on where it is found, the first rule, in
+ * rule order, whose ref globs match `reachableFromRef` (the ref the commit
+ * checker found it on); only that rule's keys verify. Without a commit check
+ * it is the verdict's own rule and keys. Fails closed: with a commit check but
+ * no ref, or a ref no rule names (neither happens when the answer came from
+ * the check), `signers` is empty, which no signature verifies against.
+ */
+export function signersAfterCheck(
+  verdict: Extract<SourceVerdict, { allowed: true }>,
+  reachableFromRef: string | undefined,
+): { rule: string; signers: TrustedKey[] | undefined } {
+  const rules = verdict.commitRules;
+  if (!verdict.commitCheck || !rules) return { rule: verdict.rule, signers: verdict.signers };
+  if (reachableFromRef !== undefined) {
+    for (const r of rules) {
+      const hit = r.refs.some((p) => {
+        const g = compileGlob(p, true);
+        return g.ok && matchGlob(g.glob, reachableFromRef);
+      });
+      if (hit) return { rule: r.name, signers: r.signers };
+    }
+  }
+  return { rule: verdict.rule, signers: [] };
 }

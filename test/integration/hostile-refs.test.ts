@@ -121,7 +121,7 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
   test('control: asked directly, Tekton\'s git resolver reads a file outside its checkout, and runs a revision beginning with "-" as an option (v1.6.0; a patched Tekton refuses both itself)', async (t) => {
     const read = await resolveDirectly(internalAdmin, 'control-climb', gitRef(anyPath.url, 'main', climbing()).params);
     t.diagnostic(`climbing pathInRepo, asked directly: ${read.state === 'resolved' ? 'the resolver returned the marker file' : `the resolver refused: ${read.state === 'failed' ? read.message : ''}`}`);
-    if (read.state === 'resolved') assert.match(read.content, new RegExp(TOKEN), 'the resolver returned the marker file from outside its checkout');
+    if (read.state === 'resolved') assert.match(Buffer.from(read.content).toString('utf8'), new RegExp(TOKEN), 'the resolver returned the marker file from outside its checkout');
     // A patched Tekton (v1.6.1+, GHSA-j5q5-j9gm-2w5c) refuses ".." itself, or the path's escape after symbolic links.
     else assert.match(read.state === 'failed' ? read.message : '', /escape the repository|must not contain '\.\.'/, 'a Tekton that checks containment itself');
     // A local clone (v1.6 accepts a path as url) with --upload-pack: git runs it through the shell.
@@ -178,10 +178,10 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
     assert.ok(!existsSync(ran), 'nothing was run');
   });
 
-  test('URL spellings: the same repository under another spelling runs, resolved and recorded canonical; unsafe spellings are refused', async () => {
+  test('URL spellings: the same repository under another spelling runs, resolved and recorded canonical; unsafe spellings, and "x" for "x.git" on git daemon, are refused', async () => {
     const port = new URL(`http://${catalog.url.slice('git://'.length)}`).port;
     const spelled = `GIT://127.0.0.1:${port}/catalog.git/`;
-    const created = await createRequest(requester, TENANT, 'url-spelled', todays({ url: spelled }, { taskGitUrl: `git://127.0.0.1:${port}/catalog` }));
+    const created = await createRequest(requester, TENANT, 'url-spelled', todays({ url: spelled }, { taskGitUrl: `git://127.0.0.1:${port}/catalog.git/` }));
     const refused: Array<[string, string, RegExp | undefined]> = [
       ['url-dotdot', `git://127.0.0.1:${port}/x/../catalog.git`, /has a "\.\." path segment/],
       ['url-encoded-dot', `git://127.0.0.1:${port}/%2e%2e/catalog.git`, /percent-encoding in a git:\/\/ URL/],
@@ -193,6 +193,8 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
       ['url-local-path', join(outside, 'local.git'), /local paths are refused/],
       ['url-ext', 'ext::sh -c touch% /tmp/x', /has the character " "/],
       ['url-other-host', `git://127.0.0.2:${port}/catalog.git`, undefined],
+      // git daemon serves ".../catalog" from a repository "catalog" when there is one: another repository.
+      ['url-without-dot-git', `git://127.0.0.1:${port}/catalog`, undefined],
     ];
     await Promise.all(refused.map(([name, url]) => createRequest(requester, TENANT, name, todays({ url }))));
     for (const [name, url, why] of refused) {
@@ -206,10 +208,11 @@ describe('hostile references, refused before resolution (real Tekton, git daemon
     assert.deepEqual(done.status?.results, { signature: 'sig:img' });
     // What was resolved and run is the canonical form, never the spelling sent.
     const rrs = made.rr.get(created.metadata.uid!) ?? [];
-    assert.deepEqual(rrs.map((rr) => rr.spec?.params?.[0]?.value).sort(), [catalog.url, `git://127.0.0.1:${port}/catalog`].sort());
-    assert.deepEqual((pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(`git://127.0.0.1:${port}/catalog`, head, 'tasks/internal/sign/sign.yaml'));
+    assert.deepEqual(rrs.map((rr) => rr.spec?.params?.[0]?.value), [catalog.url, catalog.url]);
+    assert.deepEqual(rrs.map((rr) => rr.spec?.params?.[1]?.value), [head, head], 'resolved at the commit main points at, never by name');
+    assert.equal((pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef?: unknown }>)[0]?.taskRef, undefined, 'the Task runs embedded, as checked');
     assert.equal(done.status?.pipeline?.source, `git+${catalog.url}`);
-    assert.equal(done.status?.pipeline?.references?.[0]?.source, `git+git://127.0.0.1:${port}/catalog`);
+    assert.equal(done.status?.pipeline?.references?.[0]?.source, `git+${catalog.url}`);
   });
 
   test('a nested Task reference with a climbing path, literal in an allowed Pipeline: refused after the Pipeline resolves, before the Task would', async () => {

@@ -126,14 +126,15 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     });
   });
 
-  test("today's payload: resolved, every Task reference checked and pinned, run, results back; what ran is recorded", async () => {
+  test("today's payload: resolved, every Task reference checked and embedded, run, results back; what ran is recorded", async () => {
     const created = await createRequest(requester, TENANT, 'todays', todays(), {
       'internal-services.appstudio.openshift.io/pipeline-name': 'sign',
     });
     const pr = await onlyPipelineRunOf(internalAdmin, created.metadata.uid!);
     assert.equal(pr.spec.pipelineRef, undefined, 'the checked Pipeline runs embedded');
-    const tasks = pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>;
-    assert.deepEqual(tasks[0]?.taskRef, gitRef(catalog.url, catalogHead, 'tasks/internal/sign/sign.yaml'), 'the Task reference is pinned to the commit checked');
+    const tasks = pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef?: unknown; taskSpec?: { steps?: Array<{ name?: string }> } }>;
+    assert.equal(tasks[0]?.taskRef, undefined, 'no reference left for Tekton to resolve and read again');
+    assert.deepEqual(tasks[0]?.taskSpec?.steps?.map((x) => x.name), ['sign'], 'the Task checked (at the commit main pointed at) runs embedded');
     const done = await waitForPhase(requester, TENANT, 'todays', FINAL, 90_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { signature: 'sig:quay.io/org/app@sha256:abc' });
@@ -152,11 +153,13 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     await waitFor('the ResolutionRequests to be removed', async () => (await resolutionRequestsLeft()) === 0, 20_000);
   });
 
-  test('the 2024 payload (spec.request) runs the installed Pipeline; its Task references built from the request params are checked and pinned too', async () => {
+  test('the 2024 payload (spec.request) runs the installed Pipeline; its Task references built from the request params are checked and embedded too', async () => {
     await createRequest(requester, TENANT, 'plain-2024', { request: 'plain', params: { image: 'x' } });
     const created = await createRequest(requester, TENANT, 'installed-2024', { request: 'sign-installed', params: { image: 'img', taskGitUrl: catalog.url, taskGitRevision: 'main' } });
     const pr = await onlyPipelineRunOf(internalAdmin, created.metadata.uid!);
-    assert.deepEqual((pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef: unknown }>)[0]?.taskRef, gitRef(catalog.url, catalogHead, 'tasks/internal/sign/sign.yaml'));
+    const t0 = (pr.spec.pipelineSpec?.['tasks'] as Array<{ taskRef?: unknown; taskSpec?: unknown }>)[0];
+    assert.equal(t0?.taskRef, undefined);
+    assert.ok(t0?.taskSpec, 'the Task checked runs embedded');
     const [plain, installed] = await Promise.all([waitForPhase(requester, TENANT, 'plain-2024', FINAL, 90_000), waitForPhase(requester, TENANT, 'installed-2024', FINAL, 90_000)]);
     assert.equal(plain.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(plain));
     assert.deepEqual(plain.status?.results, { out: 'plain:x' });
@@ -223,24 +226,24 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     const moved = await catalog.commit({ 'tasks/internal/second/second.yaml': task('second', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_version: 'moved' }, ['version']) }, 'moves main');
     assert.notEqual(moved, catalogHead);
     await releaseRun(env, prName, 60_000);
-    // The second TaskRun is made after the move: Tekton resolves its Task at the pinned commit.
+    // The second TaskRun is made after the move: it runs the Task as it was checked, embedded; Tekton resolves nothing.
     const custom = internalAdmin.makeApiClient(CustomObjectsApi);
-    const tr = await waitFor('the second TaskRun with its resolved source', async () => {
+    const tr = await waitFor('the second TaskRun', async () => {
       const l = (await custom.listNamespacedCustomObject({ group: 'tekton.dev', version: 'v1', plural: 'taskruns', namespace: NS, labelSelector: `tekton.dev/pipelineRun=${prName},tekton.dev/pipelineTask=second` })) as {
-        items: Array<{ spec: { taskRef?: { params?: Array<{ name: string; value: string }> } }; status?: { provenance?: { refSource?: { digest?: Record<string, string> } } } }>;
+        items: Array<{ spec: { taskRef?: unknown; taskSpec?: unknown } }>;
       };
-      const t = l.items[0];
-      return t?.status?.provenance?.refSource?.digest ? t : undefined;
+      return l.items[0];
     }, 60_000);
-    assert.equal(tr.status?.provenance?.refSource?.digest?.['sha1'], catalogHead, 'resolved at the checked commit, not at the moved branch');
-    assert.equal(tr.spec.taskRef?.params?.find((p) => p.name === 'revision')?.value, catalogHead);
+    assert.equal(tr.spec.taskRef, undefined, 'no reference to resolve at the moved branch');
+    const ran = JSON.stringify(tr.spec.taskSpec);
+    assert.ok(ran.includes('"checked"') && !ran.includes('"moved"'), `the TaskRun runs the Task as checked: ${ran}`);
     await releaseRun(env, prName, 60_000);
     const done = await waitForPhase(requester, TENANT, 'moving', FINAL, 60_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { version: 'checked' });
   });
 
-  test('a resolution that fails (no such path, unreachable repository): Rejected with the resolver\'s message within the deadline', async () => {
+  test('a resolution that fails (no such path, unreachable repository): Rejected with the resolver\'s (or the ref lookup\'s) message within the deadline', async () => {
     const t0 = Date.now();
     await Promise.all([
       createRequest(requester, TENANT, 'missing-path', todays({ pathInRepo: 'pipelines/internal/nope/nope.yaml' })),
@@ -251,7 +254,8 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     assert.equal(missing.status?.conditions?.[0]?.reason, 'Rejected');
     assert.match(messageOf(missing), /^spec\.pipeline\.pipelineRef: resolving it with the git resolver failed: .*error opening file "pipelines\/internal\/nope\/nope\.yaml"/s);
     assert.equal(unreachable.status?.conditions?.[0]?.reason, 'Rejected');
-    assert.match(messageOf(unreachable), /^spec\.pipeline\.pipelineRef: resolving it with the git resolver failed: .*git clone error/s);
+    // The exact ref is looked up before anything is resolved: the repository's answer (none) is the message.
+    assert.match(messageOf(unreachable), /^spec\.pipeline\.pipelineRef: "refs\/heads\/main" could not be looked up in "git:\/\/127\.0\.0\.1:1\/nothing\.git": git ls-remote failed: .*(refused|unable to connect).*; nothing was resolved or run$/s);
     assert.ok(elapsed < 20_000 + 10_000, `both answered within the 20 s deadline (took ${elapsed} ms)`);
     await waitFor('the ResolutionRequests to be removed', async () => (await resolutionRequestsLeft()) === 0, 20_000);
   });

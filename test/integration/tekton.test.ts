@@ -362,7 +362,7 @@ describe("resolving through Tekton's ResolutionRequest (src/tekton/resolve.ts), 
     const ok = await resolve('rr-ok', repo.url, 'pipelines/p.yaml');
     assert.equal(ok.state, 'resolved');
     assert.ok(ok.state === 'resolved');
-    assert.match(ok.content, /^apiVersion: tekton.dev\/v1\nkind: Pipeline\n/);
+    assert.match(Buffer.from(ok.content).toString('utf8'), /^apiVersion: tekton.dev\/v1\nkind: Pipeline\n/);
     assert.deepEqual(ok.refSource, { uri: `git+${repo.url}`, digest: { sha1: sha }, entryPoint: 'pipelines/p.yaml' });
 
     const missing = await resolve('rr-missing', repo.url, 'pipelines/nope.yaml');

@@ -18,9 +18,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { canonicalGitUrl, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, GIT_SCHEMES, isFullSha } from '../../src/policy/canonical.js';
+import { aliasesDotGit, canonicalGitUrl, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, GIT_SCHEMES, isFullSha } from '../../src/policy/canonical.js';
 import { canonicalBundle } from '../../src/policy/canonical-oci.js';
-import { compileBundleRule, compileGitRule } from '../../src/policy/rules.js';
+import { compileBundleRule, compileGitRule, matchGitUrl } from '../../src/policy/rules.js';
 import { compileGlob, matchGlob } from '../../src/policy/glob.js';
 import { checkSource, type BundleRule, type GitRule, type SourcePolicy } from '../../src/policy/source.js';
 
@@ -142,6 +142,7 @@ const gitRule: fc.Arbitrary<GitRule> = fc.record(
     revisions: fc.array(revPattern, { maxLength: 3 }),
     commits: fc.constantFrom(undefined, true, { reachable: true }, { shas: ['b'.repeat(40)] }),
     paths: fc.array(pathPattern, { minLength: 1, maxLength: 3 }),
+    dotGit: fc.constantFrom(undefined, 'exact', 'either', 'yes'),
   },
   { requiredKeys: ['urls'] },
 );
@@ -339,11 +340,11 @@ test('pathInRepo: whatever a rule accepts, joined onto the checkout as Go does, 
   seenPaths.check();
 });
 
-test('url: whatever a rule accepts names, to a WHATWG URL parser, the same repository as the canonical URL passed on, inside the rule', () => {
+test('url: whatever a rule accepts names, to a WHATWG URL parser, the same repository as the canonical URL passed on, inside the rule; "x" for "x.git" only where the host or the rule makes them one', () => {
   const seenUrls = tally('url');
   fc.assert(
-    fc.property(fc.oneof(urlCase, fc.record({ patterns: fc.array(urlPattern, { minLength: 1, maxLength: 3 }), value: fc.oneof(urlValue, anyString) })), ({ patterns: urls, value: url }) => {
-      const rule: GitRule = { urls, revisions: ['main'] };
+    fc.property(fc.oneof(urlCase, fc.record({ patterns: fc.array(urlPattern, { minLength: 1, maxLength: 3 }), value: fc.oneof(urlValue, anyString) })), fc.constantFrom(undefined, 'exact', 'either'), ({ patterns: urls, value: url }, dotGit) => {
+      const rule: GitRule = { urls, revisions: ['main'], ...(dotGit ? { dotGit } : {}) };
       const v = checkSource({ source: SRC, git: [rule], bundles: [], cluster: false }, { resolver: 'git', params: { url, revision: 'main', pathInRepo: 'a.yaml' } }, ctx);
       seenUrls.see(v.allowed);
       if (!v.allowed) return;
@@ -355,7 +356,14 @@ test('url: whatever a rule accepts names, to a WHATWG URL parser, the same repos
       assert.deepEqual(whatwgKey(url), decoded, `${JSON.stringify(url)} and ${canonical} name different repositories to a URL parser`);
       assert.deepEqual(whatwgKey(canonical), decoded);
       const compiled = compileGitRule(rule);
-      assert.ok(compiled.ok && compiled.rule.urls.some((g) => matchGlob(g, key)), `${JSON.stringify(url)} outside ${JSON.stringify(urls)}`);
+      assert.ok(compiled.ok);
+      const how = matchGitUrl(compiled.rule, c.value);
+      assert.ok(how, `${JSON.stringify(url)} outside ${JSON.stringify(urls)}`);
+      // As spelled, or by its other spelling only on a host that cannot hold both, or under dotGit: either.
+      if (!compiled.rule.urls.some((g) => matchGlob(g, key))) {
+        assert.equal(how, 'dotGit');
+        assert.ok(aliasesDotGit(c.value) || dotGit === 'either', `${JSON.stringify(url)} allowed by ${JSON.stringify(urls)} (dotGit ${dotGit ?? 'absent'}) through its other spelling, on a host that may serve it as another repository`);
+      }
     }),
     params,
   );

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitRepositoryKey, type Canon } from '../../src/policy/canonical.js';
+import { aliasesDotGit, canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, gitDotGitSpelling, gitRepositoryIdentity, gitRepositoryKey, type Canon } from '../../src/policy/canonical.js';
 import { canonicalBundle, canonicalRepositoryPattern } from '../../src/policy/canonical-oci.js';
 
 const SHA1 = 'a'.repeat(40);
@@ -83,16 +83,43 @@ test('git url: one spelling per repository; transports that run things locally, 
   ]);
 });
 
-test('git url: rules compare the repository with and without a trailing ".git"', () => {
-  const key = (s: string) => {
+test('git url: one repository, one name: "x" and "x.git" are two keys; one identity only on hosts that cannot hold both', () => {
+  const url = (s: string) => {
     const u = canonicalGitUrl(s);
     assert.ok(u.ok, s);
-    return gitRepositoryKey(u.value);
+    return u.value;
   };
-  assert.deepEqual(key('https://github.com/org/catalog.git'), ['https://github.com', 'org', 'catalog']);
-  assert.deepEqual(key('https://github.com/org/catalog'), ['https://github.com', 'org', 'catalog']);
-  assert.deepEqual(key('https://github.com/org/catalog.git.git'), ['https://github.com', 'org', 'catalog.git'], 'only one ".git" is dropped');
-  assert.deepEqual(key('https://github.com/org/.git'), ['https://github.com', 'org', '.git'], 'a bare ".git" is a name, not a suffix');
+  const key = (s: string) => gitRepositoryKey(url(s));
+  // Rules compare the name as spelled: the other spelling is a separate key.
+  assert.deepEqual(key('https://git.example.com/org/catalog.git'), ['https://git.example.com', 'org', 'catalog.git']);
+  assert.deepEqual(key('https://git.example.com/org/catalog'), ['https://git.example.com', 'org', 'catalog']);
+  assert.deepEqual(key('https://github.com/org/catalog.git'), ['https://github.com', 'org', 'catalog.git'], 'the key is the spelling, on every host');
+  // The other spelling: one ".git" of the last segment, either way; a bare ".git" is a name, not a suffix.
+  assert.deepEqual(gitDotGitSpelling(key('https://git.example.com/org/catalog.git')), ['https://git.example.com', 'org', 'catalog']);
+  assert.deepEqual(gitDotGitSpelling(key('https://git.example.com/org/catalog')), ['https://git.example.com', 'org', 'catalog.git']);
+  assert.deepEqual(gitDotGitSpelling(key('https://git.example.com/org/catalog.git.git')), ['https://git.example.com', 'org', 'catalog.git'], 'only one ".git" at a time');
+  assert.equal(gitDotGitSpelling(key('https://git.example.com/org/.git')), undefined);
+  // Which hosts serve both spellings as one repository: github.com and gitlab.com, over https or http, on their default port only.
+  for (const [u, alias] of [
+    ['https://github.com/org/catalog', true],
+    ['http://github.com/org/catalog', true],
+    ['https://gitlab.com/group/sub/project.git', true],
+    ['https://GitHub.com:443/org/catalog', true],
+    ['git://github.com/org/catalog', false],
+    ['https://github.com:8443/org/catalog', false],
+    ['https://github.example.com/org/catalog', false],
+    ['https://ghe.internal/org/catalog', false],
+    ['git://127.0.0.1:9418/catalog.git', false],
+  ] as const) {
+    assert.equal(aliasesDotGit(url(u)), alias, u);
+  }
+  // The identity (what a clone is kept under): one for both spellings only where they are one repository.
+  assert.equal(gitRepositoryIdentity(url('https://github.com/org/catalog.git')), 'https://github.com/org/catalog');
+  assert.equal(gitRepositoryIdentity(url('https://github.com/org/catalog')), 'https://github.com/org/catalog');
+  assert.equal(gitRepositoryIdentity(url('https://git.example.com/org/catalog.git')), 'https://git.example.com/org/catalog.git');
+  assert.equal(gitRepositoryIdentity(url('https://git.example.com/org/catalog')), 'https://git.example.com/org/catalog');
+  assert.equal(gitRepositoryIdentity(url('git://127.0.0.1:19418/catalog.git')), 'git://127.0.0.1:19418/catalog.git');
+  assert.equal(gitRepositoryIdentity(url('https://github.com/org/.git')), 'https://github.com/org/.git', 'a bare ".git" is a name');
 });
 
 test('revision: full SHAs lower-cased; names by git check-ref-format; never an option or a forced refspec', () => {

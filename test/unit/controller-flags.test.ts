@@ -49,6 +49,9 @@ for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unrea
     { args: ['--remote-kubeconfig', empty, '--source-check-max-size', '10'], msg: /--source-check-max-size <bytes>' argument '10' is invalid\. "10" is below 1Mi/ },
     { args: ['--remote-kubeconfig', empty, '--source-check-max-size', 'lots'], msg: /--source-check-max-size <bytes>' argument 'lots' is invalid\. "lots" is not a size \(e\.g\. 512Mi, 1Gi, 1048576\)/ },
     { args: ['--remote-kubeconfig', empty, '--source-check-timeout', 'soon'], msg: /--source-check-timeout <duration>' argument 'soon' is invalid/ },
+    { args: ['--remote-kubeconfig', empty, '--source-check-cache-size', 'lots'], msg: /--source-check-cache-size <bytes>' argument 'lots' is invalid\. "lots" is not a size/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--source-check-cache-size', '256Mi'], msg: /--source-check-cache-size \(268435456 bytes\) must be at least --source-check-max-size \(536870912 bytes\): the cache must hold the largest clone it keeps/ },
+    { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns'], env: { SOURCE_CHECK_CACHE_SIZE: '2Gi', SOURCE_CHECK_MAX_SIZE: '3Gi' }, msg: /--source-check-cache-size \(2147483648 bytes\) must be at least --source-check-max-size \(3221225472 bytes\)/ },
     { args: ['--remote-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns', '--request-kind-module', join(dir, 'no-such-kind.mjs')], msg: /--request-kind-module ".*no-such-kind\.mjs" cannot be loaded/ },
     { args: ['--kcp-kubeconfig', join(dir, 'missing'), '--kubeconfig', empty, '--namespace', 'ns'], msg: /cannot read the kcp kubeconfig .*missing/ },
     { args: ['--kcp-kubeconfig', empty, '--kubeconfig', empty, '--namespace', 'ns'], msg: /the kcp kubeconfig .* names no current context/ },
@@ -70,6 +73,7 @@ for (const [build, path] of Object.entries(CLIS)) test(`the Tekton flags are doc
   assert.match(help, /--git-cache-dir <path> where the partial clones that commits asked for by SHA are checked in live .*\(env: GIT_CACHE_DIR\)/);
   assert.match(help, /--source-check-timeout <duration> deadline of one git command .*\(default: 60s, env: SOURCE_CHECK_TIMEOUT\)/);
   assert.match(help, /--source-check-max-size <bytes> largest clone kept to check commits in .*\(default: 512Mi, env: SOURCE_CHECK_MAX_SIZE\)/);
+  assert.match(help, /--source-check-cache-size <bytes> most all the clones kept to check commits in may take together, at least --source-check-max-size .*least recently used clones not in use are removed.*\(default: 1Gi, env: SOURCE_CHECK_CACHE_SIZE\)/);
   assert.match(help, /--tekton-results-namespace <name> namespace of Tekton Results on the internal cluster, whose ConfigMap tekton-results-info says its version .*default: --tekton-namespace, where its release installs it \(env: TEKTON_RESULTS_NAMESPACE\)/);
   assert.match(help, /--tekton-chains-namespace <name> namespace of Tekton Chains on the internal cluster, whose ConfigMap chains-info says its version .*\(default: "tekton-chains", env: TEKTON_CHAINS_NAMESPACE\)/);
   assert.match(help, /--tekton-version-interval <duration> how often the versions of Tekton Pipelines, Results and Chains are read again \(default: 60s, env: TEKTON_VERSION_INTERVAL\)/);

@@ -24,7 +24,10 @@ test('resolved: the decoded file and where it came from', () => {
     at(1),
     30_000,
   );
-  assert.deepEqual(o, { state: 'resolved', content: 'kind: Pipeline\n', refSource: { uri: 'git+git://h/r.git', digest: { sha1: 'abc' }, entryPoint: 'p.yaml' } });
+  assert.deepEqual(o, { state: 'resolved', content: Buffer.from('kind: Pipeline\n'), refSource: { uri: 'git+git://h/r.git', digest: { sha1: 'abc' }, entryPoint: 'p.yaml' } }, 'the bytes as sent: decoding them is one-reading.ts\'s');
+  // Bytes that are not UTF-8 stay as they are (not replaced by U+FFFD before anything reads them).
+  const raw = outcomeOfResolution(rr({ data: Buffer.from([0x6b, 0x3a, 0x20, 0xff, 0x0a]).toString('base64'), conditions: [{ type: 'Succeeded', status: 'True' }] }), at(1), 30_000);
+  assert.deepEqual(raw.state === 'resolved' && [...raw.content], [0x6b, 0x3a, 0x20, 0xff, 0x0a]);
 });
 
 test("failed: the resolver's reason and message", () => {

@@ -1,7 +1,10 @@
 /** The source policy (src/policy/source.ts): default deny, every refusal names the rule and the value. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkSource, globMatch, policyFromAllowedGitURLs, splitImageRef, type SourcePolicy } from '../../src/policy/source.js';
+import { generateKeyPairSync, sign, type KeyPairKeyObjectResult } from 'node:crypto';
+import { checkSource, globMatch, policyFromAllowedGitURLs, splitImageRef, type SourcePolicy, type SourceVerdict } from '../../src/policy/source.js';
+import { tektonChecksum } from '../../src/policy/trusted.js';
+import { checkSignature, signersAfterCheck } from '../../src/tekton/reviewed.js';
 import { effectiveConfig } from '../../src/controller/config.js';
 
 const SRC = 'InternalServicesConfig internal-services/config';
@@ -93,6 +96,10 @@ test('git: a commit by SHA is allowed when listed, or allowed subject to a reach
     rule: 'sources.git[0], sources.git[1]',
     params: gitParams(url, SHA, 'tasks/x.yaml'),
     commitCheck: { url, commit: SHA, refs: ['refs/heads/main', 'refs/heads/release-*', 'refs/tags/v*'], rules: ['sources.git[0]', 'sources.git[1]'] },
+    commitRules: [
+      { name: 'sources.git[0]', refs: ['refs/heads/main', 'refs/tags/v*'], signers: undefined },
+      { name: 'sources.git[1]', refs: ['refs/heads/release-*'], signers: undefined },
+    ],
   });
   // A listed commit needs no check: the administrators reviewed it.
   assert.deepEqual(checkSource(p, git(url, listed, 'tasks/x.yaml'), ctx), { allowed: true, rule: 'sources.git[2]', params: gitParams(url, listed, 'tasks/x.yaml') });
@@ -257,4 +264,125 @@ test('an unusable rule in the configuration grants nothing, is reported with the
   assert.ok(checkSource(cfg.sources, git('https://github.com/org/other.git', 'main', 'x.yaml'), ctx).allowed, 'the usable rule still applies');
   const url = effectiveConfig({ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: 'internal-services' }, spec: { allowedGitResolverURLs: ['git@github.com:org/x.git'] } } as never, 'internal-services');
   assert.match(url.problems[0] ?? '', /^allowedGitResolverURLs of .* is unusable and grants nothing: urls\[0\] "git@github\.com:org\/x\.git" is not of the form scheme:\/\/host\/path/);
+});
+
+// --- one repository, one name (issue 42) ------------------------------------------
+
+test('one repository, one name: "x" and "x.git" are two repositories unless the host cannot hold both or the rule says dotGit: either', () => {
+  const only = (url: string, extra: Record<string, unknown> = {}): SourcePolicy => ({ source: SRC, git: [{ urls: [url], revisions: ['main'], ...extra }], bundles: [], cluster: false });
+  const daemon = only('git://127.0.0.1:19418/catalog.git');
+  const web = only('https://git.example.com/org/catalog');
+  const either = only('git://127.0.0.1:19418/catalog.git', { dotGit: 'either' });
+  const exact = only('git://127.0.0.1:19418/catalog.git', { dotGit: 'exact' });
+  const hub = only('https://github.com/org/catalog.git');
+  const lab = only('https://gitlab.com/group/sub/project');
+  const globbed = only('https://git.example.com/org/*.git');
+  const legacy = policyFromAllowedGitURLs(['git://127.0.0.1:19418/catalog.git'], SRC);
+  const legacyHub = policyFromAllowedGitURLs(['https://github.com/org/catalog.git'], SRC);
+  const rows: Array<[string, SourcePolicy, string, true | RegExp]> = [
+    ['as written', daemon, 'git://127.0.0.1:19418/catalog.git', true],
+    ['without .git, on a git daemon', daemon, 'git://127.0.0.1:19418/catalog', /^git url "git:\/\/127\.0\.0\.1:19418\/catalog" is not allowed by .*: sources\.git\[0\] allows "git:\/\/127\.0\.0\.1:19418\/catalog\.git", which on "127\.0\.0\.1:19418" can be another repository \(a git server serves "x" and "x\.git" as two repositories when both exist; only github\.com, gitlab\.com are known to serve them as one\): ask for "git:\/\/127\.0\.0\.1:19418\/catalog\.git", or, if that server serves both names as one repository, the administrators of the internal cluster can set dotGit: either on sources\.git\[0\]$/],
+    ['with .git, where the rule has none', web, 'https://git.example.com/org/catalog.git', /sources\.git\[0\] allows "https:\/\/git\.example\.com\/org\/catalog", which on "git\.example\.com" can be another repository .*: ask for "https:\/\/git\.example\.com\/org\/catalog"/],
+    ['dotGit: exact is the default', exact, 'git://127.0.0.1:19418/catalog', /ask for "git:\/\/127\.0\.0\.1:19418\/catalog\.git"/],
+    ['dotGit: either, as written', either, 'git://127.0.0.1:19418/catalog.git', true],
+    ['dotGit: either, the other spelling', either, 'git://127.0.0.1:19418/catalog', true],
+    ['dotGit: either, one .git at a time: "catalog.git.git" is "catalog.git" with ".git"', either, 'git://127.0.0.1:19418/catalog.git.git', true],
+    ['dotGit: either, one .git at a time: not "catalog.git.git" for "catalog"', only('git://127.0.0.1:19418/catalog', { dotGit: 'either' }), 'git://127.0.0.1:19418/catalog.git.git', /is not allowed/],
+    ['github.com cannot hold both', hub, 'https://github.com/org/catalog', true],
+    ['github.com, as written', hub, 'https://github.com/org/catalog.git', true],
+    ['gitlab.com cannot hold both', lab, 'https://gitlab.com/group/sub/project.git', true],
+    ['github.com on another port is another server', only('https://github.com:8443/org/catalog.git'), 'https://github.com:8443/org/catalog', /can be another repository/],
+    ['a glob of .git names', globbed, 'https://git.example.com/org/x', /sources\.git\[0\] allows "https:\/\/git\.example\.com\/org\/x\.git".*ask for "https:\/\/git\.example\.com\/org\/x\.git"/],
+    ['a glob of .git names, as written', globbed, 'https://git.example.com/org/x.git', true],
+    ['"*" is any name, ".git" or not', only('https://git.example.com/org/*'), 'https://git.example.com/org/x.git', true],
+    ['another repository altogether', daemon, 'git://127.0.0.1:19418/other', /^git url "git:\/\/127\.0\.0\.1:19418\/other" is not allowed by .*; allowed: "git:\/\/127\.0\.0\.1:19418\/catalog\.git" \(sources\.git\[0\]\)$/],
+    ['allowedGitResolverURLs: exact, .git included', legacy, 'git://127.0.0.1:19418/catalog', /allowedGitResolverURLs allows "git:\/\/127\.0\.0\.1:19418\/catalog\.git".*ask for "git:\/\/127\.0\.0\.1:19418\/catalog\.git", or the administrators of the internal cluster can add "git:\/\/127\.0\.0\.1:19418\/catalog" to allowedGitResolverURLs if that server serves both names as one repository$/],
+    ['allowedGitResolverURLs on github.com', legacyHub, 'https://github.com/org/catalog', true],
+    ['an unusable dotGit', only('git://127.0.0.1:19418/catalog.git', { dotGit: true }), 'git://127.0.0.1:19418/catalog.git', /sources\.git\[0\] is unusable and grants nothing \(dotGit is true; write dotGit: exact .* or dotGit: either/],
+  ];
+  for (const [name, p, url, want] of rows) {
+    const v = checkSource(p, git(url, 'main'), ctx);
+    if (want === true) {
+      assert.ok(v.allowed, `${name}: ${msg(v)}`);
+      assert.equal(v.params[0]?.value, url, `${name}: passed on as spelled`);
+    } else assert.match(msg(v), want, name);
+  }
+});
+
+// --- keys per rule (issue 42) ------------------------------------------------------
+
+test('keys per rule: a commit allowed by several rules verifies only with the keys of the rule whose refs it was found on', () => {
+  const keyA = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const keyB = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const pem = (k: KeyPairKeyObjectResult) => k.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const authority = (name: string, k: KeyPairKeyObjectResult) => ({ authorities: [{ name, key: { data: pem(k) } }] });
+  const signedBy = (k: KeyPairKeyObjectResult | undefined): Record<string, unknown> => {
+    const obj: Record<string, unknown> = { apiVersion: 'tekton.dev/v1', kind: 'Task', metadata: { name: 't' }, spec: { steps: [{ name: 's', image: 'registry/sign', script: 'sign' }] } };
+    if (!k) return obj;
+    const sum = tektonChecksum(obj);
+    assert.ok(Buffer.isBuffer(sum));
+    (obj['metadata'] as Record<string, unknown>)['annotations'] = { 'tekton.dev/signature': sign('sha256', sum, k.privateKey).toString('base64') };
+    return obj;
+  };
+  const url = 'https://github.com/org/catalog.git';
+  const p: SourcePolicy = {
+    source: SRC,
+    git: [
+      { name: 'main-a', urls: [url], revisions: ['main'], commits: { reachable: true }, signatures: authority('key-a', keyA) },
+      { name: 'release-b', urls: [url], revisions: ['release-*'], commits: { reachable: true }, signatures: authority('key-b', keyB) },
+      { name: 'tags-unsigned', urls: [url], revisions: ['refs/tags/v*'], commits: { reachable: true } },
+      { name: 'all-b', urls: [url], revisions: ['main', '**'], commits: { reachable: true }, signatures: authority('key-b2', keyB) },
+    ],
+    bundles: [],
+    cluster: false,
+  };
+  const v = checkSource(p, git(url, SHA), ctx) as Extract<SourceVerdict, { allowed: true }>;
+  assert.equal(v.allowed, true);
+  assert.deepEqual(v.commitCheck?.rules, ['main-a', 'release-b', 'tags-unsigned', 'all-b']);
+  assert.deepEqual(
+    v.commitRules?.map((r) => [r.name, r.refs, r.signers?.map((k) => k.name)]),
+    [
+      ['main-a', ['refs/heads/main'], ['key-a']],
+      ['release-b', ['refs/heads/release-*'], ['key-b']],
+      ['tags-unsigned', ['refs/tags/v*'], undefined],
+      ['all-b', ['refs/heads/main', 'refs/heads/**'], ['key-b2']],
+    ],
+  );
+  // The old field still carries every key (what graph.ts read before signersAfterCheck).
+  assert.deepEqual(v.signers?.map((k) => k.name), ['key-a', 'key-b', 'key-b2']);
+  // [found on, signed by, the rule that applies, verifies?]
+  const rows: Array<[string | undefined, KeyPairKeyObjectResult | undefined, string, boolean | 'no signature needed']> = [
+    ['refs/heads/main', keyA, 'main-a', true],
+    ['refs/heads/main', keyB, 'main-a', false], // all-b also names main, but main-a comes first
+    ['refs/heads/main', undefined, 'main-a', false],
+    ['refs/heads/release-1', keyB, 'release-b', true],
+    ['refs/heads/release-1', keyA, 'release-b', false],
+    ['refs/tags/v1.0', undefined, 'tags-unsigned', 'no signature needed'],
+    ['refs/tags/v1.0', keyA, 'tags-unsigned', 'no signature needed'],
+    ['refs/heads/feature', keyB, 'all-b', true],
+    ['refs/heads/feature', keyA, 'all-b', false],
+    // No rule names the ref, or no ref at all (neither comes from a check): nothing verifies.
+    ['refs/tags/other', keyA, 'main-a, release-b, tags-unsigned, all-b', false],
+    [undefined, keyA, 'main-a, release-b, tags-unsigned, all-b', false],
+  ];
+  for (const [ref, key, rule, verifies] of rows) {
+    const after = signersAfterCheck(v, ref);
+    const what = `found on ${ref ?? 'no ref'}, signed by ${key === keyA ? 'A' : key === keyB ? 'B' : 'nobody'}`;
+    assert.equal(after.rule, rule, what);
+    if (verifies === 'no signature needed') {
+      assert.equal(after.signers, undefined, what);
+      continue;
+    }
+    assert.ok(after.signers, what);
+    const sig = checkSignature(signedBy(key), after.signers, after.rule);
+    assert.equal('key' in sig, verifies, `${what}: ${JSON.stringify(sig)}`);
+    if (!verifies && key) assert.match((sig as { refused: string }).refused, /does not verify against the keys/, what);
+  }
+  // Without a commit check (a branch, or a listed commit), the verdict's own rule and keys.
+  const branch = checkSource(p, git(url, 'release-2'), ctx) as Extract<SourceVerdict, { allowed: true }>;
+  assert.deepEqual([branch.rule, branch.commitRules], ['release-b', undefined]);
+  assert.deepEqual(signersAfterCheck(branch, undefined).signers?.map((k) => k.name), ['key-b']);
+  const listed = checkSource({ ...p, git: [{ name: 'listed-a', urls: [url], commits: { shas: [SHA] }, signatures: authority('key-a', keyA) }, ...p.git] }, git(url, SHA), ctx) as Extract<SourceVerdict, { allowed: true }>;
+  assert.deepEqual([listed.rule, listed.commitCheck, listed.commitRules], ['listed-a', undefined, undefined]);
+  assert.deepEqual(signersAfterCheck(listed, 'refs/heads/release-1'), { rule: 'listed-a', signers: listed.signers });
 });
