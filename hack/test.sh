@@ -14,8 +14,11 @@
 #
 # The integration files run in an order that puts the ones needing the
 # later builds last: plain control planes and Tekton first, then helm, then
-# the platform services, then kcp. Each file's duration is printed by the
-# test runner's spec reporter summary (docs/testing.md has the figures).
+# kcp, then the platform services. The platform's build (the registry,
+# Tekton Results, Chains: the longest) comes last because the files that
+# wait for it are the shortest: what runs after the last build is done is
+# what a cold run waits for. Each file's duration is printed by the test
+# runner's spec reporter summary (docs/testing.md has the figures).
 #
 # Environment: TEST_FILES overrides the file list (space separated, e.g. to
 # run one file the way CI does); NO_PREBUILD=1 skips the background builds.
@@ -33,7 +36,7 @@ bg=
 if [ "${NO_PREBUILD:-}" != 1 ]; then
   # One after another: parallel Go builds on two cores only thrash.
   (
-    for step in "hack/envtest/install.sh" "hack/helm/install.sh" "hack/platform/install.sh registry results chains" "hack/kcp/install.sh"; do
+    for step in "hack/envtest/install.sh" "hack/helm/install.sh" "hack/kcp/install.sh" "hack/platform/install.sh registry results chains"; do
       t0=$(date +%s)
       if nice -n 10 bash $step >/dev/null 2>>"$builds_log"; then
         printf 'test.sh: background build %s done in %s s\n' "$step" "$(( $(date +%s) - t0 ))" >>"$builds_log"
@@ -49,12 +52,12 @@ fi
 # The integration files, in the order of the builds they need. node --test
 # runs the files of one invocation in its own (alphabetical) order, so each
 # group is an invocation of its own: the unit tests, then plain control
-# planes and Tekton, then what needs Helm, then the platform services, then
-# kcp.
+# planes and Tekton, then what needs Helm, then kcp, then the platform
+# services.
 late_helm="helm helm-remote"
-late_platform="bundles-registry results chains"
 late_kcp="kcp kcp-late-binding kcp-controller local bench-smoke"
-is_late() { case " $late_helm $late_platform $late_kcp " in *" $1 "*) return 0;; esac; return 1; }
+late_platform="bundles-registry results chains local-results"
+is_late() { case " $late_helm $late_kcp $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()
 for f in dist/test/integration/*.test.js; do
   is_late "$(basename "$f" .test.js)" || early+=("$f")
@@ -81,9 +84,9 @@ else
   # shellcheck disable=SC2046
   run $(group $late_helm)
   # shellcheck disable=SC2046
-  run $(group $late_platform)
-  # shellcheck disable=SC2046
   run $(group $late_kcp)
+  # shellcheck disable=SC2046
+  run $(group $late_platform)
 fi
 node dist/test/reporters/print-durations.js "$durations" >&2 || true
 rm -f "$durations"

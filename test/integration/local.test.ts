@@ -2,28 +2,18 @@
  * The one-command local run (`internal-services local`, what `npm start`
  * runs) as a user runs it: a process that brings up the control planes,
  * starts the controller, submits the sample requests, prints their outcome,
- * stops everything and exits 0 when each ended as expected.
+ * stops everything and exits 0 when each ended as expected. The --results
+ * tour is in local-results.test.ts (it waits for the platform's build, which
+ * comes last in a cold npm test).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { CLI } from './helpers.js';
+import { runLocalTour } from './local-tour.js';
 
 const RUN_TIMEOUT_MS = 120_000;
-
-/** Runs `internal-services local ARGS` to its end (SIGINT after killAfterMs); its exit code and output. */
-async function runLocalTour(args: string[], killAfterMs: number): Promise<{ code: number | string; stdout: string; output: string }> {
-  const proc = spawn(process.execPath, [CLI, 'local', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => proc.kill('SIGINT'), killAfterMs);
-  const code = await new Promise<number | string>((resolve) => proc.on('exit', (c, s) => resolve(c ?? s ?? -1)));
-  clearTimeout(timer);
-  return { code, stdout, output: `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}` };
-}
 
 function alive(pid: number): boolean {
   try {
@@ -146,13 +136,4 @@ test('internal-services local --kcp: three workspaces on two shards of a real sh
   assert.match(stdout, /\[ok\] +root:team-c \(shard shard-1\) team\/sign-release-1 — binds the API but is not on the allowList/);
   assert.match(stdout, /message: +namespace "team" on remote "root:team-c" is not on the allowList/);
   assert.match(stdout, /All 3 requests ended as expected\./);
-});
-
-test('internal-services local --results: a run archived by real Tekton Results, pruned, and its logs read back by the requester; exits 0', { timeout: 300_000 }, async () => {
-  const { code, stdout, output } = await runLocalTour(['--results'], 270_000);
-  assert.equal(code, 0, output);
-  assert.match(stdout, /PipelineRun internal-services\/ir-[0-9a-f-]+ pruned after Tekton Results stored it; the request names record internal-services\/results\/[0-9a-f-]+\/records\/[0-9a-f-]+/, output);
-  assert.match(stdout, /source: TektonResults \(pods SIMULATED\)/, output);
-  assert.match(stdout, /\[sign : sign\] \[simulated\] result signature: signature:\{"image":"quay\.io\/example\/app@sha256:/, output);
-  assert.match(stdout, /The run was archived, pruned, and its logs came back from Tekton Results\./, output);
 });
