@@ -43,6 +43,8 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { canonicalGitUrl, gitRepositoryIdentity } from '../policy/canonical.js';
 import { compileGlob, matchGlob, type Glob } from '../policy/glob.js';
+import { OwnedAnswers } from './owned-answers.js';
+import { gitEnvironment, GIT_SAFE_ARGS } from './git-env.js';
 import { checkKey, type CommitAnswer, type CommitCheck } from '../policy/source.js';
 
 export type { CommitAnswer };
@@ -75,16 +77,6 @@ export interface CommitCheckerOptions {
   now?: () => number;
 }
 
-const MAX_ANSWERS = 10_000;
-
-interface Entry {
-  answer: CommitAnswer;
-  at: number;
-}
-
-const NO_ANSWERS: ReadonlyMap<string, CommitAnswer> = new Map();
-
-
 /** One clone: one repository (gitRepositoryIdentity). */
 interface Repo {
   /** Its folder under `dir`: the hash of the repository's identity, ".git". */
@@ -108,15 +100,13 @@ export const DEFAULT_MAX_TOTAL_BYTES = 1024 * 1024 * 1024;
 
 export class CommitChecker {
   /** Answers by owner (a request's uid), then by checkKey(). */
-  private readonly byOwner = new Map<string, Map<string, Entry>>();
-  private count = 0;
+  private readonly answers: OwnedAnswers<CommitAnswer>;
   /** Clones by folder name. */
   private readonly repos = new Map<string, Repo>();
   private scanned = false;
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
   private readonly maxTotalBytes: number;
-  private readonly ttlMs: number;
   private readonly git: string;
   private readonly now: () => number;
 
@@ -125,9 +115,9 @@ export class CommitChecker {
     this.maxTotalBytes = opts.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES;
     // One clone can never be larger than all of them together.
     this.maxBytes = Math.min(opts.maxBytes ?? DEFAULT_MAX_BYTES, this.maxTotalBytes);
-    this.ttlMs = opts.answerTtlMs ?? 10 * 60_000;
     this.git = opts.git ?? 'git';
     this.now = opts.now ?? Date.now;
+    this.answers = new OwnedAnswers<CommitAnswer>({ ttlMs: opts.answerTtlMs ?? 10 * 60_000, max: 10_000, now: this.now });
   }
 
   /** What all clones take, as last measured (for tests and the metrics). */
@@ -139,27 +129,18 @@ export class CommitChecker {
 
   /** The answer for an owner's check, if one was asked for: no I/O. */
   answer(owner: string, check: CommitCheck): CommitAnswer | undefined {
-    const mine = this.byOwner.get(owner);
-    const k = checkKey(check);
-    const a = mine?.get(k);
-    if (!a) return undefined;
-    if (this.expired(a, this.now())) {
-      this.drop(owner, k);
-      return undefined;
-    }
-    return a.answer;
+    return this.answers.get(owner, checkKey(check));
   }
 
   /** Starts the check unless it is answered or under way; `done` is called when the answer is in. */
   start(owner: string, check: CommitCheck, done: () => void): void {
     if (this.answer(owner, check)) return;
-    this.trim();
     const k = checkKey(check);
     const asked = this.now();
-    this.put(owner, k, { answer: { state: 'pending' }, at: asked });
+    this.answers.set(owner, k, { state: 'pending' });
     const t0 = process.hrtime.bigint();
     void this.check(check, asked).then((answer) => {
-      this.put(owner, k, { answer, at: this.now() });
+      this.answers.set(owner, k, answer);
       const secs = Number(process.hrtime.bigint() - t0) / 1e9;
       this.opts.metrics?.checked?.(answer.state === 'pending' ? 'failed' : answer.state, secs);
       const level = answer.state === 'failed' ? 'warn' : 'info';
@@ -178,55 +159,17 @@ export class CommitChecker {
    * the many requests that ask for no commit.
    */
   answersFor(owner: string): ReadonlyMap<string, CommitAnswer> {
-    const mine = this.byOwner.get(owner);
-    if (!mine) return NO_ANSWERS;
-    const now = this.now();
-    const out = new Map<string, CommitAnswer>();
-    for (const [k, a] of mine) if (!this.expired(a, now)) out.set(k, a.answer);
-    return out;
+    return this.answers.forOwner(owner);
   }
 
   /** Drops an owner's answers (its request is decided or gone). */
   forget(owner: string): void {
-    this.count -= this.byOwner.get(owner)?.size ?? 0;
-    this.byOwner.delete(owner);
+    this.answers.forget(owner);
   }
 
   /** Answers held (for tests and the metrics of the size). */
   get size(): number {
-    return this.count;
-  }
-
-  private expired(a: Entry, now: number): boolean {
-    return a.answer.state !== 'pending' && now - a.at > this.ttlMs;
-  }
-
-  private put(owner: string, k: string, e: Entry): void {
-    let mine = this.byOwner.get(owner);
-    if (!mine) {
-      mine = new Map();
-      this.byOwner.set(owner, mine);
-    }
-    if (!mine.has(k)) this.count++;
-    mine.set(k, e);
-  }
-
-  private drop(owner: string, k: string): void {
-    const mine = this.byOwner.get(owner);
-    if (!mine?.delete(k)) return;
-    this.count--;
-    if (!mine.size) this.byOwner.delete(owner);
-  }
-
-  private trim(): void {
-    if (this.count < MAX_ANSWERS) return;
-    const now = this.now();
-    for (const [owner, mine] of [...this.byOwner]) for (const [k, a] of [...mine]) if (this.expired(a, now)) this.drop(owner, k);
-    // Still full: the owners asked first go first (a Map iterates in insertion order).
-    for (const owner of [...this.byOwner.keys()]) {
-      if (this.count < MAX_ANSWERS) break;
-      this.forget(owner);
-    }
+    return this.answers.size;
   }
 
   /** One check, in the repository's turn. Never throws. */
@@ -430,21 +373,8 @@ export class CommitChecker {
    */
   private run(args: string[], cwd: string, lookFor?: string, watch?: { dir: string; repo: Repo }): Promise<RunResult> {
     return new Promise((resolve) => {
-      const env: NodeJS.ProcessEnv = {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        HOME: this.opts.dir,
-        GIT_CONFIG_NOSYSTEM: '1',
-        GIT_CONFIG_GLOBAL: '/dev/null',
-        GIT_TERMINAL_PROMPT: '0',
-        GIT_ASKPASS: '/bin/false',
-        GIT_PROTOCOL_FROM_USER: '0',
-        GIT_ALLOW_PROTOCOL: 'http:https:git',
-        LC_ALL: 'C',
-        ...(process.env['NO_PROXY'] !== undefined ? { NO_PROXY: process.env['NO_PROXY'] } : {}),
-        ...(process.env['HTTPS_PROXY'] !== undefined ? { HTTPS_PROXY: process.env['HTTPS_PROXY'] } : {}),
-        ...(process.env['HTTP_PROXY'] !== undefined ? { HTTP_PROXY: process.env['HTTP_PROXY'] } : {}),
-      };
-      const child = spawn(this.git, ['-c', 'core.askPass=/bin/false', '-c', 'credential.helper=', ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const env = gitEnvironment(this.opts.dir);
+      const child = spawn(this.git, [...GIT_SAFE_ARGS, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       let rest = '';

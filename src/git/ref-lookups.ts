@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { isFullSha } from '../policy/canonical.js';
 import { refLookupKey, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
 import { OwnedAnswers } from './owned-answers.js';
+import { gitEnvironment, GIT_SAFE_ARGS } from './git-env.js';
 
 export interface RefLookupsOptions {
   log: Logger;
@@ -106,19 +107,8 @@ export class RefLookups {
   /** git with no user or system configuration, no prompts, only the transports a canonical URL can name; stopped at the deadline. */
   private git(args: string[]): Promise<{ stdout: string } | { error: string }> {
     return new Promise((resolve) => {
-      const env: NodeJS.ProcessEnv = {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        HOME: tmpdir(),
-        GIT_CONFIG_NOSYSTEM: '1',
-        GIT_CONFIG_GLOBAL: '/dev/null',
-        GIT_TERMINAL_PROMPT: '0',
-        GIT_ASKPASS: '/bin/false',
-        GIT_PROTOCOL_FROM_USER: '0',
-        GIT_ALLOW_PROTOCOL: 'http:https:git',
-        LC_ALL: 'C',
-        ...Object.fromEntries(['NO_PROXY', 'HTTPS_PROXY', 'HTTP_PROXY'].flatMap((k) => (process.env[k] !== undefined ? [[k, process.env[k]]] : []))),
-      };
-      const child = spawn(this.opts.git ?? 'git', ['-c', 'core.askPass=/bin/false', '-c', 'credential.helper=', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const env = gitEnvironment(tmpdir());
+      const child = spawn(this.opts.git ?? 'git', [...GIT_SAFE_ARGS, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       let why: string | undefined;

@@ -8,10 +8,12 @@
  *   the controller's namespace named by its content, listed in
  *   status.pipeline.references; Tekton resolves nothing again. Unused copies
  *   are swept (the sweep run against the real API server).
- * - Hidden content: Tasks, a signed Task and a StepAction whose "comment"
- *   carries keys only Go's YAML reader sees (a lone CR, U+0085, U+2028,
- *   U+2029 ends a line for it) and YAML 1.1 scalars the two readers read
- *   differently are refused, naming the line, before any PipelineRun.
+ * - Hidden content, in a Task, a Task signed over what JS reads and a
+ *   StepAction each: a "comment" carrying keys only Go's YAML reader sees (a
+ *   lone CR, U+0085, U+2028, U+2029 ends a line for it) and YAML 1.1 scalars
+ *   the two readers read differently (12:30:00, 0o17) are refused, naming
+ *   the line, before any PipelineRun. The control: the same signed Task
+ *   without the hidden part runs, verified.
  * - A ref means exactly that ref: under glob rules, a tag literally named
  *   refs/heads/release-2 (no such branch) and a branch named refs/tags/v9 (no
  *   such tag) never stand in — at the pipelineRef and as the Task's
@@ -77,8 +79,16 @@ const task = (marker: string, steps?: unknown[], params: unknown[] = []) => stri
 const hideStep = (text: string, br: string) =>
   `${text.trimEnd()}\n    # reviewed${br}    - name: hidden${br}      image: registry.invalid/tools:1${br}      command: [/bin/true]${br}      env: [{name: SIMULATED_RESULT_signature, value: hidden}]\n`;
 const hiddenStepTask = (br: string) => hideStep(task('reviewed'), br);
+/** YAML 1.1 scalars read differently: to JS 45000 and "0o17", to Go "12:30:00" and 15. */
+const SCALARS: Array<[string, string]> = [
+  ['sexagesimal', '12:30:00'],
+  ['octal', '0o17'],
+];
+/** The first `default:` of a text (the image param's) written as `plain`. */
+const withDefault = (text: string, plain: string) => text.replace(/default: .*/, `default: ${plain}`);
 
-const stepAction = (marker: string) => stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'sign-step' }, spec: { image: 'registry.invalid/tools:1', command: ['/bin/true'], env: [{ name: 'SIMULATED_RESULT_signature', value: `${marker}:step` }] } });
+const stepAction = (marker: string, params?: unknown[]) =>
+  stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'sign-step' }, spec: { ...(params ? { params } : {}), image: 'registry.invalid/tools:1', command: ['/bin/true'], env: [{ name: 'SIMULATED_RESULT_signature', value: `${marker}:step` }] } });
 const withStepRef = (path: string) => task('unused', [{ name: 'sign', ref: gitRef('$(params.url)', 'main', path) }], [{ name: 'url', type: 'string' }]);
 
 const pipeline = () =>
@@ -128,16 +138,27 @@ before(async () => {
     'pipelines/sign-image.yaml': pipeline(),
     'tasks/plain.yaml': task('reviewed'),
     'tasks/with-step.yaml': withStepRef('stepactions/sign-step.yaml'),
-    'tasks/with-hidden-step.yaml': withStepRef('stepactions/hidden.yaml'),
-    'tasks/scalar-sexagesimal.yaml': task('reviewed').replace('default: ""', 'default: 12:30:00'),
-    'tasks/scalar-octal.yaml': task('reviewed').replace('default: ""', 'default: 0o17'),
+    'signed/plain.yaml': signedText(taskObj('signed'), priv),
     'stepactions/sign-step.yaml': stepAction('reviewed'),
-    // To Go, after U+2028 the spec's env is given again: the last one counts.
-    'stepactions/hidden.yaml': `${stepAction('reviewed').trimEnd()}\n  # reviewed\u2028  env: [{name: SIMULATED_RESULT_signature, value: hidden}]\n`,
-    // Signed as JS reads it (one step), with a step only Go reads after U+2028.
-    'signed/hidden-ls.yaml': hideStep(signedText(taskObj('reviewed'), priv), '\u2028'),
   };
-  for (const [name, br] of BREAKS) files[`tasks/hidden-${name}.yaml`] = hiddenStepTask(br);
+  // Every form of hidden content, in a Task, a Task signed over what JS reads
+  // (so the signature verifies over the reviewed reading), and a StepAction.
+  for (const [form, br] of BREAKS) {
+    files[`tasks/hidden-${form}.yaml`] = hiddenStepTask(br);
+    // A step only Go reads after the break.
+    files[`signed/hidden-${form}.yaml`] = hideStep(signedText(taskObj('reviewed'), priv), br);
+    // To Go, after the break the spec's env is given again: the last one counts.
+    files[`stepactions/hidden-${form}.yaml`] = `${stepAction('reviewed').trimEnd()}\n  # reviewed${br}  env: [{name: SIMULATED_RESULT_signature, value: hidden}]\n`;
+  }
+  for (const [form, plain] of SCALARS) {
+    files[`tasks/hidden-${form}.yaml`] = withDefault(task('reviewed'), plain);
+    const jsReads = parse(`v: ${plain}`, { version: '1.1' }) as { v: unknown };
+    const signedObj = taskObj('reviewed');
+    ((signedObj['spec'] as { params: Array<{ default: unknown }> }).params[0]!).default = jsReads.v;
+    files[`signed/hidden-${form}.yaml`] = withDefault(signedText(signedObj, priv), plain);
+    files[`stepactions/hidden-${form}.yaml`] = withDefault(stepAction('reviewed', [{ name: 'x', type: 'string', default: '' }]), plain);
+  }
+  for (const [form] of [...BREAKS, ...SCALARS]) files[`tasks/with-step-hidden-${form}.yaml`] = withStepRef(`stepactions/hidden-${form}.yaml`);
   mainHead = await catalog.commit(files, 'the catalog');
   // Not reviewed: content on another branch, a tag literally named like a
   // branch the rules allow, a branch named like an allowed tag.
@@ -198,21 +219,28 @@ describe('one reading: what the controller checked is what Tekton runs (real Tek
   });
 
   test('hidden content behind a line break only Go reads, or in a YAML 1.1 scalar, is refused before any PipelineRun, naming the line', async () => {
-    const cases: Array<[string, InternalRequestSpec]> = [
-      ...BREAKS.map(([n]): [string, InternalRequestSpec] => [`hidden-${n}`, request({ taskPath: `tasks/hidden-${n}.yaml` })]),
-      ['hidden-signed', request({ taskPath: 'signed/hidden-ls.yaml' })],
-      ['hidden-stepaction', request({ taskPath: 'tasks/with-hidden-step.yaml' })],
-      ['scalar-sexagesimal', request({ taskPath: 'tasks/scalar-sexagesimal.yaml' })],
-      ['scalar-octal', request({ taskPath: 'tasks/scalar-octal.yaml' })],
-    ];
+    const cases: Array<[string, InternalRequestSpec]> = [...BREAKS, ...SCALARS].flatMap(([form]): Array<[string, InternalRequestSpec]> => [
+      [`task-${form}`, request({ taskPath: `tasks/hidden-${form}.yaml` })],
+      [`signed-${form}`, request({ taskPath: `signed/hidden-${form}.yaml` })],
+      [`stepaction-${form}`, request({ taskPath: `tasks/with-step-hidden-${form}.yaml` })],
+    ]);
+    assert.equal(cases.length, 18);
     await Promise.all(cases.map(([name, spec]) => createRequest(requester, TENANT, name, spec)));
     for (const [name] of cases) {
-      const where = name === 'hidden-stepaction' ? /^tasks\[sign\]\.steps\[sign\]\.ref/ : /^tasks\[sign\]\.taskRef/;
+      const where = name.startsWith('stepaction-') ? /^tasks\[sign\]\.steps\[sign\]\.ref/ : /^tasks\[sign\]\.taskRef/;
       await expectRefused(name, where);
       const r = await waitForPhase(requester, TENANT, name, FINAL);
       assert.match(messageOf(r), /line \d+/, `${name}: the message names the line: ${messageOf(r)}`);
       assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected');
     }
+  });
+
+  test('control: a Task signed over what the controller reads runs, verified with the rule\'s key', async () => {
+    await createRequest(requester, TENANT, 'signed-plain', request({ taskPath: 'signed/plain.yaml' }));
+    const r = await waitForPhase(requester, TENANT, 'signed-plain', FINAL, 120_000);
+    assert.equal(r.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(r));
+    assert.deepEqual(r.status?.results, { signature: 'signed:img' });
+    assert.deepEqual((r.status?.pipeline?.references ?? []).map((x) => [x.ref, x.signedBy]), [['tasks[sign].taskRef', 'release-2026']]);
   });
 
   test('control: asked directly, Tekton\'s git resolver takes the tag literally named refs/heads/release-2 for the absent branch', async (t) => {
