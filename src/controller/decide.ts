@@ -125,7 +125,7 @@ export function decide(o: Observation): Action[] {
     const malformed = kindOf(o).checkShape(req);
     if (malformed && served) return [...actions, reject(req, o, malformed, 'REQUEST_INVALID')];
     if (!served) {
-      return [...actions, reject(req, o, notServedMessage(o.config, ruled), 'REQUEST_NAMESPACE_NOT_ALLOWED')];
+      return [...actions, reject(req, o, notServedMessage(o.config, ruled, { listServed: o.workspace !== undefined }), 'REQUEST_NAMESPACE_NOT_ALLOWED')];
     }
     // Idempotent retries: the same work asked for again follows the earlier request.
     const idem = idempotencyKeyOf(req);
@@ -308,7 +308,7 @@ function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): st
   if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present) return undefined;
   const what = requestedOf(req.spec);
   if (what.kind === 'invalid') return undefined;
-  const v = grantFor(o.config, policyTenant(o, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+  const v = grantFor(o.config, policyTenant(o, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver }, { listServed: o.workspace !== undefined });
   return v.ok ? undefined : v.message;
 }
 

@@ -5,7 +5,8 @@
  */
 import { Phase, showsPhase } from '../api/conditions.js';
 import { type InternalRequest } from '../api/types.js';
-import { requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
+import { ANNOTATION_GIT_REF, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
+import { isFullSha } from '../policy/canonical.js';
 import { type GraphInput, type RemoteRef } from '../tekton/graph.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
@@ -54,6 +55,22 @@ export class Resolutions {
     return actions;
   }
 
+  /**
+   * The commit this request's resolutions already read `l.ref` of `l.url` at
+   * (a ResolutionRequest records the exact ref it was made for): the request
+   * keeps it until it is decided, so a branch that moves meanwhile (during
+   * an approval, across a restart) changes nothing it checked.
+   */
+  pinnedRef(l: RefLookup): string | undefined {
+    for (const rr of this.mine) {
+      if (rr.metadata?.annotations?.[ANNOTATION_GIT_REF] !== l.ref) continue;
+      const p = new Map((rr.spec?.params ?? []).map((x) => [x.name, x.value]));
+      const rev = p.get('revision');
+      if (p.get('url') === l.url && typeof rev === 'string' && isFullSha(rev)) return rev;
+    }
+    return undefined;
+  }
+
   cleanup(): Action[] {
     return this.mine.map((rr) => ({ type: 'deleteResolution', resolution: rr, why: 'the request no longer needs it' }));
   }
@@ -66,7 +83,10 @@ export function graphContext(o: Observation, req: InternalRequest, r: Resolution
     controllerNamespace: o.namespace,
     lookup: (ref) => r.lookup(ref, req),
     ...(o.commits ? { commits: (c: CommitCheck) => o.commits?.get(checkKey(c)) } : {}),
-    ...(o.refs ? { refs: (l: RefLookup) => o.refs?.get(refLookupKey(l)) } : {}),
+    refs: (l: RefLookup) => {
+      const kept = r.pinnedRef(l);
+      return kept ? { state: 'found', commit: kept } : o.refs?.get(refLookupKey(l));
+    },
     ...(o.resolversRefused ? { resolversRefused: o.resolversRefused } : {}),
   };
 }

@@ -12,7 +12,7 @@
  */
 import { globMatch } from './glob.js';
 import { hasSources, type SourcePolicy } from './source.js';
-import { bareHint, describeTenant, tenantMatches } from './tenant.js';
+import { bareHint, describeTenant, entryFor, namespacesServedOn, splitTenant, tenantMatches } from './tenant.js';
 import type { Limits, TimeoutPolicy } from './limits.js';
 
 export interface ParamConstraints {
@@ -63,16 +63,43 @@ export function isServed(cfg: ServedBy, tenant: string): boolean {
   return tenantMatches(cfg.allowList, tenant) || rulesFor(cfg.rules, tenant).length > 0;
 }
 
-/** Why a tenant is not served, with what to write to serve it. */
-export function notServedMessage(cfg: ServedBy, tenant: string): string {
+/** How much a rejection may say about the tenant's remote. */
+export interface NotServedOptions {
+  /**
+   * The remote is one tenant's own (a kcp workspace: every namespace in it is
+   * the workspace's), so the message may name the namespaces served there.
+   * Never on a shared remote cluster, where each namespace is another
+   * tenant's: there it would tell one tenant the others' namespaces.
+   */
+  listServed?: boolean;
+}
+
+/** At most this many served namespaces are named in a rejection. */
+const MAX_LISTED = 10;
+
+/**
+ * Why a tenant is not served, with the entry to write to serve it (exactly
+ * as it goes into spec.allowList: `root:team-a/default` on kcp) and, on a
+ * remote that is the tenant's own, which of its namespaces are served.
+ */
+export function notServedMessage(cfg: ServedBy, tenant: string, opts: NotServedOptions = {}): string {
   const hint = bareHint(cfg.bareEntries ?? [], cfg.bareRemote, tenant);
-  return `${describeTenant(tenant)} is not on the allowList of ${cfg.source}${cfg.rules.length ? ', and no rule names it' : ''}; ${hint ? `${hint}, or ` : ''}ask the administrators of the internal cluster to add it`;
+  const ask = hint ? `${hint}, or ask the administrators of the internal cluster to add it` : `ask the administrators of the internal cluster to add the entry ${q(entryFor(tenant, cfg.bareRemote))} to spec.allowList`;
+  let served = '';
+  if (opts.listServed) {
+    const { remote } = splitTenant(tenant);
+    const ns = namespacesServedOn([...cfg.allowList, ...cfg.rules.flatMap((r) => r.namespaces)], remote);
+    const shown = ns.slice(0, MAX_LISTED).map(q).join(', ') + (ns.length > MAX_LISTED ? ` and ${ns.length - MAX_LISTED} more` : '');
+    served = ns.length === 0 ? `; no namespace of remote ${q(remote)} is served` : `; the ${ns.length === 1 ? 'namespace' : 'namespaces'} of remote ${q(remote)} served: ${shown}`;
+  }
+  return `${describeTenant(tenant)} is not on the allowList of ${cfg.source}${cfg.rules.length ? ', and no rule names it' : ''}; ${ask}${served}`;
 }
 
 export function grantFor(
   cfg: ServedBy & { global: Omit<Grant, 'rule'> },
   tenant: string,
   what: Requested,
+  opts: NotServedOptions = {},
 ): GrantVerdict {
   const matching = rulesFor(cfg.rules, tenant);
   if (matching.length === 0) {
@@ -80,7 +107,7 @@ export function grantFor(
     return {
       ok: false,
       code: 'REQUEST_NAMESPACE_NOT_ALLOWED',
-      message: notServedMessage(cfg, tenant),
+      message: notServedMessage(cfg, tenant, opts),
     };
   }
   for (const r of matching) {

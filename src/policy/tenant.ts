@@ -66,6 +66,34 @@ export function bareHint(bareEntries: readonly string[], bare: string | undefine
   return `the entry ${JSON.stringify(hit)} names a namespace without a remote, which means ${where}; write ${JSON.stringify(tenantOf(t.remote, t.namespace))} (or "*/${t.namespace}") to grant it here`;
 }
 
+/**
+ * The allowList entry that serves exactly this tenant, as an administrator
+ * writes it: `remote/namespace` (on kcp `root:org:team/namespace`), or the
+ * bare namespace when the tenant is on the remote that bare entries name.
+ */
+export function entryFor(tenant: string, bare: string | undefined): string {
+  const t = splitTenant(tenant);
+  return bare !== undefined && bare !== '*' && bare === t.remote ? t.namespace : tenantOf(t.remote, t.namespace);
+}
+
+/**
+ * The namespace patterns that qualified policy entries (`remote/namespace`
+ * globs) serve on one remote, as written and in order, without duplicates.
+ * Only entries whose remote part matches `remote` are looked at, and only
+ * their namespace part is returned: nothing names another remote.
+ */
+export function namespacesServedOn(patterns: readonly string[], remote: string): string[] {
+  const out: string[] = [];
+  for (const p of patterns) {
+    const segs = p.split('/');
+    // A tenant is two segments; in a two-segment pattern "**" can only stand for one of them.
+    if (segs.length !== 2) continue;
+    const [r, ns] = segs.map((s) => (s === '**' ? '*' : s)) as [string, string];
+    if (globMatch(r, remote) && !out.includes(ns)) out.push(ns);
+  }
+  return out;
+}
+
 /** How a person names a request: `namespace/name` on the default remote, `remote/namespace/name` on another. */
 export function requestRef(remote: string, req: { metadata: { namespace?: string | undefined; name?: string | undefined } }): string {
   const ref = `${req.metadata.namespace ?? ''}/${req.metadata.name ?? ''}`;

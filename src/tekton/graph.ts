@@ -37,6 +37,13 @@ import type { ParamValue } from './types.js';
 export interface RemoteRef {
   resolver: string;
   params: Array<{ name: string; value: string }>;
+  /**
+   * git: the exact ref (refs/heads/…, refs/tags/…) whose commit `revision`
+   * is, as looked up; recorded on the ResolutionRequest so that the request
+   * keeps that commit until it is decided (a restart, an approval that takes
+   * hours), whatever the branch does meanwhile.
+   */
+  forRef?: string;
 }
 
 /** Where a checked reference came from and what it was pinned to. */
@@ -314,7 +321,7 @@ export function followReference(
     if (e.kind === 'lookup' || e.kind === 'refused') return e;
     if (e.kind === 'pending') return { kind: 'pending', ref };
     exact = { ref: revision, commit: e.commit };
-    ref = { resolver: ref.resolver, params: ref.params.map((p) => (p.name === 'revision' ? { name: p.name, value: e.commit } : p)) };
+    ref = { resolver: ref.resolver, params: ref.params.map((p) => (p.name === 'revision' ? { name: p.name, value: e.commit } : p)), forRef: revision };
   }
   const r = input.lookup(ref);
   if (!r) return { kind: 'need', ref };

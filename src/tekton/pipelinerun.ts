@@ -79,9 +79,12 @@ export function resolutionFor(req: InternalRequest, ref: RemoteRef, namespace: s
   const hash = createHash('sha256').update(JSON.stringify([ref.resolver, ref.params.map((p) => [p.name, p.value])])).digest('hex').slice(0, 12);
   const owner = ownedBy(req, remote, kind);
   const rr = resolutionRequest(namespace, `${pipelineRunName(uid)}-${hash}`, ref.resolver, ref.params, owner.labels);
-  rr.metadata!.annotations = owner.annotations;
+  rr.metadata!.annotations = { ...owner.annotations, ...(ref.forRef ? { [ANNOTATION_GIT_REF]: ref.forRef } : {}) };
   return rr;
 }
+
+/** On a ResolutionRequest of a git reference asked for by branch or tag: that exact ref (its revision param is the ref's commit when it was looked up). */
+export const ANNOTATION_GIT_REF = 'internal-services.dev/git-ref';
 
 /** The request's status.pipeline, from what the PipelineRun records (undefined: an installed Pipeline, nothing resolved). */
 export function pipelineStatusOf(pr: Pick<PipelineRun, 'metadata'>): InternalRequestStatus['pipeline'] | undefined {

@@ -27,6 +27,8 @@ const policy: SourcePolicy = { source: SRC, git: [{ urls: [CATALOG], revisions: 
 
 /** The exact refs of the catalog, as the repository answers a lookup. */
 const exactRefs = (l: RefLookup): RefAnswer => (l.url === CATALOG && l.ref === MAIN ? { state: 'found', commit: HEAD } : { state: 'absent', similar: [] });
+/** A catalog reference as it is resolved: at the commit refs/heads/main pointed at, that ref recorded beside it. */
+const atHead = (pathInRepo: string): RemoteRef => ({ ...gitRef(CATALOG, HEAD, pathInRepo), forRef: MAIN });
 const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
 
 /** The shape of the real catalog's internal Pipelines: Tasks from git, at the URL and revision the request passes. */
@@ -94,8 +96,8 @@ test('a resolved Pipeline: every task reference is substituted, checked and reso
   assert.equal(first.state, 'pending');
   assert.deepEqual(
     first.state === 'pending' && first.need,
-    [gitRef(CATALOG, HEAD, 'tasks/internal/sign/sign.yaml'), gitRef(CATALOG, HEAD, 'tasks/internal/notify/notify.yaml')],
-    'both references asked for at once, with the params and defaults substituted, at the commit main points at',
+    [atHead('tasks/internal/sign/sign.yaml'), atHead('tasks/internal/notify/notify.yaml')],
+    'both references asked for at once, with the params and defaults substituted, at the commit main points at (the ref recorded beside it)',
   );
   const contents = new Map([
     ['tasks/internal/sign/sign.yaml', resolved(task(), SHA_T, 'tasks/internal/sign/sign.yaml')],
@@ -154,7 +156,7 @@ test('a Task whose step refers to a StepAction through a resolver: checked, and 
   const spec = catalogPipeline();
   (spec['tasks'] as Array<Record<string, unknown>>)[0]!['params'] = [{ name: 'url', value: '$(params.taskGitUrl)' }];
   const pending = checkGraph(input({ spec, contents }));
-  assert.deepEqual(pending.state === 'pending' && pending.need, [gitRef(CATALOG, HEAD, 'stepactions/clone.yaml')]);
+  assert.deepEqual(pending.state === 'pending' && pending.need, [atHead('stepactions/clone.yaml')]);
   contents.set('stepactions/clone.yaml', resolved(stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'clone' }, spec: { image: 'git' } }), SHA_S, 'stepactions/clone.yaml'));
   const r = checkGraph(input({ spec, contents }));
   assert.equal(r.state, 'ready');
@@ -217,7 +219,8 @@ const pipelineYaml = stringify({ apiVersion: 'tekton.dev/v1', kind: 'Pipeline', 
 /** A ResolutionRequest as Tekton's resolver leaves it: answered, or not (yet). */
 function answered(req: InternalRequest, asked: RemoteRef, content: string | undefined, sha: string, created = '2026-11-22T09:59:58Z', failed?: string): ResolutionRequest {
   // What is resolved is the commit main points at, never the name.
-  const ref = { ...asked, params: asked.params.map((p) => (p.name === 'revision' && p.value === MAIN ? { ...p, value: HEAD } : p)) };
+  const byBranch = asked.params.some((p) => p.name === 'revision' && p.value === MAIN);
+  const ref = byBranch ? { ...asked, params: asked.params.map((p) => (p.name === 'revision' ? { ...p, value: HEAD } : p)), forRef: MAIN } : asked;
   const rr = resolutionFor(req, ref, NS);
   rr.metadata!.creationTimestamp = created;
   const path = ref.params.find((p) => p.name === 'pathInRepo')?.value ?? '';
@@ -275,6 +278,22 @@ test('decide: resolve the Pipeline, then its Tasks, then run the checked graph a
       { ref: 'finally[notify].taskRef', resolver: 'git', source: `git+${CATALOG}`, path: 'tasks/internal/notify/notify.yaml', revision: MAIN, digest: `sha1:${SHA_T}` },
     ],
   });
+});
+
+test('decide: a branch that moves while the request is undecided changes nothing: its ResolutionRequests keep the commit the ref was looked up at', () => {
+  const req = todays();
+  const at = (path: string) => answered(req, gitRef(CATALOG, MAIN, path), path.startsWith('pipelines/') ? pipelineYaml : task(), HEAD);
+  const rrs = [at('pipelines/internal/sign/sign.yaml'), at('tasks/internal/sign/sign.yaml'), at('tasks/internal/notify/notify.yaml')];
+  assert.equal(rrs[0]!.metadata?.annotations?.['internal-services.dev/git-ref'], MAIN, 'the exact ref is recorded on the ResolutionRequest');
+  // main has moved on (a new lookup would say so), but this request already read it at HEAD.
+  const moved = new Map([[refLookupKey({ url: CATALOG, ref: MAIN }), { state: 'found' as const, commit: '9'.repeat(40) }]]);
+  const a = decide(observe({ request: req, resolutions: rrs, refs: moved }));
+  assert.deepEqual(types(a), ['createPipelineRun', 'writeStatus', 'deleteResolution', 'deleteResolution', 'deleteResolution']);
+  const st = (a[1] as Extract<Action, { type: 'writeStatus' }>).status;
+  assert.equal(st.pipeline?.digest, `sha1:${HEAD}`);
+  // A request with nothing resolved yet reads main where it is now.
+  const fresh = decide(observe({ request: todays(), refs: moved }));
+  assert.equal((fresh[0] as Extract<Action, { type: 'startResolution' }>).resolution.spec?.params?.find((p) => p.name === 'revision')?.value, '9'.repeat(40));
 });
 
 test('decide: a failed or unanswered resolution Rejects the request with the resolver\'s message; params are checked against the resolved Pipeline', () => {

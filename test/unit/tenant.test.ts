@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
 import { effectiveConfig } from '../../src/controller/config.js';
 import { grantFor } from '../../src/policy/grant.js';
-import { qualify, requestRef, tenantMatches } from '../../src/policy/tenant.js';
+import { entryFor, namespacesServedOn, qualify, requestRef, tenantMatches } from '../../src/policy/tenant.js';
 import { LABEL_REQUEST_REMOTE, requestKeyOf } from '../../src/tekton/pipelinerun.js';
 import { NOW, NS, pipeline, request } from './fixtures.js';
 
@@ -79,4 +79,60 @@ test('decide: the remote is part of the tenant, the PipelineRun carries it, and 
   assert.equal(requestKeyOf(legacy), 'default/team-a/req');
   assert.equal(requestRef('prod', request()), 'prod/team-a/req');
   assert.equal(requestRef('default', request()), 'team-a/req');
+});
+
+const rejection = (o: Observation): string => {
+  const w = decide(o).find((x) => x.type === 'writeStatus');
+  assert.ok(w?.type === 'writeStatus' && w.code === 'REQUEST_NAMESPACE_NOT_ALLOWED', JSON.stringify(w));
+  return w.status.conditions?.[0]?.message ?? '';
+};
+
+test('the entry a rejection names is written as it goes into spec.allowList: "path/namespace" on kcp, the bare namespace on the remote bare entries name', () => {
+  assert.equal(entryFor('root:team-a/default', undefined), 'root:team-a/default');
+  assert.equal(entryFor('default/team-a', 'default'), 'team-a');
+  assert.equal(entryFor('prod/team-a', 'default'), 'prod/team-a');
+  assert.equal(entryFor('prod/team-a', '*'), 'prod/team-a', 'a bare entry with defaultRemote "*" would serve every remote: not this one only');
+  for (const [tenant, bare] of [['root:team-a/default', undefined], ['default/team-a', 'default'], ['prod/team-a', 'default']] as const) {
+    const c = cfg({ allowList: [entryFor(tenant, bare)] }, bare ?? null);
+    assert.equal(grantFor(c, tenant, installed).ok, true, `${entryFor(tenant, bare)} serves ${tenant}`);
+  }
+});
+
+test('namespacesServedOn: only the namespace part of entries whose remote part matches, as written, never another remote', () => {
+  const patterns = ['root:team-a/team', 'root:team-b/secret-b', '*/shared', 'root:team-*/ops-*', 'root:org:*/x', 'root:team-a/team', '**', 'a/b/c'];
+  assert.deepEqual(namespacesServedOn(patterns, 'root:team-a'), ['team', 'shared', 'ops-*']);
+  assert.deepEqual(namespacesServedOn(patterns, 'root:team-c'), ['shared', 'ops-*']);
+  assert.deepEqual(namespacesServedOn(patterns, 'root:other'), ['shared']);
+  assert.deepEqual(namespacesServedOn(['**/team'], 'root:x'), ['team']);
+  assert.deepEqual(namespacesServedOn([], 'root:x'), []);
+});
+
+test('kcp: a namespace not on the allowList is Rejected naming the entry as written (root:team-a/default) and the namespaces its workspace is served in, nothing of other workspaces', () => {
+  const c = cfg({ allowList: ['root:team-a/team', 'root:team-b/team-b-secret', '*/everyone'], rules: [{ name: 'a-ops', namespaces: ['root:team-a/ops-*'], pipelines: ['p'] }, { name: 'b-only', namespaces: ['root:team-b/b-rule'], pipelines: ['p'] }] }, null);
+  const o: Observation = { namespace: NS, remote: 'lc-2x8f0', workspace: 'root:team-a', request: request({}, { namespace: 'default' }), pipelineRuns: [], config: c, pipeline: pipeline(), now: NOW };
+  const m = rejection(o);
+  assert.equal(
+    m,
+    'namespace "default" on remote "root:team-a" is not on the allowList of InternalServicesConfig internal-services/config, and no rule names it; ' +
+      'ask the administrators of the internal cluster to add the entry "root:team-a/default" to spec.allowList; ' +
+      'the namespaces of remote "root:team-a" served: "team", "everyone", "ops-*"',
+  );
+  assert.doesNotMatch(m, /team-b|b-rule|a-ops|b-only|lc-2x8f0/, "another workspace's entries, rule names and the logical cluster stay out");
+  // A workspace that nothing names but the shared entry.
+  assert.match(rejection({ ...o, workspace: 'root:team-c', request: request({}, { namespace: 'team' }) }), /add the entry "root:team-c\/team" to spec\.allowList; the namespace of remote "root:team-c" served: "everyone"$/);
+  // None at all.
+  const none = rejection({ ...o, workspace: 'root:team-c', config: cfg({ allowList: ['root:team-a/team'] }, null), request: request({}, { namespace: 'team' }) });
+  assert.match(none, /^namespace "team" on remote "root:team-c" is not on the allowList of InternalServicesConfig internal-services\/config; ask the administrators of the internal cluster to add the entry "root:team-c\/team" to spec\.allowList; no namespace of remote "root:team-c" is served$/);
+  // Many: the first ten, and how many more.
+  const many = rejection({ ...o, config: cfg({ allowList: Array.from({ length: 13 }, (_, i) => `root:team-a/ns-${i}`) }, null) });
+  assert.match(many, /served: "ns-0", "ns-1", .*"ns-9" and 3 more$/);
+});
+
+test('a shared remote cluster: the rejection names the entry to write but never the other namespaces served there (each is another tenant)', () => {
+  const c = cfg({ allowList: ['team-a', 'team-b', 'prod/team-c'] });
+  const m = rejection({ namespace: NS, remote: 'default', request: request({}, { namespace: 'team-x' }), pipelineRuns: [], config: c, pipeline: pipeline(), now: NOW });
+  assert.equal(m, 'namespace "team-x" on remote "default" is not on the allowList of InternalServicesConfig internal-services/config; ask the administrators of the internal cluster to add the entry "team-x" to spec.allowList');
+  const p = rejection({ namespace: NS, remote: 'prod', request: request({}, { namespace: 'team-x' }), pipelineRuns: [], config: c, pipeline: pipeline(), now: NOW });
+  assert.match(p, /add the entry "prod\/team-x" to spec\.allowList$/);
+  assert.doesNotMatch(`${m} ${p}`, /team-a|team-b|team-c/);
 });
