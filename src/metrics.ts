@@ -17,7 +17,7 @@ export interface Metrics {
   commitChecks: CommitCheckerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number }> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -138,8 +138,18 @@ export function createMetrics(): Metrics {
     },
   });
   new Gauge({
+    name: 'internal_services_kcp_workspaces_waiting',
+    help: 'Per kcp shard: workspaces served from it whose requests wait because their path cannot be read yet (a workspace parent cannot be read; phase WaitingForWorkspace), or is being read for the first time; nothing of them is decided meanwhile',
+    labelNames: ['shard'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { shard, waiting } of sources?.kcpShards?.() ?? []) this.set({ shard }, waiting ?? 0);
+    },
+  });
+  new Gauge({
     name: 'internal_services_requests_waiting',
-    help: 'Unfinished requests that have no PipelineRun yet, by phase (the reason of their Progressing condition: WaitingForConfig, Resolving, AwaitingApproval, Queued, Following, or none: not looked at yet)',
+    help: 'Unfinished requests that have no PipelineRun yet, by phase (the reason of their Progressing condition: WaitingForWorkspace, WaitingForConfig, Resolving, AwaitingApproval, Queued, Following, or none: not looked at yet)',
     labelNames: ['remote', 'phase'],
     registers: [registry],
     collect() {

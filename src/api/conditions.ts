@@ -40,6 +40,8 @@ export type TerminalReason = typeof Reason.Succeeded | typeof Reason.Failed | ty
 export const Phase = {
   /** The internal cluster has no InternalServicesConfig yet; nothing is decided until it has. */
   WaitingForConfig: 'WaitingForConfig',
+  /** kcp: the workspace's path (which the rules name) cannot be read yet; nothing is decided under another name until it is. */
+  WaitingForWorkspace: 'WaitingForWorkspace',
   /** The Pipeline and its references are being resolved and checked; nothing runs yet. */
   Resolving: 'Resolving',
   /** Allowed and checked; a rule requires an approver's decision, made on the internal cluster. */
@@ -53,7 +55,7 @@ export const Phase = {
 } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 /** Every in-progress phase, in the order a request may pass them. */
-export const PHASES: readonly Phase[] = [Phase.WaitingForConfig, Phase.Following, Phase.Resolving, Phase.AwaitingApproval, Phase.Queued, Phase.Running];
+export const PHASES: readonly Phase[] = [Phase.WaitingForWorkspace, Phase.WaitingForConfig, Phase.Following, Phase.Resolving, Phase.AwaitingApproval, Phase.Queued, Phase.Running];
 
 /**
  * In-progress reasons that earlier versions wrote into the Succeeded

@@ -42,7 +42,7 @@ function cliScript(): string {
 }
 
 /** The kubectl plugin beside it (kubectl-internalrequest.js or .mjs). */
-function pluginScript(): string {
+export function pluginScript(): string {
   return cliScript().replace(/(main\.js|internal-services\.mjs)$/, (m) => (m.endsWith('.mjs') ? 'kubectl-internalrequest.mjs' : 'kubectl-internalrequest.js'));
 }
 

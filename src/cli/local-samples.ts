@@ -58,12 +58,21 @@ const gitRef = (url: string, revision: string, pathInRepo: string) => ({
   ],
 });
 
+/**
+ * A request in today's shape, as the release tooling writes it: the Pipeline
+ * from the catalog by the git resolver, its Task from the catalog too
+ * ($(params.taskGitUrl) at $(params.taskGitRevision)).
+ */
+export function todaysSpec(catalogUrl: string, image: string, pathInRepo = CATALOG_PIPELINE, url = catalogUrl): InternalRequestSpec {
+  return {
+    pipeline: { pipelineRef: gitRef(url, 'main', pathInRepo) },
+    params: { image, taskGitUrl: catalogUrl, taskGitRevision: 'main' },
+  };
+}
+
 export function scenarios(i: SampleInputs): Scenario[] {
   const image = i.base.params?.['image'] ?? '';
-  const todays = (pathInRepo: string, url = i.catalogUrl): InternalRequestSpec => ({
-    pipeline: { pipelineRef: gitRef(url, 'main', pathInRepo) },
-    params: { image, taskGitUrl: i.catalogUrl, taskGitRevision: 'main' },
-  });
+  const todays = (pathInRepo: string, url = i.catalogUrl): InternalRequestSpec => todaysSpec(i.catalogUrl, image, pathInRepo, url);
   return [
     {
       namespace: i.allowed,
@@ -157,11 +166,23 @@ export function catalogFiles(stepDuration: string): Record<string, string> {
  * approval (seed 004).
  */
 export function demoConfig(sample: Manifest, catalogUrl: string, pipelineName: string): Manifest {
-  const copy = structuredClone(sample);
+  const copy = withCatalogSource(sample, catalogUrl);
+  const spec = copy['spec'] as Record<string, unknown>;
+  spec['rules'] = [...((spec['rules'] as unknown[] | undefined) ?? []), { name: APPROVAL_RULE, namespaces: [APPROVAL_NAMESPACE], pipelines: [pipelineName], requireApproval: true, approvalTimeout: '10m' }];
+  return copy;
+}
+
+/** The git source rule that allows the local catalog, as the sample's rule for its (unreachable) catalog is written. */
+export function catalogSourceRule(catalogUrl: string): Record<string, unknown> {
+  return { urls: [catalogUrl], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/internal/**', 'tasks/**'] };
+}
+
+/** A copy of a config with the local catalog added to sources.git (for every served tenant). */
+export function withCatalogSource(config: Manifest, catalogUrl: string): Manifest {
+  const copy = structuredClone(config);
   const spec = (copy['spec'] ?? {}) as Record<string, unknown>;
   const sources = (spec['sources'] ?? {}) as { git?: unknown[] };
-  spec['sources'] = { ...sources, git: [...(sources.git ?? []), { urls: [catalogUrl], revisions: ['main'], commits: { reachable: true }, paths: ['pipelines/internal/**', 'tasks/**'] }] };
-  spec['rules'] = [...((spec['rules'] as unknown[] | undefined) ?? []), { name: APPROVAL_RULE, namespaces: [APPROVAL_NAMESPACE], pipelines: [pipelineName], requireApproval: true, approvalTimeout: '10m' }];
+  spec['sources'] = { ...sources, git: [...(sources.git ?? []), catalogSourceRule(catalogUrl)] };
   copy['spec'] = spec;
   return copy;
 }

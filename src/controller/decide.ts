@@ -104,7 +104,14 @@ export function decide(o: Observation): Action[] {
       actions.push(...new Resolutions(o, uid).cleanup());
       return actions;
     }
-    // 2. Without a configuration nothing is decided: a missing `config`
+    // 2. A remote whose rules cannot be known yet (a kcp workspace whose
+    //    path cannot be read): its requests wait, pending, saying why;
+    //    nothing is decided under a guessed name (observation.ts held).
+    if (o.held) {
+      if (showsPhase(req, Phase.WaitingForWorkspace, o.held)) return actions;
+      return [...actions, waiting(req, o, Phase.WaitingForWorkspace, o.held, {}, { type: 'Warning', reason: Phase.WaitingForWorkspace, message: o.held })];
+    }
+    //    Without a configuration nothing is decided: a missing `config`
     //    (deleted and re-applied, not created yet) must not turn away every
     //    request that arrives meanwhile. The configuration's arrival brings
     //    every waiting request back here.
@@ -305,7 +312,7 @@ function kindOf(o: Observation): Pick<RequestKind, 'kind' | 'builtIn' | 'checkSh
  * limits the request was checked with; a missing configuration revokes nothing.
  */
 function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): string | undefined {
-  if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present) return undefined;
+  if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present || o.held) return undefined;
   const what = requestedOf(req.spec);
   if (what.kind === 'invalid') return undefined;
   const v = grantFor(o.config, policyTenant(o, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver }, { listServed: o.workspace !== undefined });

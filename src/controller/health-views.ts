@@ -34,7 +34,7 @@ export interface CacheView {
 export function waitingByPhase(remotes: Iterable<RemoteView>): Record<string, Record<string, number>> {
   const all: Record<string, Record<string, number>> = {};
   for (const remote of remotes) {
-    const out: Record<string, number> = { none: 0, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
+    const out: Record<string, number> = { none: 0, WaitingForConfig: 0, WaitingForWorkspace: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 };
     for (const r of remote.cachedRequests()) {
       if (isFinished(r) || r.status?.pipelineRun) continue;
       const phase = phaseOf(r) ?? 'none';

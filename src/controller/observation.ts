@@ -26,6 +26,14 @@ export interface Observation {
    * cluster. Rules see the path, identity (keys, capacity, fair turns) the name.
    */
   workspace?: string;
+  /**
+   * Set while the remote's requests may not be decided, with why (a kcp
+   * workspace whose path cannot be read yet: its rules cannot be known, and
+   * nothing is decided under a guessed name). Unfinished requests wait
+   * (phase WaitingForWorkspace, this message); deletes are acted on and
+   * running requests followed, but no rule is applied.
+   */
+  held?: string;
   /** The request's kind (default: the built-in InternalRequest); see request-kind.ts. */
   kind?: Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'>;
   /** The request; undefined when it no longer exists on the remote cluster. */

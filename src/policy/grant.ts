@@ -90,7 +90,7 @@ export function notServedMessage(cfg: ServedBy, tenant: string, opts: NotServedO
     const { remote } = splitTenant(tenant);
     const ns = namespacesServedOn([...cfg.allowList, ...cfg.rules.flatMap((r) => r.namespaces)], remote);
     const shown = ns.slice(0, MAX_LISTED).map(q).join(', ') + (ns.length > MAX_LISTED ? ` and ${ns.length - MAX_LISTED} more` : '');
-    served = ns.length === 0 ? `; no namespace of remote ${q(remote)} is served` : `; the ${ns.length === 1 ? 'namespace' : 'namespaces'} of remote ${q(remote)} served: ${shown}`;
+    served = ns.length === 0 ? `; no namespace of remote ${q(remote)} is served` : `; requests of remote ${q(remote)} are served in ${ns.length === 1 ? 'namespace' : 'namespaces'} ${shown}`;
   }
   return `${describeTenant(tenant)} is not on the allowList of ${cfg.source}${cfg.rules.length ? ', and no rule names it' : ''}; ${ask}${served}`;
 }

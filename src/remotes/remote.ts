@@ -40,6 +40,13 @@ export interface RemoteSpec {
    */
   workspace?: () => string | undefined;
   /**
+   * Set while nothing of the remote's requests may be decided under its
+   * rules, with why (kcp: the workspace's path cannot be read yet, and the
+   * rules name workspaces by path): its unfinished requests wait, pending,
+   * with this message. Deletes are acted on and running requests followed.
+   */
+  held?: () => string | undefined;
+  /**
    * The cache of a kind's requests, when the provider keeps it (e.g. one
    * watch for every logical cluster behind a kcp virtual workspace, shared
    * out by cluster); by default the remote lists and watches its own.
@@ -82,6 +89,7 @@ export class Remote {
   /** Its name in metric labels (see RemoteSpec.metricsName). */
   readonly metricsName: string;
   private readonly workspaceOf: (() => string | undefined) | undefined;
+  private readonly heldOf: (() => string | undefined) | undefined;
   /** The request kinds served on this remote, by Kind; the first is the one `client` and `requests` name. */
   readonly kinds: ReadonlyMap<string, KindCache>;
   readonly events: EventRecorder;
@@ -106,6 +114,7 @@ export class Remote {
     this.origin = spec.origin ?? 'flag --remote-kubeconfig';
     this.metricsName = spec.metricsName ?? spec.name;
     this.workspaceOf = spec.workspace;
+    this.heldOf = spec.held;
     this.events = new EventRecorder(spec.cluster, 'internal-services-controller', opts.instance, log);
     const { instance: _i, kinds = [INTERNAL_REQUEST_KIND], transform, ...inf } = opts;
     this.spec = spec;
@@ -171,6 +180,11 @@ export class Remote {
   /** For a kcp workspace: its path, when known (see RemoteSpec.workspace). */
   get workspace(): string | undefined {
     return this.workspaceOf?.();
+  }
+
+  /** Why its requests are not decided now, when they are not (see RemoteSpec.held). */
+  get held(): string | undefined {
+    return this.heldOf?.();
   }
 
   /** The cache of the first kind (InternalRequest unless kinds were given). */

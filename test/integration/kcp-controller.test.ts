@@ -285,4 +285,26 @@ describe('the controller on a sharded kcp (real kcp: two shards, cache server, f
     await waitFor('root:team-c forgotten after its deletion', async () => controller.lines.slice(mark).find((l) => l.msg === 'kcp: workspace forgotten' && l.cluster === lc), 120_000, 500);
     await waitFor('shard-1 serves one workspace', () => counted(1), 20_000);
   });
+
+  test('the last binding on a shard goes: kcp drops the shard\'s URL from the slice; the workspace goes through the unbind grace (its run stopped, not orphaned), then is forgotten and the shard let go', async () => {
+    // shard-1 holds b (bound), e (not bound); c was deleted above: unbinding b leaves shard-1 no binding.
+    const r = await create(b, 'last-on-shard', TEAM, '', 'hold');
+    await onlyPipelineRunOf(internalAdmin, r.metadata.uid!);
+    await waitFor('Running', async () => (await phaseOf(b, 'last-on-shard')) === 'Running', 60_000);
+    const mark = controller.lines.length;
+    await kcp.identities.admin.kubeConfig(b.path).makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ group: 'apis.kcp.io', version: 'v1alpha2', plural: 'apibindings', name: 'appstudio.redhat.com' });
+    const removed = await controller.waitForLog((l) => l.msg === 'kcp: shard endpoint removed from the endpoint slice; its workspaces are handed over or served for the unbind grace, then forgotten' && l.shard === shardHost('shard-1'), 90_000);
+    // The run of the deleted request is stopped, whichever the controller saw first (the deletes or the URL leaving).
+    await waitFor('its PipelineRun gone', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0, 90_000, 500);
+    assert.ok(controller.lines.slice(mark).some((l) => l.msg === 'PipelineRun cancelled' && String(l.request).startsWith(`${clusters[1]}/`)), 'cancelled as the run of a deleted request');
+    const forgotten = await controller.waitForLog((l) => l.msg === 'kcp: workspace forgotten' && l.cluster === clusters[1], 30_000);
+    const unbound = controller.lines.slice(mark).find((l) => l.msg === 'kcp: a workspace unbound the export (or was deleted); its requests are gone, it is forgotten after the grace period' && l.cluster === clusters[1]);
+    const at = (l: { time?: unknown }) => Date.parse(String(l.time));
+    const from = Math.min(at(removed), at(unbound ?? removed));
+    assert.ok(at(forgotten) - from >= 2_800, `forgotten after the unbind grace (3 s), not at once: ${at(forgotten) - from} ms`);
+    await waitFor('shard-1 let go: no readiness line, no metric series', async () => !(await readyz()).includes(`/shard/${shardHost('shard-1')} `) && sample(await scrape(metricsPort), 'internal_services_kcp_shard_up', { shard: shardHost('shard-1') }) === undefined, 30_000, 500);
+    // The root shard's workspaces are served on.
+    await create(a, 'after-shard-1-left', TEAM, 'quay.io/org/a:9');
+    assert.equal((await finished(a, 'after-shard-1-left')).status?.conditions?.[0]?.reason, 'Succeeded');
+  });
 });

@@ -121,19 +121,46 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.ok(!existsSync(dir), `${dir} still exists`);
 });
 
-test('internal-services local --kcp: three workspaces on two shards of a real sharded kcp, one kubeconfig; two allowed by path run, the third is Rejected naming its path; exits 0', { timeout: 420_000 }, async () => {
+test('internal-services local --kcp: three workspaces on two shards of a real sharded kcp, one kubeconfig; two allowed by path run, the third is Rejected naming its path; a tenant in root:team-a runs today\'s git-shaped request with kubectl create -f and no -n, and one created in "default" is Rejected naming the entry and the namespace to use; exits 0', { timeout: 420_000 }, async () => {
   const { code, stdout, output } = await runLocalTour(['--kcp'], 400_000);
   assert.equal(code, 0, output);
   assert.match(stdout, /controller started with --kcp-kubeconfig \S+ \(the provider workspace, as user "internal-services-controller"\)/);
   assert.match(stdout, /workspace root:team-a on shard root binds the export/);
   assert.match(stdout, /workspace root:team-b on shard shard-1 binds the export/);
   assert.equal((stdout.match(/controller \/readyz: \[\+\]kcp\/appstudio\.redhat\.com\/shard\/127\.0\.0\.1:\d+ ok/g) ?? []).length, 2, 'both shards served');
-  for (const [ws, shard] of [['root:team-a', 'root'], ['root:team-b', 'shard-1']]) {
-    assert.match(stdout, new RegExp(`\\[ok\\] +${ws} \\(shard ${shard}\\) team/sign-release-1 — allowed by path`));
+  // The catalog is served and allowed (not only the sample's placeholder).
+  assert.match(stdout, /git catalog git:\/\/127\.0\.0\.1:\d+\/release-catalog\.git \(git daemon on loopback\)/);
+  assert.match(stdout, /sources\.git also allows \{"urls":\["git:\/\/127\.0\.0\.1:\d+\/release-catalog\.git"\]/);
+  // Each outcome's block, from its "[ok]" line to the blank line after it.
+  const block = (head: RegExp): string => {
+    const m = head.exec(stdout);
+    assert.ok(m, `no outcome ${String(head)}\n${output}`);
+    const rest = stdout.slice(stdout.lastIndexOf('\n', m.index) + 1);
+    const end = rest.indexOf('\n\n');
+    return end >= 0 ? rest.slice(0, end) : rest;
+  };
+  for (const [ws, shard, who] of [['root:team-a', 'root', 'a'], ['root:team-b', 'shard-1', 'b']]) {
+    const b = block(new RegExp(`\\] +${ws} \\(shard ${shard}\\) team/sign-release-1 — allowed by path`));
+    assert.match(b, /^\s*\[ok\]/, b);
+    assert.match(b, new RegExp(`result: +signature = signature:\\{"image":"quay\\.io/example/app-team-${who}@sha256:`), b);
   }
-  assert.match(stdout, /result: +signature = signature:\{"image":"quay\.io\/example\/app-team-a@sha256:/);
-  assert.match(stdout, /result: +signature = signature:\{"image":"quay\.io\/example\/app-team-b@sha256:/);
-  assert.match(stdout, /\[ok\] +root:team-c \(shard shard-1\) team\/sign-release-1 — binds the API but is not on the allowList/);
-  assert.match(stdout, /message: +namespace "team" on remote "root:team-c" is not on the allowList/);
-  assert.match(stdout, /All 3 requests ended as expected\./);
+  const c = block(/\] +root:team-c \(shard shard-1\) team\/sign-release-1 — binds the API but is not on the allowList/);
+  assert.match(c, /^\s*\[ok\]/, c);
+  assert.match(c, /message: +namespace "team" on remote "root:team-c" is not on the allowList of InternalServicesConfig internal-services\/config; ask the administrators of the internal cluster to add the entry "root:team-c\/team" to spec\.allowList; no namespace of remote "root:team-c" is served$/m, c);
+  assert.doesNotMatch(c, /team-a|team-b/, "another workspace's entries are not shown");
+
+  // Today's shape, created as the release tooling creates it: a file without a namespace, kubectl create -f, the kubeconfig's context naming "team".
+  assert.match(stdout, /submitted root:team-a team\/sign-image-[a-z0-9]{5} \(today's shape, git resolver\): kubectl create -f \S+git-request\.yaml, no -n; the kubeconfig's context names namespace "team"/);
+  const git = block(/\] +root:team-a \(shard root\) team\/sign-image-[a-z0-9]{5} — today's shape/);
+  assert.match(git, /^\s*\[ok\]/, git);
+  assert.match(git, /Succeeded=True, reason Succeeded/);
+  assert.match(git, /pipeline: +git \S+release-catalog\.git pipelines\/internal\/sign-image\/sign-image\.yaml revision refs\/heads\/main, ran at sha1:[0-9a-f]{40}/, git);
+  assert.match(git, /result: +signature = signature:\{"image":"quay\.io\/example\/app-team-a@sha256:[0-9a-f]+"\}/, git);
+  // The same file with a kubeconfig naming no namespace: in "default", Rejected, naming the entry as written and the namespace to use.
+  const stray = block(/\] +root:team-a \(shard root\) default\/sign-image-[a-z0-9]{5} — the same file/);
+  assert.match(stray, /^\s*\[ok\]/, stray);
+  assert.match(stray, /Succeeded=False, reason Rejected/);
+  assert.match(stray, /message: +namespace "default" on remote "root:team-a" is not on the allowList of InternalServicesConfig internal-services\/config; ask the administrators of the internal cluster to add the entry "root:team-a\/default" to spec\.allowList; requests of remote "root:team-a" are served in namespace "team"$/m, stray);
+  assert.doesNotMatch(stray, /team-b|team-c/, "another workspace's entries are not shown");
+  assert.match(stdout, /All 5 requests ended as expected\./);
 });

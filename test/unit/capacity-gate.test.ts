@@ -99,8 +99,8 @@ test('views: waiting by phase, running requests, remote health', () => {
   const a = fakeRemote('a', [req('q', 'team-a', queued), req('new', 'team-a'), req('run', 'team-a', runningReq), req('done', 'team-a', succeededReq)]);
   const b = fakeRemote('b', [], false);
   assert.deepEqual(views.waitingByPhase([a, b]), {
-    a: { none: 1, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 1, Following: 0 },
-    b: { none: 0, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 },
+    a: { none: 1, WaitingForConfig: 0, WaitingForWorkspace: 0, Resolving: 0, AwaitingApproval: 0, Queued: 1, Following: 0 },
+    b: { none: 0, WaitingForConfig: 0, WaitingForWorkspace: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 },
   });
   assert.equal(views.runningRequests([a, b]), 1);
   assert.deepEqual(views.remoteHealth([a, b]), [
@@ -138,8 +138,8 @@ test('views: remotes that share a metrics name (a provider\'s workspaces) are on
   const ws2 = { ...fakeRemote('ws2', [req('q2', 'team', queued)], false), metricsName: 'kcp' };
   const plain = fakeRemote('prod', [req('x', 'team')]);
   assert.deepEqual(views.waitingByPhase([ws1, ws2, plain]), {
-    kcp: { none: 1, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 2, Following: 0 },
-    prod: { none: 1, WaitingForConfig: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 },
+    kcp: { none: 1, WaitingForConfig: 0, WaitingForWorkspace: 0, Resolving: 0, AwaitingApproval: 0, Queued: 2, Following: 0 },
+    prod: { none: 1, WaitingForConfig: 0, WaitingForWorkspace: 0, Resolving: 0, AwaitingApproval: 0, Queued: 0, Following: 0 },
   });
   assert.deepEqual(views.remoteHealth([ws1, ws2, plain]), [
     { remote: 'kcp', up: false },

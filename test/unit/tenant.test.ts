@@ -115,17 +115,17 @@ test('kcp: a namespace not on the allowList is Rejected naming the entry as writ
     m,
     'namespace "default" on remote "root:team-a" is not on the allowList of InternalServicesConfig internal-services/config, and no rule names it; ' +
       'ask the administrators of the internal cluster to add the entry "root:team-a/default" to spec.allowList; ' +
-      'the namespaces of remote "root:team-a" served: "team", "everyone", "ops-*"',
+      'requests of remote "root:team-a" are served in namespaces "team", "everyone", "ops-*"',
   );
   assert.doesNotMatch(m, /team-b|b-rule|a-ops|b-only|lc-2x8f0/, "another workspace's entries, rule names and the logical cluster stay out");
   // A workspace that nothing names but the shared entry.
-  assert.match(rejection({ ...o, workspace: 'root:team-c', request: request({}, { namespace: 'team' }) }), /add the entry "root:team-c\/team" to spec\.allowList; the namespace of remote "root:team-c" served: "everyone"$/);
+  assert.match(rejection({ ...o, workspace: 'root:team-c', request: request({}, { namespace: 'team' }) }), /add the entry "root:team-c\/team" to spec\.allowList; requests of remote "root:team-c" are served in namespace "everyone"$/);
   // None at all.
   const none = rejection({ ...o, workspace: 'root:team-c', config: cfg({ allowList: ['root:team-a/team'] }, null), request: request({}, { namespace: 'team' }) });
   assert.match(none, /^namespace "team" on remote "root:team-c" is not on the allowList of InternalServicesConfig internal-services\/config; ask the administrators of the internal cluster to add the entry "root:team-c\/team" to spec\.allowList; no namespace of remote "root:team-c" is served$/);
   // Many: the first ten, and how many more.
   const many = rejection({ ...o, config: cfg({ allowList: Array.from({ length: 13 }, (_, i) => `root:team-a/ns-${i}`) }, null) });
-  assert.match(many, /served: "ns-0", "ns-1", .*"ns-9" and 3 more$/);
+  assert.match(many, /are served in namespaces "ns-0", "ns-1", .*"ns-9" and 3 more$/);
 });
 
 test('a shared remote cluster: the rejection names the entry to write but never the other namespaces served there (each is another tenant)', () => {

@@ -31,10 +31,13 @@ export interface KcpIdentity {
   groups: string[];
   /** Bearer token (kcp's --token-auth-file). */
   token: string;
-  /** A client-node KubeConfig against `target`: a workspace path ("root:tenant-a"), or a full URL (a virtual workspace). Default "root". */
-  kubeConfig(target?: string): KubeConfig;
+  /**
+   * A client-node KubeConfig against `target`: a workspace path ("root:tenant-a"), or a full URL (a virtual workspace). Default "root".
+   * `namespace`: its context's namespace, what clients that pass no namespace use (else "default").
+   */
+  kubeConfig(target?: string, opts?: { namespace?: string }): KubeConfig;
   /** Writes a kubeconfig file against `target` (see kubeConfig) and returns its path: for processes (the controller, kubectl). */
-  writeKubeconfig(target?: string): string;
+  writeKubeconfig(target?: string, opts?: { namespace?: string }): string;
 }
 
 /**
@@ -247,17 +250,17 @@ export function makeIdentity(kcp: Kcp, spec: { name: KcpIdentityName; username: 
     ...spec,
     groups: [...spec.groups],
     token,
-    kubeConfig(target = 'root'): KubeConfig {
+    kubeConfig(target = 'root', opts = {}): KubeConfig {
       const kc = new KubeConfig();
       kc.loadFromOptions({
         clusters: [{ name: 'kcp', server: server(target), caData: Buffer.from(kcp.caPem).toString('base64'), skipTLSVerify: false }],
         users: [{ name: spec.name, token }],
-        contexts: [{ name: `kcp-${spec.name}`, cluster: 'kcp', user: spec.name }],
+        contexts: [{ name: `kcp-${spec.name}`, cluster: 'kcp', user: spec.name, ...(opts.namespace ? { namespace: opts.namespace } : {}) }],
         currentContext: `kcp-${spec.name}`,
       });
       return kc;
     },
-    writeKubeconfig(target = 'root'): string {
+    writeKubeconfig(target = 'root', opts = {}): string {
       const path = join(kcp.dir, `kubeconfig-${spec.name}-${++files}.yaml`);
       writeFileSync(
         path,
@@ -266,7 +269,7 @@ export function makeIdentity(kcp: Kcp, spec: { name: KcpIdentityName; username: 
           kind: 'Config',
           clusters: [{ name: 'kcp', cluster: { server: server(target), 'certificate-authority-data': Buffer.from(kcp.caPem).toString('base64') } }],
           users: [{ name: spec.name, user: { token } }],
-          contexts: [{ name: `kcp-${spec.name}`, context: { cluster: 'kcp', user: spec.name } }],
+          contexts: [{ name: `kcp-${spec.name}`, context: { cluster: 'kcp', user: spec.name, ...(opts.namespace ? { namespace: opts.namespace } : {}) } }],
           'current-context': `kcp-${spec.name}`,
         }),
         { mode: 0o600 },
