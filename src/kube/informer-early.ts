@@ -15,7 +15,7 @@
  */
 import type { Logger } from 'pino';
 import { describeError, statusCode, type KubeObject, type ResourceClient } from './client.js';
-import { keyOf } from './informer-store.js';
+import { keyOf, type KeyFunction } from './informer-store.js';
 
 export interface EarlyLaneOptions<T> {
   namespace?: string | undefined;
@@ -23,6 +23,8 @@ export interface EarlyLaneOptions<T> {
   /** The objects the lane carries. */
   fieldSelector: string;
   transform?: ((obj: T) => T) | undefined;
+  /** An object's key (default namespace/name): the informer's, so that the lane and the cache name an object alike. */
+  keyOf?: KeyFunction | undefined;
 }
 
 /** Where the lane's news goes (the informer decides what reaches the handlers). */
@@ -110,6 +112,10 @@ export class EarlyLane<T extends KubeObject> {
     }
   }
 
+  private get keyOf(): KeyFunction {
+    return this.opts.keyOf ?? keyOf;
+  }
+
   private put(obj: T): void {
     if (this.stopped) return;
     // The cache keeps older copies from replacing what the lane showed by
@@ -121,7 +127,7 @@ export class EarlyLane<T extends KubeObject> {
       return;
     }
     const t = this.opts.transform ? this.opts.transform(obj) : obj;
-    this.objects.set(keyOf(obj), t);
+    this.objects.set(this.keyOf(obj), t);
     this.sink.seen(t);
   }
 
@@ -145,7 +151,7 @@ export class EarlyLane<T extends KubeObject> {
             if (type === 'BOOKMARK') return;
             if (type === 'ERROR') return finish(Object.assign(new Error(obj?.message ?? 'watch error'), { statusCode: obj?.code }));
             if (type === 'DELETED') {
-              const key = keyOf(obj);
+              const key = this.keyOf(obj);
               const old = this.objects.get(key);
               this.objects.delete(key);
               this.sink.left(old ?? obj);

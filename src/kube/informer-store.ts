@@ -1,6 +1,8 @@
 /**
- * The cache of an Informer: objects by namespace/name, and the handler calls
- * each change makes. No I/O: the informer's loop (informer.ts) feeds it lists
+ * The cache of an Informer: objects by key (namespace/name unless the
+ * informer is given another key function, e.g. cluster|namespace/name for a
+ * kcp wildcard watch that shows several logical clusters), and the handler
+ * calls each change makes. No I/O: the informer's loop (informer.ts) feeds it lists
  * (whole, or one object at a time) and watch events. An object counts as
  * changed when its resourceVersion does; a handler that throws is reported
  * and does not stop the others.
@@ -19,6 +21,17 @@ export function keyOf(obj: KubeObject): string {
   return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 }
 
+/**
+ * What makes an object's identity in a cache: the default, keyOf, is
+ * namespace/name — right for one cluster. A watch that shows objects of
+ * several clusters (a kcp virtual workspace's `/clusters/*`) needs the
+ * cluster in the key too, or two clusters' objects of one namespace and name
+ * are one entry (src/remotes/kcp-shard.ts: kcpKeyOf). It must give the same
+ * key for every version of an object, and for the object before and after the
+ * informer's transform.
+ */
+export type KeyFunction = (obj: KubeObject) => string;
+
 /** The keys a full list has not shown yet (see beginFill). */
 export interface Fill {
   readonly unseen: Set<string>;
@@ -26,12 +39,17 @@ export interface Fill {
 
 export class InformerStore<T extends KubeObject> {
   private readonly items = new Map<string, T>();
+  /** An object's key in the store (default keyOf: namespace/name); get() takes keys of this form. */
+  readonly keyOf: KeyFunction;
 
   constructor(
     private readonly handlers: InformerHandlers<T>,
     /** Called with what a handler threw. */
     private readonly onHandlerError: (e: unknown) => void,
-  ) {}
+    keyFunction: KeyFunction = keyOf,
+  ) {
+    this.keyOf = keyFunction;
+  }
 
   get(key: string): T | undefined {
     return this.items.get(key);
@@ -47,7 +65,7 @@ export class InformerStore<T extends KubeObject> {
 
   /** The stored copy of obj when its resourceVersion is unchanged (a poll keeps it: no transform, no event). */
   unchanged(obj: T): T | undefined {
-    const old = this.items.get(keyOf(obj));
+    const old = this.items.get(this.keyOf(obj));
     if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return old;
     return undefined;
   }
@@ -72,7 +90,7 @@ export class InformerStore<T extends KubeObject> {
 
   /** One object of a fill; transform runs only for an object whose resourceVersion changed. */
   filled(fill: Fill, obj: T, transform?: (obj: T) => T): void {
-    const key = keyOf(obj);
+    const key = this.keyOf(obj);
     fill.unseen.delete(key);
     const same = this.unchanged(obj);
     if (same) return;
@@ -81,7 +99,7 @@ export class InformerStore<T extends KubeObject> {
 
   /** An object of a fill that is not stored (an older copy than the cache's handlers have seen): it still counts as listed. */
   passed(fill: Fill, obj: T): void {
-    fill.unseen.delete(keyOf(obj));
+    fill.unseen.delete(this.keyOf(obj));
   }
 
   /** The end of a fill: what it did not list is gone. */
@@ -106,7 +124,7 @@ export class InformerStore<T extends KubeObject> {
    * it, transformed.
    */
   apply(type: string, obj: T, transform?: (obj: T) => T): void {
-    const key = keyOf(obj);
+    const key = this.keyOf(obj);
     if (type === 'DELETED') {
       const old = this.items.get(key);
       this.items.delete(key);

@@ -38,9 +38,9 @@ import type { Logger } from 'pino';
 import { describeError, statusCode, type KubeObject, type ResourceClient } from './client.js';
 import { backoffMs, HealthBook, jittered, readinessOf, type InformerHealth, type ReadinessCheck } from './informer-health.js';
 import { EarlyLane } from './informer-early.js';
-import { InformerStore, keyOf, type InformerHandlers } from './informer-store.js';
+import { InformerStore, keyOf, type InformerHandlers, type KeyFunction } from './informer-store.js';
 
-export { keyOf, type InformerHandlers } from './informer-store.js';
+export { keyOf, type InformerHandlers, type KeyFunction } from './informer-store.js';
 export type { InformerHealth, ReadinessCheck } from './informer-health.js';
 
 export interface InformerOptions<T = unknown> {
@@ -72,6 +72,13 @@ export interface InformerOptions<T = unknown> {
   fill?: 'stream' | 'pages';
   /** A field selector for the early lane (informer-early.ts): those objects are handed to the handlers before the first full list is in. */
   earlySelector?: string;
+  /**
+   * An object's identity in the cache, the early lane and their bookkeeping
+   * (default keyOf: namespace/name). A watch that shows several clusters'
+   * objects keys by cluster too (kcp: src/remotes/kcp-shard.ts kcpKeyOf);
+   * get() takes keys of this form.
+   */
+  keyOf?: KeyFunction;
 }
 
 export interface InformerObserver {
@@ -111,7 +118,9 @@ export class Informer<T extends KubeObject> {
   private streaming: boolean;
   private early: EarlyLane<T> | undefined;
   readonly health: InformerHealth = this.book.health;
-  private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform' | 'mode' | 'pollIntervalMs' | 'fill' | 'earlySelector'>> & InformerOptions<T>;
+  private readonly opts: Required<Omit<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector' | 'observer' | 'transform' | 'mode' | 'pollIntervalMs' | 'fill' | 'earlySelector' | 'keyOf'>> & InformerOptions<T>;
+  /** An object's key (opts.keyOf, default namespace/name). */
+  private readonly keyOf: KeyFunction;
 
   constructor(
     readonly name: string,
@@ -121,7 +130,8 @@ export class Informer<T extends KubeObject> {
     opts: InformerOptions<T> = {},
   ) {
     const handlerError = (e: unknown) => this.log.error({ informer: this.name, err: describeError(e) }, 'informer handler threw');
-    this.store = new InformerStore(handlers, handlerError);
+    this.keyOf = opts.keyOf ?? keyOf;
+    this.store = new InformerStore(handlers, handlerError, this.keyOf);
     this.streaming = opts.fill !== 'pages';
     if (opts.earlySelector && opts.mode !== 'poll') {
       const call = (f: () => void) => {
@@ -135,15 +145,15 @@ export class Informer<T extends KubeObject> {
       this.early = new EarlyLane(
         `${name}/early`,
         client,
-        { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.earlySelector, transform: opts.transform },
+        { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.earlySelector, transform: opts.transform, keyOf: this.keyOf },
         {
           seen: (obj) => {
             this.ahead(obj);
-            if (!this.store.get(keyOf(obj))) call(() => handlers.onAdd?.(obj));
+            if (!this.store.get(this.keyOf(obj))) call(() => handlers.onAdd?.(obj));
           },
           left: (obj) => {
             this.ahead(obj);
-            if (!this.store.get(keyOf(obj))) call(() => handlers.onDelete?.(obj));
+            if (!this.store.get(this.keyOf(obj))) call(() => handlers.onDelete?.(obj));
           },
         },
         log,
@@ -185,7 +195,7 @@ export class Informer<T extends KubeObject> {
   private ahead(obj: T): void {
     const rv = numericRv(obj);
     if (rv === undefined) return;
-    const key = keyOf(obj);
+    const key = this.keyOf(obj);
     const was = this.aheadOf.get(key);
     if (was === undefined || rv > was) this.aheadOf.set(key, rv);
   }
@@ -193,7 +203,7 @@ export class Informer<T extends KubeObject> {
   /** Whether obj is older than what the early lane showed of it (then it is not stored); once the list catches up, the lane's mark goes. */
   private behind(obj: T): boolean {
     if (this.aheadOf.size === 0) return false;
-    const key = keyOf(obj);
+    const key = this.keyOf(obj);
     const lane = this.aheadOf.get(key);
     if (lane === undefined) return false;
     const rv = numericRv(obj);

@@ -11,6 +11,14 @@
  * - one wildcard cache per request kind, shared out by each object's
  *   `kcp.io/cluster` annotation (a Share per logical cluster).
  *
+ * An object's identity in these caches is its logical cluster, namespace and
+ * name (kcpKeyOf, as kcp's own informers key: `cluster|namespace/name`): two
+ * workspaces on one shard may each have `team/collide` (and every workspace's
+ * binding of the export has the same name), and each is its own object —
+ * stored, updated and deleted apart, each delete handing its own workspace's
+ * copy to that workspace's share. Within a Share (one logical cluster) a
+ * request's key is namespace/name, as for any remote.
+ *
  * What the shard sees goes to its provider as bindings and requests of
  * logical clusters; the provider decides what is served. A shard that is down
  * or not yet serving holds up nothing but itself: its caches retry on their
@@ -27,6 +35,17 @@ import { ANNOTATION_KCP_CLUSTER, slimRequest } from '../controller/cached-reques
 
 /** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. Finished requests' cached records keep it. */
 export const KCP_CLUSTER_ANNOTATION = ANNOTATION_KCP_CLUSTER;
+
+/**
+ * An object's key in a wildcard (`/clusters/*`) cache: `cluster|namespace/name`
+ * (`cluster|/name` for a cluster-scoped one), the cluster being its
+ * `kcp.io/cluster` annotation — kcp's MetaClusterNamespaceKeyFunc form. An
+ * object without the annotation keys under the empty cluster (`|ns/name`); the
+ * shard refuses it (logged) and it reaches no workspace.
+ */
+export function kcpKeyOf(o: KubeObject): string {
+  return `${o.metadata?.annotations?.[KCP_CLUSTER_ANNOTATION] ?? ''}|${keyOf(o)}`;
+}
 
 /** What a shard tells its provider. */
 export interface ShardEvents {
@@ -87,7 +106,7 @@ export class Share implements RequestCache {
 }
 
 /** The part of an APIBinding the shard keeps. */
-interface SlimBinding extends KubeObject {
+export interface SlimBinding extends KubeObject {
   status?: { phase?: string; conditions?: Array<{ type?: string; status?: string }> };
 }
 
@@ -147,14 +166,12 @@ export class KcpShard {
     this.bindings = new Informer<SlimBinding>(
       `kcp/${this.opts.exportName}/${this.name}/apibindings`,
       this.wildcard.resource<SlimBinding>(APIBINDINGS),
-      {
-        onAdd: (b) => this.sawBinding(b),
-        onUpdate: (_o, b) => this.sawBinding(b),
-        onDelete: (b) => this.lostBinding(b),
-      },
+      this.bindingHandlers(),
       log,
       {
         ...informerOpts,
+        // Every workspace's binding of the export has the export's name: a binding is its cluster's.
+        keyOf: kcpKeyOf,
         transform: (b) => ({
           metadata: { name: b.metadata?.name ?? '', ...(b.metadata?.annotations ? { annotations: b.metadata.annotations } : {}), ...(b.metadata?.deletionTimestamp ? { deletionTimestamp: b.metadata.deletionTimestamp } : {}), ...(b.metadata?.resourceVersion ? { resourceVersion: b.metadata.resourceVersion } : {}) },
           ...(b.status ? { status: { ...(b.status.phase ? { phase: b.status.phase } : {}), ...(b.status.conditions ? { conditions: b.status.conditions.map((c) => ({ type: c.type, status: c.status })) } : {}) } } : {}),
@@ -166,21 +183,9 @@ export class KcpShard {
       const all: Informer<InternalRequest> = new Informer<InternalRequest>(
         `kcp/${this.opts.exportName}/${this.name}/${kind.resource.plural}`,
         this.wildcard.resource<InternalRequest>(kind.resource),
-        {
-          onAdd: (r) => this.stored(kind, r)?.handlers.onAdd?.(r),
-          onUpdate: (o, n) => this.stored(kind, n)?.handlers.onUpdate?.(o, n),
-          onDelete: (r) => {
-            const s = this.shareOf(kind, r);
-            if (!s) return;
-            s.items.delete(keyOf(r));
-            s.handlers.onDelete?.(r);
-          },
-          onResync: () => {
-            for (const s of shares.values()) s.handlers.onResync?.();
-          },
-        },
+        this.requestHandlers(kind, shares),
         log,
-        { ...informerOpts, transform: (obj) => slimRequest(kind.builtIn ? obj : kind.toRequest(obj as never)) },
+        { ...informerOpts, keyOf: kcpKeyOf, transform: (obj) => slimRequest(kind.builtIn ? obj : kind.toRequest(obj as never)) },
       );
       this.caches.set(kind.kind, { all, shares });
     }
@@ -280,6 +285,36 @@ export class KcpShard {
     const cluster = o.metadata?.annotations?.[KCP_CLUSTER_ANNOTATION];
     if (!cluster) this.opts.log.warn({ shard: this.name, object: keyOf(o as never) }, `kcp: an object without the ${KCP_CLUSTER_ANNOTATION} annotation; ignored`);
     return cluster;
+  }
+
+  /** The handlers of the APIBindings' wildcard cache (keyed by kcpKeyOf): each binding reported as its own cluster's. */
+  bindingHandlers(): InformerHandlers<SlimBinding> {
+    return {
+      onAdd: (b) => this.sawBinding(b),
+      onUpdate: (_o, b) => this.sawBinding(b),
+      onDelete: (b) => this.lostBinding(b),
+    };
+  }
+
+  /**
+   * The handlers of a kind's wildcard cache (keyed by kcpKeyOf): each
+   * request goes to its own cluster's share, stored there by
+   * namespace/name; a delete removes it from that share only.
+   */
+  requestHandlers(kind: RequestKind, shares: ReadonlyMap<string, Share>): InformerHandlers<InternalRequest> {
+    return {
+      onAdd: (r) => this.stored(kind, r)?.handlers.onAdd?.(r),
+      onUpdate: (o, n) => this.stored(kind, n)?.handlers.onUpdate?.(o, n),
+      onDelete: (r) => {
+        const s = this.shareOf(kind, r);
+        if (!s) return;
+        s.items.delete(keyOf(r));
+        s.handlers.onDelete?.(r);
+      },
+      onResync: () => {
+        for (const s of shares.values()) s.handlers.onResync?.();
+      },
+    };
   }
 
   private sawBinding(b: SlimBinding): void {
