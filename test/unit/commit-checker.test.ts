@@ -13,15 +13,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestContext } from 'node:test';
 import pino from 'pino';
 import { CommitChecker } from '../../src/git/commit-checker.js';
-import { startGitServer, type GitServer } from '../../src/localenv/real/git.js';
-import { servedRepository } from './served-repository.js';
+import { gitServer, servedRepository } from './served-repository.js';
 
 const log = pino({ level: 'silent' });
 
@@ -99,19 +96,6 @@ test('commit checker: answers per owner, asked once, with a callback; a server t
   assert.deepEqual(existsSync(small) ? readdirSync(small).filter((n) => n.endsWith('.git') || n.includes('.tmp-')) : [], [], 'no partial clone is kept');
 });
 
-/** A git daemon for one test, with its folder; removed after it. */
-async function gitServer(t: TestContext, prefix: string): Promise<{ dir: string; server: GitServer; repos: string }> {
-  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
-  const server = await startGitServer(join(dir, 'git')).catch((e: unknown) => {
-    rmSync(dir, { recursive: true, force: true });
-    throw e;
-  });
-  t.after(async () => {
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { dir, server, repos: join(dir, 'git', 'repos') };
-}
 
 /** The folder the checker keeps the clone of a (non-aliased) URL in. */
 const cloneOf = (cache: string, url: string) => join(cache, `${createHash('sha256').update(url).digest('hex').slice(0, 32)}.git`);
