@@ -28,7 +28,7 @@ import { WorkQueue } from '../kube/queue.js';
 import { pipelineRunName, requestKeyOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, STEPACTION, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
-import type { StepActionCopy } from '../tekton/graph.js';
+import type { StepActionCopy } from '../tekton/stepaction-copy.js';
 import { sweepStepActionCopies } from './stepaction-copies.js';
 import type { EffectiveConfig } from './config.js';
 import { ConfigSource } from './config-source.js';

@@ -11,7 +11,7 @@ import { Reason } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode, type Cluster, type KubeObject, type ResourceClient } from '../kube/client.js';
 import { RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINERUN, STEPACTION, type PipelineRun } from '../tekton/types.js';
-import { ANNOTATION_STEPACTION_SOURCE, type StepActionCopy } from '../tekton/graph.js';
+import { ANNOTATION_STEPACTION_SOURCE, type StepActionCopy } from '../tekton/stepaction-copy.js';
 import { ANNOTATION_USED_AT } from './stepaction-copies.js';
 import type { Action } from './observation.js';
 import { endWithoutResults } from './status-report.js';

@@ -12,7 +12,7 @@ import type { RefAnswer, RefLookup } from '../policy/exact-ref.js';
 import { type RequestKind } from './request-kind.js';
 import { type UnsignedReason } from './attestation.js';
 import type { Attestation } from '../tekton/chains.js';
-import type { StepActionCopy } from '../tekton/graph.js';
+import type { StepActionCopy } from '../tekton/stepaction-copy.js';
 
 
 export interface Observation {

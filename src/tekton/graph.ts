@@ -23,7 +23,6 @@
  * pinning it are one walk over the Pipeline, read best in one place; the
  * checks themselves live in src/policy/ (source.ts, canonical.ts).
  */
-import { createHash } from 'node:crypto';
 import { decodeResolved } from '../policy/one-reading.js';
 import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
@@ -31,6 +30,7 @@ import { checkSignature, commitVerdict, signersAfterCheck } from './reviewed.js'
 import { refVerdict, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
 import { isFullSha } from '../policy/canonical.js';
 import type { Resolution } from './resolve.js';
+import { stepActionCopy, STEPACTION_COPY_PREFIX, type StepActionCopy } from './stepaction-copy.js';
 import type { ParamValue } from './types.js';
 
 /** A reference to resolve: a resolver and its params, with values final (substituted). */
@@ -64,21 +64,6 @@ export interface Provenance {
   /** What it was pinned to, e.g. sha1:<commit>, sha256:<digest>. */
   digest?: string;
 }
-
-/** A checked StepAction, as it is created in the controller's namespace for steps to refer to by name. */
-export interface StepActionCopy {
-  apiVersion: 'tekton.dev/v1beta1';
-  kind: 'StepAction';
-  metadata: { name: string; namespace: string; labels: Record<string, string>; annotations: Record<string, string> };
-  spec: Record<string, unknown>;
-}
-
-/** Labels the controller's StepAction copies (for the sweep that removes those no PipelineRun refers to). */
-export const LABEL_STEPACTION_COPY = 'internal-services.dev/stepaction-copy';
-/** The prefix of their names: a step of untrusted content may not name one (it was checked under another request's rules). */
-export const STEPACTION_COPY_PREFIX = 'is-stepaction-';
-/** On a copy: the source it was first checked from (the provenance of that reference). */
-export const ANNOTATION_STEPACTION_SOURCE = 'internal-services.dev/checked-source';
 
 type GraphRejection = { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' };
 
@@ -578,30 +563,3 @@ function checkSteps(
   return { state: 'ok', embed: changed ? out : undefined };
 }
 
-/** JSON with object keys in sorted order, so that equal objects hash equally whatever the order they were written in. */
-function canonicalJson(x: unknown): string {
-  if (Array.isArray(x)) return `[${x.map(canonicalJson).join(',')}]`;
-  if (isObj(x)) return `{${Object.keys(x).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(x[k])}`).join(',')}}`;
-  return JSON.stringify(x) ?? 'null';
-}
-
-/** The name of the copy of a checked StepAction's spec: derived from the spec itself (sha256, 128 bits shown). */
-export function stepActionCopyName(spec: Record<string, unknown>): string {
-  return `${STEPACTION_COPY_PREFIX}${createHash('sha256').update(canonicalJson(spec)).digest('hex').slice(0, 32)}`;
-}
-
-/** The object to create for a checked StepAction: its spec as checked, under a name derived from it. */
-export function stepActionCopy(obj: Record<string, unknown>, namespace: string, from: Provenance): StepActionCopy {
-  const spec = clone(obj['spec'] as Record<string, unknown>);
-  return {
-    apiVersion: 'tekton.dev/v1beta1',
-    kind: 'StepAction',
-    metadata: {
-      name: stepActionCopyName(spec),
-      namespace,
-      labels: { 'app.kubernetes.io/managed-by': 'internal-services', [LABEL_STEPACTION_COPY]: 'true' },
-      annotations: { [ANNOTATION_STEPACTION_SOURCE]: JSON.stringify({ source: from.source, path: from.path, revision: from.revision, digest: from.digest }) },
-    },
-    spec,
-  };
-}

@@ -19,7 +19,7 @@ import { StatusWriter } from '../../src/controller/status-writer.js';
 import type { Cluster, KubeObject, ResourceRef } from '../../src/kube/client.js';
 import type { ResolutionRequest } from '../../src/tekton/resolve.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
-import { ANNOTATION_STEPACTION_SOURCE, LABEL_STEPACTION_COPY, type StepActionCopy } from '../../src/tekton/graph.js';
+import { ANNOTATION_STEPACTION_SOURCE, LABEL_STEPACTION_COPY, type StepActionCopy } from '../../src/tekton/stepaction-copy.js';
 import { ANNOTATION_USED_AT } from '../../src/controller/stepaction-copies.js';
 import { NOW, NS, pipelineRun, request } from './fixtures.js';
 

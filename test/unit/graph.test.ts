@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
-import { ANNOTATION_STEPACTION_SOURCE, checkGraph, LABEL_STEPACTION_COPY, pin, stepActionCopyName, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import { checkGraph, pin, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import { ANNOTATION_STEPACTION_SOURCE, LABEL_STEPACTION_COPY, stepActionCopyName } from '../../src/tekton/stepaction-copy.js';
 import type { Resolution, ResolutionRequest } from '../../src/tekton/resolve.js';
 import { refLookupKey, type RefAnswer, type RefLookup } from '../../src/policy/exact-ref.js';
 import type { SourcePolicy } from '../../src/policy/source.js';
