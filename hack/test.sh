@@ -55,7 +55,7 @@ fi
 # planes and Tekton, then what needs Helm, then kcp, then the platform
 # services.
 late_helm="helm helm-remote"
-late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard local bench-smoke"
+late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions local bench-smoke"
 late_platform="bundles-registry results chains local-results"
 is_late() { case " $late_helm $late_kcp $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()

@@ -16,6 +16,20 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 # The checksum database is not reachable from here; go.sum is committed instead.
 export GONOSUMDB=${GONOSUMDB:-github.com/kcp-dev,k8s.io,sigs.k8s.io}
 module=github.com/kcp-dev/kcp
+# The published version of one of kcp's local modules at KCP_VERSION: the same
+# vX.Y.Z, with the major version of a /vN path (apimachinery/v2 -> v2.30.0).
+# A patch release of one module can stand in where the proxy refuses the
+# release's own zip (see KCP_MODULE_OVERRIDES in version.env).
+published_version() {
+  local path=$1 override
+  for override in ${KCP_MODULE_OVERRIDES:-}; do
+    [ "${override%%=*}" = "$path" ] && { echo "${override#*=}"; return; }
+  done
+  case $path in
+    */v[0-9]*) local major=${path##*/v}; local rest=${KCP_VERSION#v*.}; echo "v${major}.${rest}" ;;
+    *) echo "$KCP_VERSION" ;;
+  esac
+}
 gomod=$(go mod download -json "${module}@${KCP_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
 [ -f "$gomod" ] || { echo "cannot download ${module}@${KCP_VERSION}" >&2; exit 1; }
 {
@@ -24,14 +38,16 @@ gomod=$(go mod download -json "${module}@${KCP_VERSION}" | sed -n 's/.*"GoMod": 
   echo
   echo "go 1.25.0"
   echo
-  echo "require ("
-  echo "	$module $KCP_VERSION"
-  echo "	$module/sdk $KCP_VERSION"
-  echo ")"
+  echo "require $module $KCP_VERSION"
   echo
   echo "replace ("
   # kcp's own "old => new version" lines for k8s.io/*, as they are.
   sed -n 's#^\s*\(k8s.io/[a-z0-9-]* => [a-zA-Z0-9./_-]* v[^ ]*\).*#\1#p' "$gomod" | while read -r line; do echo "	$line"; done
+  # kcp's "module => ./local/dir" lines (its sdk, and from v0.30 the staging
+  # modules split out of the repository) become the published module.
+  sed -n 's#^\s*\(github.com/kcp-dev/[a-z0-9/._-]*\) => \./.*#\1#p' "$gomod" | while read -r path; do
+    echo "	$path => $path $(published_version "$path")"
+  done
   echo ")"
 } > "$here/go.mod"
 cat > "$here/tools.go" <<'GO'

@@ -183,7 +183,7 @@ export const internalRequestStatusSchema = schema({
     conditions: {
       type: 'array',
       description:
-        'Entry 0 is always the Succeeded condition, the requester\'s contract: Unknown/Running while the request is not finished (whatever it waits for), then True/Succeeded, False/Failed or False/Rejected, never changed again. Entry 1 is the Progressing condition: True while unfinished, its reason the phase (WaitingForConfig, Resolving, AwaitingApproval, Queued, Following, Running) and its message the detail; False once finished, with the outcome as its reason.',
+        'Entry 0 is always the Succeeded condition, the requester\'s contract: Unknown/Running while the request is not finished (whatever it waits for), then True/Succeeded, False/Failed or False/Rejected, never changed again. Entry 1 is the Progressing condition: True while unfinished, its reason the phase (WaitingForConfig, WaitingForWorkspace (kcp: the path of the workspace cannot be read yet), Resolving, AwaitingApproval, Queued, Following, Running) and its message the detail; False once finished, with the outcome as its reason.',
       items: conditionSchema,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],

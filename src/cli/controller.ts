@@ -36,6 +36,7 @@ export interface ControllerFlags {
   remoteSecretsNamespace?: string;
   kcpKubeconfig?: string;
   kcpExport: string;
+  kcpEndpointSlice?: string;
   kcpWorkspaceParent?: string[];
   kcpRefreshInterval: number;
   kcpUnbindGrace: number;
@@ -128,9 +129,14 @@ export function controllerCommand(): Command {
       ),
     )
     .addOption(new Option('--kcp-kubeconfig <path>', 'serve every kcp workspace that binds the request API: a kubeconfig of the provider workspace (where the APIExport is); requests are read and written through the export\'s virtual workspace').env('KCP_KUBECONFIG'))
-    .addOption(new Option('--kcp-export <name>', 'the APIExport (and APIExportEndpointSlice) of the request API in the provider workspace').env('KCP_EXPORT').default('appstudio.redhat.com'))
+    .addOption(new Option('--kcp-export <name>', 'the APIExport of the request API in the provider workspace').env('KCP_EXPORT').default('appstudio.redhat.com'))
+    .addOption(
+      new Option('--kcp-endpoint-slice <name>', "the APIExportEndpointSlice to serve, in the provider workspace (default: the export's own, named as the export); a partitioned slice (spec.partition) serves only the shards its Partition selects: one controller per partition").env(
+        'KCP_ENDPOINT_SLICE',
+      ),
+    )
     .addOption(new Option('--kcp-workspace-parent <path...>', 'kcp workspaces whose child workspaces are tenants (default: root): their Workspaces tell each tenant\'s path, which the configuration\'s rules name').env('KCP_WORKSPACE_PARENTS').argParser(workspacePaths))
-    .addOption(new Option('--kcp-refresh-interval <duration>', 'how often the workspace parents are read again; the export\'s endpoint slice (one virtual workspace URL per kcp shard) is read every 10s, or this often if shorter: shards that come and go are followed').env('KCP_REFRESH_INTERVAL').default(60_000, '60s').argParser(shortDuration))
+    .addOption(new Option('--kcp-refresh-interval <duration>', 'how often the workspace parents are read again (the endpoint slice, one virtual workspace URL per kcp shard, is watched: shards that come and go are followed at once)').env('KCP_REFRESH_INTERVAL').default(60_000, '60s').argParser(shortDuration))
     .addOption(new Option('--kcp-unbind-grace <duration>', 'after a workspace unbinds the export (or is deleted): how long it stays served so that the deletes of its requests are acted on (their runs stopped), before it is forgotten').env('KCP_UNBIND_GRACE').default(30_000, '30s').argParser(shortDuration))
     .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))
     .addOption(new Option('--remote-secrets-namespace <name>', 'namespace of those Secrets (default: --namespace)').env('REMOTE_SECRETS_NAMESPACE'))

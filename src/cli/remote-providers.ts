@@ -21,6 +21,7 @@ export interface ProviderFlags {
   remoteSecret?: string[];
   remoteSecretsNamespace?: string;
   kcpExport: string;
+  kcpEndpointSlice?: string;
   kcpWorkspaceParent?: string[];
   kcpRefreshInterval: number;
   kcpUnbindGrace: number;
@@ -70,6 +71,7 @@ export function remoteProviders(controller: Controller, flags: ProviderFlags, ct
       (kcp = new KcpRemotes(controller, {
         kubeconfig: kcpKc,
         exportName: flags.kcpExport,
+        ...(flags.kcpEndpointSlice ? { endpointSlice: flags.kcpEndpointSlice } : {}),
         ...(flags.kcpWorkspaceParent?.length ? { workspaceParents: flags.kcpWorkspaceParent } : {}),
         pathRefreshMs: flags.kcpRefreshInterval,
         unbindGraceMs: flags.kcpUnbindGrace,

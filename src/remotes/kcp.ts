@@ -7,16 +7,18 @@
  * paths) together, in one class; reading the paths is kcp-paths.ts, a
  * shard's caches kcp-shard.ts.
  *
- * - Shards. The export's APIExportEndpointSlice, in the provider workspace
- *   (the kubeconfig's), lists one virtual-workspace URL per kcp shard, and
- *   each URL shows only the workspaces on its shard. Every URL is served
- *   (kcp-shard.ts: one wildcard list/watch per request kind and one of the
- *   export's APIBindings, on `<url>/clusters/*`). The slice is read again
- *   every few seconds, one read at a time (the next is timed from the end of
- *   the last): a shard that appears is served; one whose start fails (e.g.
- *   its credentials cannot be had) is started again with backoff and is
- *   down meanwhile. A shard that is down or not serving yet holds up no
- *   other; it has its own readiness line, metric series and log lines.
+ * - Shards. An APIExportEndpointSlice of the export, in the provider
+ *   workspace (the kubeconfig's), lists one virtual-workspace URL per kcp
+ *   shard, and each URL shows only the workspaces on its shard. The slice is
+ *   the export's own (same name) or a partitioned one (`spec.partition`:
+ *   only the shards a Partition selects), so that one controller serves a
+ *   group of shards (kcp-slice.ts). It is watched: every URL is served as
+ *   soon as kcp lists it (kcp-shard.ts: one wildcard list/watch per request
+ *   kind and one of the export's APIBindings, on `<url>/clusters/*`), one
+ *   change at a time. A shard whose start fails (e.g. its credentials
+ *   cannot be had) is started again with backoff and is down meanwhile. A
+ *   shard that is down or not serving yet holds up no other; it has its own
+ *   readiness line, metric series and log lines.
  * - Workspaces. A logical cluster is served from exactly one shard: the
  *   first where its APIBinding of the export is ready (Bound); its
  *   connection is `<shard url>/clusters/<name>`, where status writes and
@@ -65,19 +67,22 @@ import type { RemoteProvider, RemoteSink } from './provider.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../controller/request-kind.js';
 import { KcpShard, type KcpShardOptions, type ShardEvents } from './kcp-shard.js';
 import { backoffMs, bounded, WorkspacePaths } from './kcp-paths.js';
+import { EndpointSliceWatch } from './kcp-slice.js';
 
 export interface KcpRemotesOptions {
   /** A kubeconfig whose current context is the provider workspace (where the APIExport is). */
   kubeconfig: KubeConfig;
-  /** The APIExport (and its APIExportEndpointSlice) name. */
+  /** The APIExport's name. */
   exportName: string;
+  /** The APIExportEndpointSlice to serve, in the provider workspace (default: the export's own, of the export's name); a partitioned slice serves the shards its Partition selects. */
+  endpointSlice?: string;
   kinds?: readonly RequestKind[];
   log: Logger;
   resyncPeriodMs?: number;
   informerObserver?: InformerObserver | undefined;
   apiObserver?: RequestObserver | undefined;
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
-  /** How often the endpoint slice is read (default: the smaller of pathRefreshMs and 10 s), timed from the end of the last read. */
+  /** How often the shards' states are looked at (log lines on a change) and the cached slice applied again (default: the smaller of pathRefreshMs and 10 s). The slice itself is watched. */
   sliceRefreshMs?: number;
   /** Workspaces whose child workspaces are tenants, by path (default: `root`); their Workspaces give each child's logical cluster. */
   workspaceParents?: readonly string[];
@@ -129,6 +134,11 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
   private readonly startFailures = new Map<string, StartFailure>();
   private sliceError: string | undefined = 'not looked at yet';
   private sliceSeen = false;
+  /** The endpoint slice, watched once the provider workspace's connection is made. */
+  private readonly slice: EndpointSliceWatch;
+  private sliceWatched = false;
+  /** The partition last seen on the slice (logged when it changes). */
+  private partitionSeen: string | undefined;
   /** Each logical cluster with a ready binding: the one shard it is served from. */
   private readonly owner = new Map<string, ProviderShard>();
   /** The logical clusters served, with their connection. */
@@ -159,6 +169,15 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     private readonly opts: KcpRemotesOptions,
   ) {
     this.kinds = opts.kinds ?? [INTERNAL_REQUEST_KIND];
+    this.slice = new EndpointSliceWatch({
+      name: this.sliceName,
+      exportName: opts.exportName,
+      log: opts.log,
+      onChange: () => void this.follow(),
+      timeoutMs: this.timeoutMs,
+      ...(opts.informer ? { informer: opts.informer } : {}),
+      observer: opts.informerObserver,
+    });
     this.paths = new WorkspacePaths({
       parents: this.parents,
       connect: (parent) => this.parentConnection(parent),
@@ -169,6 +188,10 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
       inUse: (cluster) => this.owner.has(cluster) || this.served.has(cluster),
       read: () => this.afterPaths(),
     });
+  }
+
+  private get sliceName(): string {
+    return this.opts.endpointSlice ?? this.opts.exportName;
   }
 
   private get timeoutMs(): number {
@@ -213,9 +236,9 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
   }
 
   /**
-   * Reads the endpoint slice and adds or removes shards to match it. Never
-   * two reads at once: asked during one, one more follows it; the next
-   * timed one is scheduled from the end of the last.
+   * Applies the endpoint slice (as watched) and adds or removes shards to
+   * match it. Never two at once: asked during one, one more follows it; the
+   * next timed one is scheduled from the end of the last.
    */
   private follow(): Promise<void> {
     if (this.following) {
@@ -245,8 +268,9 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     for (const [url, shard] of this.shards) if (!this.startFailures.has(url)) shard.noteState();
     const urls = await this.endpoints();
     if (!urls) return; // unreadable: keep what is served (sliceError says why)
+    if (urls.length && !this.sliceSeen) this.opts.log.info({ kcpExport: this.opts.exportName, endpointSlice: this.sliceName, urls: urls.length }, 'kcp: endpoint slice read; its URLs are served');
     if (!urls.length) {
-      if (!this.sliceSeen || this.shards.size) this.opts.log.warn({ export: this.opts.exportName, why: this.sliceError }, 'kcp: the APIExport has no virtual workspace URL yet; looking again');
+      if (!this.sliceSeen || this.shards.size) this.opts.log.warn({ export: this.opts.exportName, endpointSlice: this.sliceName, why: this.sliceError }, 'kcp: the endpoint slice lists no virtual workspace URL yet; served as soon as it does');
     }
     this.sliceSeen = true;
     for (const [url, shard] of [...this.shards]) {
@@ -367,6 +391,7 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     for (const f of this.startFailures.values()) clearTimeout(f.timer);
     for (const r of this.retiring.values()) clearTimeout(r.timer);
     await this.following;
+    await this.slice.stop();
     await Promise.all([...this.shards.values(), ...[...this.retiring.values()].map((r) => r.shard)].map((s) => s.stop()));
     this.retiring.clear();
     for (const c of this.parentConns.values()) c.close();
@@ -672,23 +697,33 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     };
   }
 
-  /** The URLs of the export's virtual workspaces, from its APIExportEndpointSlice; undefined when it cannot be read. */
+  /**
+   * The URLs of the export's virtual workspaces, from the watched
+   * APIExportEndpointSlice; undefined when it cannot be read. The watch is
+   * started here once the provider workspace's connection can be made (its
+   * credential plugin may fail: tried again on the next look).
+   */
   private async endpoints(): Promise<string[] | undefined> {
-    try {
-      const conn = await this.providerConnection();
-      const slice = (await bounded(conn.custom.getClusterCustomObject({ group: 'apis.kcp.io', version: 'v1alpha1', plural: 'apiexportendpointslices', name: this.opts.exportName }), this.timeoutMs, `no answer in ${this.timeoutMs / 1000} s`)) as {
-        status?: { endpoints?: Array<{ url?: string }> };
-      };
-      const urls = [...new Set((slice.status?.endpoints ?? []).map((e) => e.url?.replace(/\/+$/, '')).filter((u): u is string => !!u && isHttps(u)))];
-      const refused = (slice.status?.endpoints ?? []).filter((e) => e.url && !isHttps(e.url.replace(/\/+$/, '')));
-      if (refused.length) this.opts.log.warn({ refused: refused.map((e) => e.url) }, 'kcp: endpoint slice URLs that are not https URLs; ignored');
-      this.sliceError = urls.length ? undefined : `APIExportEndpointSlice ${this.opts.exportName} lists no endpoint (no workspace binds the export yet?)`;
-      return urls;
-    } catch (e) {
-      this.sliceError = `cannot read APIExportEndpointSlice ${this.opts.exportName}: ${describeError(e)}`;
-      this.opts.log.warn({ why: this.sliceError }, 'kcp: the endpoint slice cannot be read; serving the shards known');
-      return undefined;
+    if (!this.sliceWatched) {
+      try {
+        const conn = await this.providerConnection();
+        this.sliceWatched = true;
+        await this.slice.start(conn);
+      } catch (e) {
+        this.sliceError = `cannot read APIExportEndpointSlice ${this.sliceName}: ${describeError(e)}`;
+        this.opts.log.warn({ why: this.sliceError }, 'kcp: the endpoint slice cannot be read; serving the shards known');
+        return undefined;
+      }
     }
+    const r = this.slice.read();
+    if (!r.urls && r.error !== this.sliceError) this.opts.log.warn({ kcpExport: this.opts.exportName, endpointSlice: this.sliceName, why: r.error }, 'kcp: the endpoint slice cannot be read; serving the shards known');
+    this.sliceError = r.error;
+    const partition = r.partition ? `${r.partition.name} (${r.partition.shardSelector || 'no shard selector yet'})` : undefined;
+    if (partition !== this.partitionSeen && r.urls) {
+      this.partitionSeen = partition;
+      this.opts.log.info({ kcpExport: this.opts.exportName, endpointSlice: this.sliceName, partition: r.partition?.name ?? null, shardSelector: r.partition?.shardSelector ?? null }, partition ? 'kcp: the endpoint slice is partitioned: only the shards its partition selects are served here' : 'kcp: the endpoint slice is not partitioned: every shard of the export is served here');
+    }
+    return r.urls;
   }
 
   /** The provider kubeconfig's credentials against another URL of the same kcp. */
@@ -713,12 +748,4 @@ function shows(items: ReadonlyMap<string, InternalRequest>, r: InternalRequest):
   if (direct && direct.metadata.name === name && direct.metadata.namespace === namespace) return true;
   for (const o of items.values()) if (o.metadata.name === name && o.metadata.namespace === namespace) return true;
   return false;
-}
-
-function isHttps(url: string): boolean {
-  try {
-    return new URL(url).protocol === 'https:';
-  } catch {
-    return false;
-  }
 }

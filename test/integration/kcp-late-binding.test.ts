@@ -43,7 +43,7 @@ after(async () => {
 
 test('no workspace binds the export yet: the controller is ready and waits; the first workspace that binds is served without a restart', { timeout: 240_000 }, async () => {
   controller = runKcpController(env, kcp, ['--metrics-bind-address', '0', '--kcp-refresh-interval', '2s']);
-  const waiting = await controller.waitForLog((l) => l.msg === 'kcp: the APIExport has no virtual workspace URL yet; looking again', 60_000);
+  const waiting = await controller.waitForLog((l) => l.msg === 'kcp: the endpoint slice lists no virtual workspace URL yet; served as soon as it does', 60_000);
   assert.match(String(waiting.why), /lists no endpoint/);
   const serving = await controller.waitForLog((l) => l.msg === 'serving health probes');
   const port = Number(String(serving.address).split(':').pop());

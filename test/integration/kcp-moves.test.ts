@@ -4,7 +4,7 @@
  * in this process with a sink that records what reaches the controller:
  * which shard each workspace is served from, and every add and delete.
  *
- * 1. A workspace that moves between shards. kcp v0.28.1 cannot migrate a
+ * 1. A workspace that moves between shards. kcp v0.30.0 cannot migrate a
  *    logical cluster (migration is behind a feature gate on kcp main), so
  *    the move is STAGED, and only this part: the destination is another
  *    real workspace on the other shard (its own logical cluster), which

@@ -196,22 +196,52 @@ class Sink implements RemoteSink {
 
 type Answer = { items: Array<{ metadata: { name: string }; spec: { cluster: string } }> } | 403 | 'hang';
 
+/** The provider workspace's APIExportEndpointSlices, listed and watched as kcp serves them (one object per name; fieldSelector metadata.name). */
 const kcpApi = {
   urls: [] as string[],
   slice: 'ok' as 'ok' | 'hang' | 403,
-  parents: new Map<string, Answer>(),
+  /** The slice's spec, as kcp holds it. */
+  sliceSpec: { export: { name: EXPORT } } as { export: { name: string }; partition?: string },
+  sliceConditions: [] as Array<{ type: string; status: string; reason?: string; message?: string }>,
+  sliceExists: true,
+  /** The slice's name (the export's own by default). */
+  sliceName: EXPORT,
+  rv: 1,
+  watches: new Set<http.ServerResponse>(),
   sliceReads: 0,
   sliceInFlight: 0,
   sliceMaxInFlight: 0,
+  parents: new Map<string, Answer>(),
   pathReads: [] as Array<{ parent: string; at: number }>,
   reset(): void {
     this.urls = [];
     this.slice = 'ok';
+    this.sliceSpec = { export: { name: EXPORT } };
+    this.sliceConditions = [];
+    this.sliceExists = true;
+    this.sliceName = EXPORT;
+    for (const w of this.watches) w.end();
+    this.watches.clear();
     this.parents = new Map([['root', { items: [] }]]);
     this.sliceReads = 0;
     this.sliceInFlight = 0;
     this.sliceMaxInFlight = 0;
     this.pathReads = [];
+  },
+  object(name: string) {
+    return { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIExportEndpointSlice', metadata: { name, resourceVersion: String(this.rv) }, spec: this.sliceSpec, status: { endpoints: this.urls.map((u) => ({ url: u })), conditions: this.sliceConditions } };
+  },
+  /** kcp changes the slice: every open watch is told. */
+  change(f: () => void): void {
+    const existed = this.sliceExists;
+    f();
+    this.rv++;
+    const type = !this.sliceExists ? 'DELETED' : existed ? 'MODIFIED' : 'ADDED';
+    if (!existed && !this.sliceExists) return;
+    for (const w of this.watches) w.write(`${JSON.stringify({ type, object: this.object(this.sliceName) })}\n`);
+  },
+  setUrls(urls: string[]): void {
+    this.change(() => (this.urls = urls));
   },
 };
 let server: http.Server;
@@ -225,14 +255,27 @@ before(async () => {
     };
     const forbidden = (what: string) => send(403, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: `${what} is forbidden: User "controller" cannot list resource "workspaces"` });
     const url = rq.url ?? '';
-    if (url.startsWith(`/clusters/provider/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/${EXPORT}`)) {
+    if (url.startsWith('/clusters/provider/apis/apis.kcp.io/v1alpha1/apiexportendpointslices?')) {
+      const q = new URL(url, 'http://x').searchParams;
+      const name = /^metadata\.name=(.+)$/.exec(q.get('fieldSelector') ?? '')?.[1];
+      if (!name) return send(403, { kind: 'Status', code: 403, reason: 'Forbidden', message: 'the role names the slice: list with fieldSelector=metadata.name' });
+      const mine = name === kcpApi.sliceName && kcpApi.sliceExists;
+      if (q.get('watch') === 'true') {
+        if (kcpApi.slice !== 'ok') return send(kcpApi.slice === 403 ? 403 : 500, { kind: 'Status', code: 500 });
+        rs.writeHead(200, { 'content-type': 'application/json' });
+        if (name !== kcpApi.sliceName) return; // never changes
+        kcpApi.watches.add(rs);
+        rs.on('close', () => kcpApi.watches.delete(rs));
+        if (Number(q.get('resourceVersion') ?? 0) < kcpApi.rv && mine) rs.write(`${JSON.stringify({ type: 'MODIFIED', object: kcpApi.object(name) })}\n`);
+        return;
+      }
       kcpApi.sliceReads++;
       kcpApi.sliceInFlight++;
       kcpApi.sliceMaxInFlight = Math.max(kcpApi.sliceMaxInFlight, kcpApi.sliceInFlight);
       rs.on('close', () => kcpApi.sliceInFlight--);
       if (kcpApi.slice === 'hang') return;
       if (kcpApi.slice === 403) return forbidden('apiexportendpointslices');
-      return send(200, { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIExportEndpointSlice', metadata: { name: EXPORT }, status: { endpoints: kcpApi.urls.map((u) => ({ url: u })) } });
+      return send(200, { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIExportEndpointSliceList', metadata: { resourceVersion: String(kcpApi.rv) }, items: mine ? [kcpApi.object(name)] : [] });
     }
     const m = /^\/clusters\/([^/]+)\/apis\/tenancy\.kcp\.io\/v1alpha1\/workspaces/.exec(url);
     if (m) {
@@ -249,6 +292,7 @@ before(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 after(() => {
+  for (const w of kcpApi.watches) w.end();
   server.closeAllConnections();
   server.close();
 });
@@ -267,7 +311,7 @@ interface Setup {
 
 const running: KcpRemotes[] = [];
 
-async function setup(o: { urls?: string[]; grace?: number; timeout?: number; sliceEvery?: number; pathEvery?: number; parents?: string[]; failStart?: (url: string, attempt: number) => 'throw' | 'hang' | undefined; backoff?: { baseMs?: number; maxMs?: number }; start?: boolean } = {}): Promise<Setup> {
+async function setup(o: { urls?: string[]; slice?: string; grace?: number; timeout?: number; sliceEvery?: number; pathEvery?: number; parents?: string[]; failStart?: (url: string, attempt: number) => 'throw' | 'hang' | undefined; backoff?: { baseMs?: number; maxMs?: number }; start?: boolean } = {}): Promise<Setup> {
   kcpApi.urls = o.urls ?? [A, B];
   const kc = new KubeConfig();
   kc.loadFromOptions({ clusters: [{ name: 'p', server: `${base}/clusters/provider`, skipTLSVerify: true }], users: [{ name: 'u', token: 't' }], contexts: [{ name: 'c', cluster: 'p', user: 'u' }], currentContext: 'c' });
@@ -282,6 +326,8 @@ async function setup(o: { urls?: string[]; grace?: number; timeout?: number; sli
     unbindGraceMs: o.grace ?? 150,
     requestTimeoutMs: o.timeout ?? 1_000,
     sliceRefreshMs: o.sliceEvery ?? 60_000,
+    informer: { backoffMaxMs: 100 },
+    ...(o.slice ? { endpointSlice: o.slice } : {}),
     pathRefreshMs: o.pathEvery ?? 60_000,
     shardStartWaitMs: 100,
     backoff: o.backoff ?? { baseMs: 40, maxMs: 400 },
@@ -446,7 +492,7 @@ describe('moves: a workspace is served from one shard at a time, handed over whe
 
 describe('removals: a URL that leaves the slice sends its workspaces through the unbind grace', () => {
   test('its workspaces stay served for the grace (their deletes are acted on), then are forgotten and the shard stopped; the other shard is untouched', async () => {
-    const { kcp, sink, shard } = await setup({ grace: 250, sliceEvery: 20 });
+    const { kcp, sink, shard } = await setup({ grace: 250 });
     const [a, b] = [shard(A), shard(B)];
     a.put(req('on-a', 'r'));
     a.bind('on-a');
@@ -454,7 +500,7 @@ describe('removals: a URL that leaves the slice sends its workspaces through the
     await until('both served', () => sink.server('on-a') && sink.server('on-b'));
     // kcp: the last binding on shard b goes; it deletes the requests, the binding, then drops b's URL.
     b.put(req('on-b', 'r'));
-    kcpApi.urls = [A];
+    kcpApi.setUrls([A]);
     await until('b retired', () => kcp.readiness().every((c) => !c.name.endsWith('shard-b.kcp.test:6443')));
     assert.ok(kcp.clusters().includes('on-b'), 'still served during the grace');
     b.del('on-b', 'r');
@@ -467,13 +513,13 @@ describe('removals: a URL that leaves the slice sends its workspaces through the
   });
 
   test('a URL that comes back within the grace is served on: nothing forgotten', async () => {
-    const { kcp, sink, shard } = await setup({ grace: 1_000, sliceEvery: 20 });
+    const { kcp, sink, shard } = await setup({ grace: 1_000 });
     const b = shard(B);
     b.bind('on-b');
     await until('served', () => sink.server('on-b'));
-    kcpApi.urls = [A];
+    kcpApi.setUrls([A]);
     await until('b retired', () => !kcp.readiness().some((c) => c.name.endsWith('shard-b.kcp.test:6443')));
-    kcpApi.urls = [A, B];
+    kcpApi.setUrls([A, B]);
     await until('b back', () => kcp.readiness().some((c) => c.name.endsWith('shard-b.kcp.test:6443')));
     await sleep(1_100);
     assert.ok(!sink.events.includes('removed on-b'));
@@ -482,12 +528,12 @@ describe('removals: a URL that leaves the slice sends its workspaces through the
   });
 
   test('a URL that leaves while another shard has its workspace ready: handed over at once', async () => {
-    const { sink, shard } = await setup({ sliceEvery: 20, grace: 5_000 });
+    const { sink, shard } = await setup({ grace: 5_000 });
     const [a, b] = [shard(A), shard(B)];
     a.bind('lc7');
     await until('served', () => sink.server('lc7'));
     b.bind('lc7');
-    kcpApi.urls = [B];
+    kcpApi.setUrls([B]);
     await until('handed over', () => sink.server('lc7') === `${B}/clusters/lc7`);
     assert.deepEqual(sink.deletes(), []);
   });
@@ -589,29 +635,83 @@ describe('a workspace whose path cannot be read is served held: nothing of it is
 
 // ---------------------------------------------------------------- item 4: bounded and self-healing
 
+// ---------------------------------------------------------------- item 5: the slice watched, named on its own, partitioned
+
+describe('the endpoint slice is watched, named on its own, and may be partitioned', () => {
+  test('a URL kcp adds or removes is followed through the watch: no timed read (the look-again timer is a minute here)', async () => {
+    const { kcp, sink, shards, shard } = await setup({ urls: [A] });
+    const listed = kcpApi.sliceReads;
+    kcpApi.setUrls([A, B]);
+    await until('b served', () => shards.has(B), 1_000);
+    shard(B).bind('on-b');
+    await until('its workspace served', () => sink.server('on-b'));
+    kcpApi.setUrls([A, C]);
+    await until('c served, b retired', () => shards.has(C) && !kcp.readiness().some((c) => c.name.endsWith('shard-b.kcp.test:6443')), 1_000);
+    assert.equal(kcpApi.sliceReads, listed, 'no list after the first: every change came through the watch');
+  });
+
+  test('--kcp-endpoint-slice: another slice of the export (a partition\'s) is served, the export\'s own is not read', async () => {
+    kcpApi.sliceName = 'appstudio-shard-b';
+    kcpApi.sliceSpec = { export: { name: EXPORT }, partition: 'shard-b' };
+    const { kcp, shards } = await setup({ urls: [B], slice: 'appstudio-shard-b' });
+    assert.deepEqual([...shards.keys()], [B]);
+    assert.equal(check(kcp, `kcp/${EXPORT}`)!.ok, true);
+  });
+
+  test('a slice that names another export serves nothing and says which export it is of', async () => {
+    kcpApi.sliceSpec = { export: { name: 'other.example.com' } };
+    const { kcp, shards } = await setup({ urls: [A] });
+    assert.equal(shards.size, 0);
+    assert.match(check(kcp, `kcp/${EXPORT}`)!.detail!, /is of APIExport other\.example\.com, not appstudio\.redhat\.com: nothing of it is served/);
+  });
+
+  test('a slice whose Partition is missing: kcp empties it; the readiness line gives kcp\'s condition; served once the Partition exists', async () => {
+    kcpApi.sliceSpec = { export: { name: EXPORT }, partition: 'shard-b' };
+    kcpApi.sliceConditions = [{ type: 'PartitionValid', status: 'False', reason: 'PartitionInvalidReference', message: 'partitions.topology.kcp.io "shard-b" not found' }];
+    const { kcp, shards } = await setup({ urls: [] });
+    assert.equal(shards.size, 0);
+    assert.match(check(kcp, `kcp/${EXPORT}`)!.detail!, /lists no endpoint: PartitionValid PartitionInvalidReference \(partitions\.topology\.kcp\.io "shard-b" not found\)/);
+    kcpApi.change(() => {
+      kcpApi.sliceConditions = [{ type: 'PartitionValid', status: 'True' }];
+      kcpApi.urls = [B];
+    });
+    await until('served', () => shards.has(B) && check(kcp, `kcp/${EXPORT}`)!.ok, 1_000);
+  });
+
+  test('a slice that does not exist: nothing served, the line says so; created later, served at once', async () => {
+    kcpApi.sliceExists = false;
+    const { kcp, shards } = await setup({ urls: [A] });
+    assert.equal(shards.size, 0);
+    assert.match(check(kcp, `kcp/${EXPORT}`)!.detail!, /APIExportEndpointSlice appstudio\.redhat\.com does not exist in the provider workspace/);
+    kcpApi.change(() => (kcpApi.sliceExists = true));
+    await until('served', () => shards.has(A), 1_000);
+  });
+});
+
 describe('bounded and self-healing', () => {
-  test('a slice read that never answers times out; reads never overlap, the next is timed from the end of the last', async () => {
-    const { kcp } = await setup({ timeout: 150, sliceEvery: 20 });
+  test('a slice list that never answers times out (the client\'s timeout); it is listed again with backoff, never two at once; once answered, served', async () => {
     kcpApi.slice = 'hang';
+    const { kcp, shards } = await setup({ timeout: 150 });
+    assert.equal(shards.size, 0, 'start() went on without the slice');
+    const line = check(kcp, `kcp/${EXPORT}`)!;
+    assert.equal(line.ok, false);
+    assert.match(line.detail!, /cannot read APIExportEndpointSlice appstudio\.redhat\.com: .*(timeout|aborted|no answer|not listed yet)/i);
     const before = kcpApi.sliceReads;
     await sleep(900);
     const reads = kcpApi.sliceReads - before;
-    assert.ok(reads >= 2 && reads <= 7, `one read every ~170 ms (timeout + pause), not one every 20 ms: ${reads}`);
-    assert.equal(kcpApi.sliceMaxInFlight, 1, 'never two reads at once');
-    const line = check(kcp, `kcp/${EXPORT}`)!;
-    assert.equal(line.ok, false);
-    assert.match(line.detail!, /cannot read APIExportEndpointSlice appstudio\.redhat\.com: .*(timeout|aborted|no answer)/i);
+    assert.ok(reads >= 2 && reads <= 8, `listed again after each timeout and backoff (~150-250 ms), not in a loop: ${reads}`);
+    assert.equal(kcpApi.sliceMaxInFlight, 1, 'never two lists at once');
     kcpApi.slice = 'ok';
-    await until('read again', () => check(kcp, `kcp/${EXPORT}`)!.ok, 2_000);
+    await until('served', () => shards.size === 2 && check(kcp, `kcp/${EXPORT}`)!.ok, 3_000);
   });
 
-  test('the first slice read refused: start() goes on, the slice is read again', async () => {
+  test('the slice refused at start (403): start() goes on, says why, and serves it once allowed', async () => {
     kcpApi.slice = 403;
-    const { kcp, shards } = await setup({ sliceEvery: 20 });
+    const { kcp, shards } = await setup();
     assert.equal(shards.size, 0);
-    assert.match(check(kcp, `kcp/${EXPORT}`)!.detail!, /HTTP 403/);
+    assert.match(check(kcp, `kcp/${EXPORT}`)!.detail!, /cannot read APIExportEndpointSlice appstudio\.redhat\.com: .*403/);
     kcpApi.slice = 'ok';
-    await until('shards served', () => shards.size === 2);
+    await until('shards served', () => shards.size === 2, 3_000);
   });
 
   test('a shard whose start fails (its credential plugin fails) is down, says why, and is started again with backoff until it starts', async () => {

@@ -66,7 +66,7 @@ export function applyInWorkspace(kcp: Kcp, path: string, objects: readonly Kuber
 }
 
 /** config/kcp/<sub> (default: the repository's), as objects. */
-export function kcpManifests(sub: 'provider' | 'tenant' | 'parent', configDir = join(repoRoot(), 'config')): Manifest[] {
+export function kcpManifests(sub: 'provider' | 'tenant' | 'parent' | 'partitions', configDir = join(repoRoot(), 'config')): Manifest[] {
   return loadManifests(join(configDir, 'kcp', sub));
 }
 
@@ -99,7 +99,20 @@ export async function bindExport(kcp: Kcp, path: string, opts: BindOptions = {})
   const spec = structuredClone(binding['spec']) as { reference: { export: { path: string } }; permissionClaims?: unknown[] };
   spec.reference.export.path = opts.providerPath ?? KCP_PROVIDER_PATH;
   if (opts.acceptEvents === false) delete spec.permissionClaims;
-  await applyInWorkspace(kcp, path, [{ ...binding, spec } as KubernetesObject]);
+  // On a shard other than the provider's, the export and the right to bind it
+  // arrive through the cache server: a binding made just after the export may
+  // be refused for a moment ("no permission to bind to export", seen on kcp
+  // v0.30.0). Tried again until the timeout.
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  for (;;) {
+    try {
+      await applyInWorkspace(kcp, path, [{ ...binding, spec } as KubernetesObject]);
+      break;
+    } catch (e) {
+      if (!/no permission to bind/.test(String((e as Error).message)) || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
   await waitForBinding(kcp, path, binding.metadata?.name ?? KCP_EXPORT, opts.timeoutMs);
 }
 
