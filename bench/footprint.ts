@@ -17,7 +17,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { InternalRequest } from '../src/api/types.js';
 import type { PipelineRun } from '../src/tekton/types.js';
-import { slimMeta, slimRequest } from '../src/controller/cached-requests.js';
+import { slimMeta, slimRequest } from '../src/requests/cached-requests.js';
 
 const NS = 'internal-services';
 const NAMESPACES = ['team-a', 'team-b', 'team-c', 'team-d'];

@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { repoRoot } from '../util/repo.js';
 import { apiResourceSchemaOf } from './kcp.js';
 import type { RequestDefinitionSpec } from './request-definition.js';
-import { renderKind, type DeclaredParam } from './typed-kind.js';
+import { renderKind, type DeclaredParam } from './typed-kind-crd.js';
 
 export const SAMPLE_KIND_DIR = join('config', 'samples', 'kinds', 'signing');
 

@@ -16,7 +16,7 @@
  * the request means, never who may make it.
  *
  * The remote side's CRD of a kind is generated from its definition and the
- * Pipeline's declared params (src/api/typed-kind.ts, `internal-services kinds
+ * Pipeline's declared params (src/api/typed-kind-crd.ts, `internal-services kinds
  * render`).
  */
 import { schema, type FromSchema } from './schema.js';

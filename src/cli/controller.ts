@@ -16,7 +16,7 @@ import { LeaderElector } from '../kube/leader.js';
 import { createMetrics } from '../metrics.js';
 import { readKcpKubeconfig, remoteProviders } from './remote-providers.js';
 import { loadKindModules } from './kind-modules.js';
-import { INTERNAL_REQUEST_KIND } from '../controller/request-kind.js';
+import { INTERNAL_REQUEST_KIND } from '../requests/request-kind.js';
 import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 import { configMapReader, DEFAULT_TEKTON_NAMESPACE, TektonVersion } from '../controller/tekton-version.js';
 import { CHAINS, RESULTS } from '../tekton/components.js';

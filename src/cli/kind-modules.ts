@@ -1,5 +1,5 @@
 /**
- * Request kinds written as code (a RequestKind, src/controller/request-kind.ts),
+ * Request kinds written as code (a RequestKind, src/requests/request-kind.ts),
  * served from the command line: `--request-kind-module PATH` loads an ES
  * module whose default export is a RequestKind or a list of them; they are
  * served beside InternalRequest (and the typed kinds of RequestDefinitions).
@@ -9,7 +9,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from '../errors.js';
-import { checkKinds, INTERNAL_REQUEST_KIND, type RequestKind } from '../controller/request-kind.js';
+import { checkKinds, INTERNAL_REQUEST_KIND, type RequestKind } from '../requests/request-kind.js';
 
 const FUNCTIONS = ['toRequest', 'checkShape', 'statusBody'] as const;
 

@@ -15,7 +15,7 @@ import { parse as parseYaml } from 'yaml';
 import { renderYamlDocs } from '../api/crd-render.js';
 import { apiResourceSchemaOf } from '../api/kcp.js';
 import { REQUEST_DEFINITION, type RequestDefinition } from '../api/request-definition.js';
-import { renderKind, type DeclaredParam } from '../api/typed-kind.js';
+import { renderKind, type DeclaredParam } from '../api/typed-kind-crd.js';
 import { connect, describeError, type Cluster } from '../kube/client.js';
 import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, type Pipeline } from '../tekton/types.js';

@@ -9,7 +9,7 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { sampleKind } from '../api/kind-samples.js';
 import { kindNames } from '../api/request-definition.js';
-import { renderKind, typeKind } from '../api/typed-kind.js';
+import { renderKind, typeKind } from '../api/typed-kind-crd.js';
 import type { InternalRequest } from '../api/types.js';
 import { applyObjects, CONTROLLER_NAMESPACE, statusMessage, type Environment } from '../localenv/index.js';
 

@@ -11,7 +11,7 @@ import type { Grant } from '../policy/grant.js';
 import { formatDuration } from '../util/duration.js';
 import type { PipelineRun } from '../tekton/types.js';
 import { DEFAULT_REMOTE, requestRef } from '../policy/tenant.js';
-import { kindLabel } from './request-kind.js';
+import { kindLabel } from '../requests/request-kind.js';
 
 import type { Action, Observation } from './observation.js';
 import { endWithoutResults, waiting } from './status-report.js';

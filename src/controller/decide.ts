@@ -20,14 +20,14 @@ import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import { checkParamConstraints, grantFor, isServed, notServedMessage } from '../policy/grant.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { admit } from '../policy/capacity.js';
-import { followOf, idempotencyKeyOf } from './idempotency.js';
+import { followOf, idempotencyKeyOf } from '../requests/idempotency.js';
 import { hasSources } from '../policy/source.js';
 import { checkParamSizes, effectiveTimeouts } from '../policy/limits.js';
 import { describeRequested, requestedOf } from './requested-run.js';
-import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from './request-kind.js';
+import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from '../requests/request-kind.js';
 import { requestKey } from '../api/request-key.js';
 
-export { checkShape } from './request-shape.js';
+export { checkShape } from '../requests/request-shape.js';
 export type { Action, EventSpec, Observation } from './observation.js';
 import { policyTenant, type Action, type Observation } from './observation.js';
 import { finish, reject, running, runningMessage, waiting } from './status-report.js';

@@ -17,12 +17,12 @@
 import type { Logger } from 'pino';
 import { rfc3339 } from '../api/conditions.js';
 import { kindNames, REQUEST_DEFINITION, type RequestDefinition, type RequestDefinitionStatus } from '../api/request-definition.js';
-import { definitionProblems } from '../api/typed-kind.js';
+import { definitionProblems } from '../api/typed-kind-crd.js';
 import type { Condition } from '../api/types.js';
 import { describeError, statusCode, type Cluster, type ResourceClient } from '../kube/client.js';
 import { Informer, type InformerOptions, type ReadinessCheck } from '../kube/informer.js';
-import type { RequestKind } from './request-kind.js';
-import { typedRequestKind, type TypedRequestKind } from './typed-kind.js';
+import type { RequestKind } from '../requests/request-kind.js';
+import { typedRequestKind, type TypedRequestKind } from '../requests/typed-request-kind.js';
 
 export interface DefinitionsOptions {
   internal: Cluster;

@@ -7,8 +7,8 @@ import { Reason, succeededCondition } from '../api/conditions.js';
 import type { InternalRequest } from '../api/types.js';
 import { requestUidOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/types.js';
-import type { RequestKind } from './request-kind.js';
-import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, specHash, type Earlier } from './idempotency.js';
+import type { RequestKind } from '../requests/request-kind.js';
+import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, specHash, type Earlier } from '../requests/idempotency.js';
 
 export interface FollowerSources {
   /** Keys of the requests of a remote namespace that carry an idempotency key. */

@@ -11,7 +11,7 @@ import { Informer, type InformerOptions } from '../kube/informer.js';
 import { OWNED_SELECTOR, requestKeyOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun, type Task } from '../tekton/types.js';
-import { slimMeta } from './cached-requests.js';
+import { slimMeta } from '../requests/cached-requests.js';
 import { withoutChainsPayloads } from '../tekton/chains.js';
 
 export interface InternalCaches {

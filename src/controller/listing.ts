@@ -31,7 +31,7 @@ import type { InternalRequest } from '../api/types.js';
 import { requestUidOf } from '../tekton/pipelinerun.js';
 import type { EffectiveConfig } from './config.js';
 import type { Action } from './observation.js';
-import { idempotencyKeyOf } from './idempotency.js';
+import { idempotencyKeyOf } from '../requests/idempotency.js';
 
 /** Whether a request may be decided before its kind's cache has the full list (see above). */
 export function decidableWhileListing(req: InternalRequest | undefined, config: Pick<EffectiveConfig, 'capacity'>): boolean {

@@ -19,7 +19,7 @@
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { Action, Observation } from './observation.js';
 import { removesForAnother } from './listing.js';
-import { FinishedRequest } from './cached-requests.js';
+import { FinishedRequest } from '../requests/cached-requests.js';
 
 /** What was read from the cluster in this reconcile (null: read, and not there). */
 export interface LiveReads {

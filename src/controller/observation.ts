@@ -1,15 +1,15 @@
 import { type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
-import { type ArchiveVerdict, type FetchedLogs } from './archive-names.js';
+import { type ArchiveVerdict, type FetchedLogs } from '../requests/archive-names.js';
 import { type ResolutionRequest } from '../tekton/resolve.js';
 import type { Pipeline, PipelineRun } from '../tekton/types.js';
 import type { EffectiveConfig } from './config.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { type CapacityView } from '../policy/capacity.js';
-import { type Earlier } from './idempotency.js';
+import { type Earlier } from '../requests/idempotency.js';
 import { type CommitAnswer, type CommitCheck } from '../policy/source.js';
 import type { RefAnswer, RefLookup } from '../policy/exact-ref.js';
-import { type RequestKind } from './request-kind.js';
+import { type RequestKind } from '../requests/request-kind.js';
 import { type UnsignedReason } from './attestation.js';
 import type { Attestation } from '../tekton/chains.js';
 import type { StepActionCopy } from '../tekton/stepaction-copy.js';

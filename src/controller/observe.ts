@@ -31,7 +31,7 @@ import { ANNOTATION_LOGS, type LogRelay, type ResultsArchive } from './results-a
 import { decidableWhileListing } from './listing.js';
 import { failedTasksOf } from './failed-tasks.js';
 import { earlierOf } from './idempotency-lookups.js';
-import { idempotencyKeyOf } from './idempotency.js';
+import { idempotencyKeyOf } from '../requests/idempotency.js';
 import { installedPipelineName } from './requested-run.js';
 import { resolverRefusal, type TektonVersionState } from './tekton-version.js';
 

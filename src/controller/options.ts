@@ -11,7 +11,7 @@ import type { InformerObserver } from '../kube/informer.js';
 import type { QueueObserver } from '../kube/queue.js';
 import type { Action } from './observation.js';
 import type { ResultsApi } from './results-archive.js';
-import type { RequestKind } from './request-kind.js';
+import type { RequestKind } from '../requests/request-kind.js';
 import type { EventsMode } from './status-writer.js';
 import type { TektonVersionState } from './tekton-version.js';
 

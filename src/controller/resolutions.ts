@@ -12,7 +12,7 @@ import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '..
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { checkKey, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { refLookupKey, type RefLookup } from '../policy/exact-ref.js';
-import { kindLabel } from './request-kind.js';
+import { kindLabel } from '../requests/request-kind.js';
 
 import type { Action, Observation } from './observation.js';
 import { policyTenant } from './observation.js';

@@ -22,9 +22,9 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { describeError, statusCode } from '../kube/client.js';
 import type { PipelineRun, TaskRun } from '../tekton/types.js';
 
-import { ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, MAX_LOG_BYTES, type ArchiveVerdict, type FetchedLogs } from './archive-names.js';
+import { ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, MAX_LOG_BYTES, type ArchiveVerdict, type FetchedLogs } from '../requests/archive-names.js';
 
-export { ANNOTATION_LOGS, ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, ANNOTATION_RESULTS_STORED, MAX_LOG_BYTES, type ArchiveVerdict, type FetchedLogs } from './archive-names.js';
+export { ANNOTATION_LOGS, ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, ANNOTATION_RESULTS_STORED, MAX_LOG_BYTES, type ArchiveVerdict, type FetchedLogs } from '../requests/archive-names.js';
 
 export interface ResultsApiOptions {
   /** e.g. https://tekton-results-api-service.tekton-pipelines.svc:8080 */

@@ -22,7 +22,7 @@ import { describeError, isRefusedObject, statusCode } from '../kube/client.js';
 import type { EventSpec } from './observation.js';
 import { endWithoutResults } from './status-report.js';
 import type { Attestation } from '../tekton/chains.js';
-import { slimRequest } from './cached-requests.js';
+import { slimRequest } from '../requests/cached-requests.js';
 
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 export const CONFLICT_RETRIES = 5;

@@ -30,8 +30,8 @@ import type { InternalRequest } from '../api/types.js';
 import { fromKubeConfig, type Cluster, type KubeObject, type RequestObserver } from '../kube/client.js';
 import { Informer, keyOf, type InformerHandlers, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import type { RequestCache } from './remote.js';
-import type { RequestKind } from '../controller/request-kind.js';
-import { ANNOTATION_KCP_CLUSTER, slimRequest } from '../controller/cached-requests.js';
+import type { RequestKind } from '../requests/request-kind.js';
+import { ANNOTATION_KCP_CLUSTER, slimRequest } from '../requests/cached-requests.js';
 
 /** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. Finished requests' cached records keep it. */
 export const KCP_CLUSTER_ANNOTATION = ANNOTATION_KCP_CLUSTER;

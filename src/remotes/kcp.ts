@@ -64,7 +64,7 @@ import type { InternalRequest } from '../api/types.js';
 import { describeError, fromKubeConfig, type Cluster, type RequestObserver } from '../kube/client.js';
 import type { InformerHandlers, InformerObserver, ReadinessCheck } from '../kube/informer.js';
 import type { RemoteProvider, RemoteSink } from './provider.js';
-import { INTERNAL_REQUEST_KIND, type RequestKind } from '../controller/request-kind.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from '../requests/request-kind.js';
 import { KcpShard, type KcpShardOptions, type ShardEvents } from './kcp-shard.js';
 import { backoffMs, bounded, WorkspacePaths } from './kcp-paths.js';
 import { EndpointSliceWatch } from './kcp-slice.js';

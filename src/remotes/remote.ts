@@ -13,7 +13,7 @@ import { splitRequestKey } from '../api/request-key.js';
 import type { Cluster, ResourceClient } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { Informer, keyOf, type InformerHandlers, type InformerOptions, type ReadinessCheck } from '../kube/informer.js';
-import { INTERNAL_REQUEST_KIND, type RequestKind } from '../controller/request-kind.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from '../requests/request-kind.js';
 
 export interface RemoteMode {
   mode: 'watch' | 'poll';

@@ -9,10 +9,10 @@
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
 import type { InformerObserver } from '../kube/informer.js';
-import { idempotencyKeyOf } from '../controller/idempotency.js';
-import { slimRequest } from '../controller/cached-requests.js';
+import { idempotencyKeyOf } from '../requests/idempotency.js';
+import { slimRequest } from '../requests/cached-requests.js';
 import { Remote, splitKey, type RemoteSpec } from './remote.js';
-import { kindLabel, type RequestKind } from '../controller/request-kind.js';
+import { kindLabel, type RequestKind } from '../requests/request-kind.js';
 import type { RemoteSink } from './provider.js';
 
 export interface RemoteSetHooks {

@@ -24,7 +24,7 @@ export const ANNOTATION_WORKSPACE = 'internal-services.appstudio.redhat.com/work
 export const ANNOTATION_REQUEST_KIND = 'internal-services.appstudio.redhat.com/request-kind';
 /** What was resolved from where and pinned to what (JSON list of Provenance), on PipelineRuns that run a checked graph. */
 export const ANNOTATION_SOURCES = 'internal-services.appstudio.redhat.com/sources';
-/** A request's idempotency key (see controller/idempotency.ts), also on its PipelineRun. */
+/** A request's idempotency key (see requests/idempotency.ts), also on its PipelineRun. */
 export const LABEL_IDEMPOTENCY_KEY = 'internal-services.appstudio.redhat.com/idempotency-key';
 /** "cancel": the rule that granted the request wants the run stopped if the configuration stops granting it. */
 export const ANNOTATION_ON_REVOKE = 'internal-services.appstudio.redhat.com/on-revoke';

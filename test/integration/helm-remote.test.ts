@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiException, AuthenticationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { kindNames, type RequestDefinitionSpec } from '../../src/api/request-definition.js';
-import { renderKindRbac } from '../../src/api/typed-kind.js';
+import { renderKindRbac } from '../../src/api/typed-kind-crd.js';
 import { startEnvironment, type ControlPlane, type Environment, ensureNamespace, loadManifests, applyManifests, waitForCrds } from '../../src/localenv/index.js';
 import { find, Helm, installHelm, kindsOf, kubectlOk as kubectlOkWith, parseDocs, ROOT, run, type Obj, type Values } from './helm-helpers.js';
 import { expectAccess, type AccessCheck } from './helpers.js';

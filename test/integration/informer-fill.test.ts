@@ -20,7 +20,7 @@ import { fromKubeConfig, statusCode, type ResourceClient } from '../../src/kube/
 import { Informer, type InformerOptions } from '../../src/kube/informer.js';
 import { INTERNAL_REQUEST, UNFINISHED_FIELD_SELECTOR, type InternalRequest } from '../../src/api/types.js';
 import { isFinished } from '../../src/api/conditions.js';
-import { slimRequest } from '../../src/controller/cached-requests.js';
+import { slimRequest } from '../../src/requests/cached-requests.js';
 
 let env: Environment;
 let streaming: ControlPlane;

@@ -38,7 +38,7 @@ import type { RemoteSink } from '../../src/remotes/provider.js';
 import type { RemoteSpec } from '../../src/remotes/remote.js';
 import type { InformerHandlers } from '../../src/kube/informer.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { INTERNAL_REQUEST_KIND } from '../../src/controller/request-kind.js';
+import { INTERNAL_REQUEST_KIND } from '../../src/requests/request-kind.js';
 import { IR, waitFor } from './helpers.js';
 
 const TEAM = 'team';

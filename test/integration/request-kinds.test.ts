@@ -15,7 +15,7 @@ import { applyObjects, grantRequester, installProject, startEnvironment, type En
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { Controller } from '../../src/controller/controller.js';
 import { KubeconfigRemote } from '../../src/remotes/kubeconfig.js';
-import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/controller/request-kind.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/requests/request-kind.js';
 import { connect, type KubeObject } from '../../src/kube/client.js';
 import { ANNOTATION_REQUEST_KIND, LABEL_IDEMPOTENCY_KEY } from '../../src/tekton/pipelinerun.js';
 import { api, createRequest, NS, pipelineRunsFor, setRunConfig, simulatedStep, testPipeline, waitFor, waitForPhase } from './helpers.js';

@@ -6,8 +6,8 @@ import { isFinished, succeededCondition } from '../../src/api/conditions.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { decide, type EventSpec } from '../../src/controller/decide.js';
 import { eventWanted } from '../../src/controller/controller.js';
-import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash } from '../../src/controller/idempotency.js';
-import { ANNOTATION_KCP_CLUSTER, FinishedRequest, slimRequest } from '../../src/controller/cached-requests.js';
+import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash } from '../../src/requests/idempotency.js';
+import { ANNOTATION_KCP_CLUSTER, FinishedRequest, slimRequest } from '../../src/requests/cached-requests.js';
 import { config, NOW, NS, pipeline } from './fixtures.js';
 
 function finished(over: { labels?: Record<string, string>; created?: string; ltt?: string; spec?: InternalRequest['spec']; status?: 'True' | 'False'; reason?: string } = {}): InternalRequest {
@@ -140,7 +140,7 @@ test('a record gives back every timestamp exactly as listed, packed or not (30 F
 
 test('a finished request\'s record keeps every status field the schema declares, unless cached-requests.ts drops or slims it with its reason', async () => {
   const { internalRequestStatusSchema } = await import('../../src/api/types.js');
-  const { DROPPED_WHEN_FINISHED, SLIMMED_WHEN_FINISHED, FinishedRequest } = await import('../../src/controller/cached-requests.js');
+  const { DROPPED_WHEN_FINISHED, SLIMMED_WHEN_FINISHED, FinishedRequest } = await import('../../src/requests/cached-requests.js');
   const declared = Object.keys(internalRequestStatusSchema.properties);
   assert.ok(declared.length >= 10, `the schema's status fields were read (${declared.join(', ')})`);
   // The lists name fields that exist.

@@ -14,7 +14,7 @@ import type { InternalRequest, InternalRequestApproval } from '../../src/api/typ
 import type { Action } from '../../src/controller/decide.js';
 import { Executor } from '../../src/controller/executor.js';
 import type { Remote } from '../../src/remotes/remote.js';
-import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/controller/request-kind.js';
+import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/requests/request-kind.js';
 import { StatusWriter } from '../../src/controller/status-writer.js';
 import type { Cluster, KubeObject, ResourceRef } from '../../src/kube/client.js';
 import type { ResolutionRequest } from '../../src/tekton/resolve.js';

@@ -1,7 +1,7 @@
 /** Idempotent retries: followOf (pure), decide() following or copying, the CLI's label value. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { followOf, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from '../../src/controller/idempotency.js';
+import { followOf, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from '../../src/requests/idempotency.js';
 import { decide, type Action } from '../../src/controller/decide.js';
 import { idempotencyLabelValue } from '../../src/cli/request/commands.js';
 import { assertPhase, config, NOW, NS, pipeline, request } from './fixtures.js';

@@ -34,8 +34,8 @@ import { InformerStore, keyOf, type KeyFunction } from '../../src/kube/informer-
 import { EarlyLane } from '../../src/kube/informer-early.js';
 import { Informer } from '../../src/kube/informer.js';
 import { KCP_CLUSTER_ANNOTATION, KcpShard, kcpKeyOf, type Share, type ShardEvents, type SlimBinding } from '../../src/remotes/kcp-shard.js';
-import { INTERNAL_REQUEST_KIND } from '../../src/controller/request-kind.js';
-import { slimRequest } from '../../src/controller/cached-requests.js';
+import { INTERNAL_REQUEST_KIND } from '../../src/requests/request-kind.js';
+import { slimRequest } from '../../src/requests/cached-requests.js';
 
 const numRuns = Number(process.env['FC_NUM_RUNS'] ?? 400);
 const seed = process.env['FC_SEED'] !== undefined ? Number(process.env['FC_SEED']) : undefined;

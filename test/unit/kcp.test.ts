@@ -28,7 +28,7 @@ import type { RemoteSpec, RequestCache } from '../../src/remotes/remote.js';
 import { Cluster } from '../../src/kube/client.js';
 import type { InformerHandlers, ReadinessCheck } from '../../src/kube/informer.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import { INTERNAL_REQUEST_KIND } from '../../src/controller/request-kind.js';
+import { INTERNAL_REQUEST_KIND } from '../../src/requests/request-kind.js';
 import { decide, type Action } from '../../src/controller/decide.js';
 import { ANNOTATION_ON_REVOKE } from '../../src/tekton/pipelinerun.js';
 import { assertPhase, config, observation, pipelineRun, request, runningStatus } from './fixtures.js';

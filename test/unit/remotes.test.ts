@@ -13,7 +13,7 @@ import type { Remote, RemoteSpec } from '../../src/remotes/remote.js';
 import { RemoteSet } from '../../src/remotes/set.js';
 import { KubeconfigRemote } from '../../src/remotes/kubeconfig.js';
 import type { RemoteSink } from '../../src/remotes/provider.js';
-import { LABEL_IDEMPOTENCY_KEY } from '../../src/controller/idempotency.js';
+import { LABEL_IDEMPOTENCY_KEY } from '../../src/requests/idempotency.js';
 import { request } from './fixtures.js';
 
 const log = pino({ level: 'silent' });

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { requestKey, splitRequestKey, tenantOfKey } from '../../src/api/request-key.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { decide, type Action, type Observation } from '../../src/controller/decide.js';
-import { checkKinds, INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from '../../src/controller/request-kind.js';
+import { checkKinds, INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from '../../src/requests/request-kind.js';
 import { ANNOTATION_REQUEST_KIND, requestKeyOf, resolutionFor } from '../../src/tekton/pipelinerun.js';
 import { config, NS, pipelineRun, request, observation } from './fixtures.js';
 

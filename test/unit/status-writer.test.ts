@@ -10,7 +10,7 @@ import pino from 'pino';
 import type { InternalRequest } from '../../src/api/types.js';
 import { CONFLICT_RETRIES, StatusWriter, type EventsMode, type StatusTarget } from '../../src/controller/status-writer.js';
 import { request } from './fixtures.js';
-import { FinishedRequest } from '../../src/controller/cached-requests.js';
+import { FinishedRequest } from '../../src/requests/cached-requests.js';
 
 const log = pino({ level: 'silent' });
 const NOW = new Date('2026-11-22T10:00:00Z');

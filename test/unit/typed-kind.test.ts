@@ -6,10 +6,10 @@ import fc from 'fast-check';
 import { renderYamlDocs, repoRoot } from '../../src/api/crd-render.js';
 import { SAMPLE_KIND_DIR, sampleKind, sampleKindFiles } from '../../src/api/kind-samples.js';
 import type { RequestDefinition, RequestDefinitionSpec } from '../../src/api/request-definition.js';
-import { fieldSchema, renderKind, typeKind, type DeclaredParam } from '../../src/api/typed-kind.js';
+import { fieldSchema, renderKind, typeKind, type DeclaredParam } from '../../src/api/typed-kind-crd.js';
 import { judge } from '../../src/controller/definitions.js';
-import { INTERNAL_REQUEST_KIND } from '../../src/controller/request-kind.js';
-import { typedRequestKind } from '../../src/controller/typed-kind.js';
+import { INTERNAL_REQUEST_KIND } from '../../src/requests/request-kind.js';
+import { typedRequestKind } from '../../src/requests/typed-request-kind.js';
 import type { KubeObject } from '../../src/kube/client.js';
 
 const spec = (extra: Partial<RequestDefinitionSpec> = {}): RequestDefinitionSpec => ({ group: 'signing.example.com', kind: 'SigningRequest', request: 'sign', ...extra });

@@ -39,7 +39,7 @@ src/api/request-definition.ts): the kind in lower case, plus "s".
 {{- printf "%s.%s" (include "isr.plural" .) .group -}}
 {{- end -}}
 
-{{/* The prefix of a typed kind's ClusterRoles (renderKindRbac in src/api/typed-kind.ts). */}}
+{{/* The prefix of a typed kind's ClusterRoles (renderKindRbac in src/api/typed-kind-crd.ts). */}}
 {{- define "isr.kindRoleBase" -}}
 {{- printf "internal-services-%s" (include "isr.kindResource" .) -}}
 {{- end -}}

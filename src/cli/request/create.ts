@@ -7,7 +7,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { LABEL_IDEMPOTENCY_KEY } from '../../controller/idempotency.js';
+import { LABEL_IDEMPOTENCY_KEY } from '../../requests/idempotency.js';
 import { describeRequested } from '../../controller/requested-run.js';
 import { Command, Option } from 'commander';
 import { API_VERSION, type InternalRequest, type ObjectMeta } from '../../api/types.js';

@@ -4,7 +4,7 @@
  * and each request's outcome (the exit code follows from it).
  */
 import { Command, Option } from 'commander';
-import { idempotencyKeyOf } from '../../controller/idempotency.js';
+import { idempotencyKeyOf } from '../../requests/idempotency.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
 import {
   combineExitCodes,
