@@ -5,7 +5,7 @@
  * needs to see the controller itself.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ControllerMetrics } from './controller/controller.js';
+import type { ControllerMetrics } from './controller/options.js';
 import type { RequestObserver } from './kube/client.js';
 import type { CommitCheckerMetrics } from './git/commit-checker.js';
 import { describeRequested } from './controller/requested-run.js';

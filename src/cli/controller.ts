@@ -6,7 +6,8 @@ import { CommitChecker, DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES } from '../gi
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { connect, type Cluster } from '../kube/client.js';
 import { ResultsApi } from '../controller/results-archive.js';
-import { Controller, EVENTS_MODES, type EventsMode } from '../controller/controller.js';
+import { Controller } from '../controller/controller.js';
+import { EVENTS_MODES, type EventsMode } from '../controller/status-writer.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { parseDuration } from '../util/duration.js';
@@ -316,22 +317,22 @@ export async function runController(flags: ControllerFlags): Promise<void> {
         log,
       })
     : undefined;
-  const { providers, kubeconfigRemote, kcp } = remoteProviders(controller, flags, { remote, kcpKubeconfig: kcpKc, internal, namespace, log, metrics });
+  const { providers, kubeconfigRemote, kcp } = remoteProviders(controller.remotes, flags, { remote, kcpKubeconfig: kcpKc, internal, namespace, log, metrics });
   metrics.bind({
-    remotes: () => controller.remoteHealth(),
-    running: () => controller.runningRequests(),
-    lastContact: () => controller.lastContact(),
+    remotes: () => controller.views.remoteHealth(),
+    running: () => controller.views.runningRequests(),
+    lastContact: () => controller.views.lastContact(),
     leader: () => (elector ? elector.isLeader : true),
-    configPresent: () => controller.configPresent,
-    configProblems: () => controller.configProblems(),
-    waiting: () => controller.waitingByPhase(),
-    pastTimeout: () => controller.pipelineRunsPastTimeout(),
-    awaitingResults: () => controller.awaitingResults(),
+    configPresent: () => controller.views.configPresent,
+    configProblems: () => controller.views.configProblems(),
+    waiting: () => controller.views.waitingByPhase(),
+    pastTimeout: () => controller.views.pipelineRunsPastTimeout(),
+    awaitingResults: () => controller.views.awaitingResults(),
     tekton: () => tektonVersion.metrics(),
     kcpShards: () => kcp?.shardViews() ?? [],
     tektonComponents: () => tektonVersion.componentStatus(),
   });
-  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks()], log) : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.views.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks()], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;

@@ -17,7 +17,8 @@ import { apiResourceSchemaOf } from '../api/kcp.js';
 import { REQUEST_DEFINITION, type RequestDefinition } from '../api/request-definition.js';
 import { renderKind, type DeclaredParam } from '../api/typed-kind-crd.js';
 import { connect, describeError, type Cluster } from '../kube/client.js';
-import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, startResolution, type ResolutionRequest } from '../tekton/resolve.js';
+import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js';
+import { startResolution } from '../tekton/resolution-start.js';
 import { PIPELINE, type Pipeline } from '../tekton/types.js';
 import { decodeResolved } from '../policy/one-reading.js';
 

@@ -5,13 +5,12 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Controller } from '../controller/controller.js';
 import { ConfigError } from '../errors.js';
 import type { Cluster } from '../kube/client.js';
 import type { Metrics } from '../metrics.js';
 import { KcpRemotes } from '../remotes/kcp.js';
 import { KubeconfigRemote } from '../remotes/kubeconfig.js';
-import type { RemoteProvider } from '../remotes/provider.js';
+import type { RemoteProvider, RemoteSink } from '../remotes/provider.js';
 import { RemoteSecrets } from '../remotes/secrets.js';
 
 /** The flags the providers are built from (a part of ControllerFlags). */
@@ -40,18 +39,18 @@ export interface ProviderContext {
   metrics: Metrics;
 }
 
-export function remoteProviders(controller: Controller, flags: ProviderFlags, ctx: ProviderContext): { providers: RemoteProvider[]; kubeconfigRemote: KubeconfigRemote | undefined; kcp: KcpRemotes | undefined } {
+export function remoteProviders(sink: RemoteSink, flags: ProviderFlags, ctx: ProviderContext): { providers: RemoteProvider[]; kubeconfigRemote: KubeconfigRemote | undefined; kcp: KcpRemotes | undefined } {
   const { remote, internal, namespace, log, metrics } = ctx;
   const kcpKc = ctx.kcpKubeconfig;
   const remoteMode = { mode: flags.remoteMode, pollIntervalMs: flags.pollInterval };
   const providers: RemoteProvider[] = [];
   // One kubeconfig (--remote-kubeconfig): its remote is added before the
   // caches start (runController's start()), so that they wait for its first list.
-  const kubeconfigRemote = remote ? new KubeconfigRemote(controller, { name: flags.remoteName, cluster: remote, mode: remoteMode }) : undefined;
+  const kubeconfigRemote = remote ? new KubeconfigRemote(sink, { name: flags.remoteName, cluster: remote, mode: remoteMode }) : undefined;
   if (kubeconfigRemote) providers.push(kubeconfigRemote);
   if (flags.remoteSecretsSelector || flags.remoteSecret?.length) {
     providers.push(
-      new RemoteSecrets(controller, {
+      new RemoteSecrets(sink, {
         internal,
         namespace: flags.remoteSecretsNamespace ?? namespace,
         selector: flags.remoteSecretsSelector,
@@ -68,7 +67,7 @@ export function remoteProviders(controller: Controller, flags: ProviderFlags, ct
   let kcp: KcpRemotes | undefined;
   if (kcpKc) {
     providers.push(
-      (kcp = new KcpRemotes(controller, {
+      (kcp = new KcpRemotes(sink, {
         kubeconfig: kcpKc,
         exportName: flags.kcpExport,
         ...(flags.kcpEndpointSlice ? { endpointSlice: flags.kcpEndpointSlice } : {}),

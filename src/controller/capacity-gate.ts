@@ -57,9 +57,9 @@ export class CapacityGate {
   }
 
   /** Runs one decision that may start a run after the ones before it. */
-  serialize(fn: () => Promise<void>): Promise<void> {
+  serialize<T>(fn: () => Promise<T>): Promise<T> {
     const turn = this.gate.then(fn);
-    this.gate = turn.catch(() => {});
+    this.gate = turn.then(() => undefined, () => undefined);
     return turn;
   }
 
@@ -80,7 +80,8 @@ export class CapacityGate {
         waiting.push({ key, tenant: tenantOf(remote.name, r.metadata.namespace ?? ''), created: r.metadata.creationTimestamp ?? '' });
       }
     }
-    return { running, runningByTenant, waiting, lastStartByTenant: this.lastStart };
+    // A copy: the observation is a value, not a window on the gate's state.
+    return { running, runningByTenant, waiting, lastStartByTenant: new Map(this.lastStart) };
   }
 
   /** A slot may have freed: the requests first in the fair order are looked at again. */

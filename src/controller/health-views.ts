@@ -121,3 +121,79 @@ export function failingKind(remotes: Iterable<{ name: string; kinds: ReadonlyMap
   }
   return out.sort((a, b) => a.remote.localeCompare(b.remote));
 }
+
+/** Where the views read from: the manager's caches, live. */
+export interface ViewSources {
+  namespace: string;
+  remotes(): Iterable<RemoteView & { kinds: ReadonlyMap<string, { requests: { readiness(required: boolean): ReadinessCheck; health: { failures: number } } }> }>;
+  /** The remotes' names and their metric label. */
+  remoteNames(): Iterable<string>;
+  metricsNameOf(remote: string): string;
+  /** The caches of the internal cluster. */
+  internal(): CacheView[];
+  /** Every cache, the remotes' included. */
+  caches(): Iterable<CacheView>;
+  pipelineRuns(): Iterable<PipelineRun>;
+  config(): { present: boolean; problems: readonly string[] };
+  /** Finished PipelineRuns kept until Tekton Results stores them. */
+  awaitingResults(): number;
+  /** More readiness lines (the RequestDefinitions'). */
+  extraReadiness(): ReadinessCheck[];
+}
+
+/**
+ * The views above over the manager's live caches: what /readyz and the
+ * gauges read (src/cli/controller.ts binds them to src/metrics.ts).
+ */
+export class HealthViews {
+  constructor(private readonly s: ViewSources) {}
+
+  /** /readyz: see readiness(). */
+  readiness(): ReadinessCheck[] {
+    const c = this.s.config();
+    return [...readiness([...this.s.remotes()], this.s.internal(), { namespace: this.s.namespace, present: c.present, problems: c.problems }), ...this.s.extraReadiness()];
+  }
+
+  /** Every required check of readiness() passes. */
+  get ready(): boolean {
+    return this.readiness().every((c) => c.ok || !c.required);
+  }
+
+  get configPresent(): boolean {
+    return this.s.config().present;
+  }
+
+  /** How many rules of the configuration cannot be used as written (for a gauge; /readyz names them). */
+  configProblems(): number {
+    return this.s.config().problems.length;
+  }
+
+  waitingByPhase(): Record<string, Record<string, number>> {
+    return waitingByPhase(this.s.remotes());
+  }
+
+  runningRequests(): number {
+    return runningRequests(this.s.remotes());
+  }
+
+  pipelineRunsPastTimeout(now = Date.now()): Record<string, number> {
+    return pipelineRunsPastTimeout(this.s.remoteNames(), this.s.pipelineRuns(), now, (r) => this.s.metricsNameOf(r));
+  }
+
+  remoteHealth(): Array<{ remote: string; up: boolean }> {
+    return remoteHealth(this.s.remotes());
+  }
+
+  lastContact(): Array<{ informer: string; ms: number }> {
+    return lastContact(this.s.caches());
+  }
+
+  awaitingResults(): number {
+    return this.s.awaitingResults();
+  }
+
+  /** The remotes whose cache of a kind cannot list it now (a RequestDefinition's status). */
+  failingKind(kind: string): Array<{ remote: string; why: string }> {
+    return failingKind(this.s.remotes(), kind);
+  }
+}

@@ -65,10 +65,10 @@ export async function earlierOf(
 export class KeyLocks {
   private readonly tails = new Map<string, Promise<void>>();
 
-  async run(lockKey: string, fn: () => Promise<void>): Promise<void> {
-    const prev = this.tails.get(lockKey) ?? Promise.resolve();
+  async run<T>(lockKey: string, fn: () => Promise<T>): Promise<T> {
+    const prev: Promise<unknown> = this.tails.get(lockKey) ?? Promise.resolve();
     const turn = prev.then(fn);
-    const tail = turn.catch(() => {});
+    const tail = turn.then(() => undefined, () => undefined);
     this.tails.set(lockKey, tail);
     try {
       return await turn;

@@ -32,6 +32,7 @@ import { requestUidOf } from '../tekton/pipelinerun.js';
 import type { EffectiveConfig } from './config.js';
 import type { Action } from './observation.js';
 import { idempotencyKeyOf } from '../requests/idempotency.js';
+import { ANNOTATION_LOGS } from '../requests/archive-names.js';
 
 /** Whether a request may be decided before its kind's cache has the full list (see above). */
 export function decidableWhileListing(req: InternalRequest | undefined, config: Pick<EffectiveConfig, 'capacity'>): boolean {
@@ -82,6 +83,12 @@ export async function confirmingRead(client: Pick<ResourceClient<InternalRequest
  * history, its list does not queue 100,000 keys that would each be decided
  * to do nothing.
  */
-export function worthALook(req: InternalRequest, config: Pick<EffectiveConfig, 'ttlSecondsAfterFinished'>, logsAsked: (req: InternalRequest) => boolean): boolean {
-  return !isFinished(req) || req.metadata.deletionTimestamp !== undefined || config.ttlSecondsAfterFinished !== undefined || logsAsked(req);
+/** A requester's ask for the logs (the internal-services.dev/logs annotation) not answered yet. */
+export function logsAsked(req: InternalRequest): boolean {
+  const asked = req.metadata.annotations?.[ANNOTATION_LOGS];
+  return asked !== undefined && asked !== '' && req.status?.logs?.request !== asked;
+}
+
+export function worthALook(req: InternalRequest, config: Pick<EffectiveConfig, 'ttlSecondsAfterFinished'>, asked: (req: InternalRequest) => boolean = logsAsked): boolean {
+  return !isFinished(req) || req.metadata.deletionTimestamp !== undefined || config.ttlSecondsAfterFinished !== undefined || asked(req);
 }

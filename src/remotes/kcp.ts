@@ -1,11 +1,14 @@
 /**
  * The remotes behind a kcp APIExport's virtual workspaces: every logical
  * cluster (workspace) that binds the export is a remote, named by its logical
- * cluster name, all served through ONE kubeconfig. Over 400 lines on
- * purpose: which shard serves a workspace is decided by the shards' life
- * (the slice, starts, URLs leaving) and the workspaces' (bindings, moves,
- * paths) together, in one class; reading the paths is kcp-paths.ts, a
- * shard's caches kcp-shard.ts.
+ * cluster name, all served through ONE kubeconfig. This file is the
+ * provider and its shards' life (the slice followed, shards started,
+ * started again, retired); which shard serves each workspace, and its
+ * remote, is kcp-ownership.ts; reading the paths is kcp-paths.ts, a shard's
+ * caches kcp-shard.ts, watching the slice kcp-slice.ts. Over 400 lines on
+ * purpose: following the slice, a shard's start and its retries, and
+ * retiring a URL that left act on the same three maps of shards, kept in
+ * one class.
  *
  * - Shards. An APIExportEndpointSlice of the export, in the provider
  *   workspace (the kubeconfig's), lists one virtual-workspace URL per kcp
@@ -19,39 +22,9 @@
  *   cannot be had) is started again with backoff and is down meanwhile. A
  *   shard that is down or not serving yet holds up no other; it has its own
  *   readiness line, metric series and log lines.
- * - Workspaces. A logical cluster is served from exactly one shard: the
- *   first where its APIBinding of the export is ready (Bound); its
- *   connection is `<shard url>/clusters/<name>`, where status writes and
- *   Events go.
- * - Moves. While another shard also has it ready (kcp moving it), it stays
- *   served from the first; when the first drops it (its binding gone or not
- *   ready, its objects deleted there, its URL gone from the slice) it is
- *   handed over: served from the other shard, with no delete delivered for
- *   it (its requests are on the other shard). A binding on another shard
- *   that arrives after the first dropped it (within the grace below) takes
- *   it over the same way.
- * - Removals. When the binding goes and no other shard has it (unbound, or
- *   the workspace deleted) kcp has deleted its requests: the deletes that
- *   have not arrived yet are delivered, and after a grace period (what runs
- *   for them is stopped as for any deleted request) the remote is removed
- *   and everything kept for it (caches, queue keys, fairness state, status
- *   bookkeeping) forgotten. A URL that leaves the slice keeps serving its
- *   workspaces for the same grace (kcp drops a shard's URL when its last
- *   binding goes: the deletes just delivered are acted on), then they are
- *   forgotten. No restart is needed.
- * - Paths. Rules name workspaces by path (`root:org:team`). A path is learnt
- *   from the parent workspace's Workspace objects (`spec.cluster`: set by
- *   kcp, which neither the tenant nor its admin can change), never from the
- *   workspace itself (its LogicalCluster's `kcp.io/path` is the tenant
- *   admin's to rewrite). The parents to read are given
- *   (`--kcp-workspace-parent`, default `root`). A logical cluster first seen
- *   is served once its parents have been read again. When every parent was
- *   read and none lists it, it is under no given parent and its rules name
- *   it by logical cluster. When a parent cannot be read (403, no answer),
- *   its name is not known: it is served HELD — its requests wait, pending
- *   (phase WaitingForWorkspace, saying why), nothing of it is decided under
- *   a guessed name — and the parents are read again with backoff until the
- *   name is known.
+ * - Workspaces. A logical cluster is served from exactly one shard, handed
+ *   over between shards when kcp moves it, forgotten after a grace when it
+ *   unbinds, and held while its path cannot be read (kcp-ownership.ts).
  * - Every call (the slice and path reads, a shard's start) is bounded by the
  *   client's request timeout.
  *
@@ -60,14 +33,16 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { InternalRequest } from '../api/types.js';
 import { describeError, fromKubeConfig, type Cluster, type RequestObserver } from '../kube/client.js';
-import type { InformerHandlers, InformerObserver, ReadinessCheck } from '../kube/informer.js';
+import type { InformerObserver, ReadinessCheck } from '../kube/informer.js';
 import type { RemoteProvider, RemoteSink } from './provider.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../requests/request-kind.js';
 import { KcpShard, type KcpShardOptions, type ShardEvents } from './kcp-shard.js';
-import { backoffMs, bounded, WorkspacePaths } from './kcp-paths.js';
+import { backoffMs, bounded } from './kcp-paths.js';
 import { EndpointSliceWatch } from './kcp-slice.js';
+import { WorkspaceOwnership, type ProviderShard } from './kcp-ownership.js';
+
+export type { ProviderShard } from './kcp-ownership.js';
 
 export interface KcpRemotesOptions {
   /** A kubeconfig whose current context is the provider workspace (where the APIExport is). */
@@ -99,12 +74,6 @@ export interface KcpRemotesOptions {
   /** Makes a shard (tests give their own). */
   shardFactory?: (url: string, events: ShardEvents, opts: KcpShardOptions) => ProviderShard;
 }
-
-/** What the provider uses of a shard (KcpShard). */
-export type ProviderShard = Pick<
-  KcpShard,
-  'name' | 'url' | 'start' | 'stop' | 'synced' | 'isSynced' | 'state' | 'noteState' | 'readiness' | 'readyClusters' | 'isReady' | 'share' | 'dropShares' | 'connection'
->;
 
 /** Per shard, for metrics. */
 export interface KcpShardView {
@@ -139,20 +108,8 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
   private sliceWatched = false;
   /** The partition last seen on the slice (logged when it changes). */
   private partitionSeen: string | undefined;
-  /** Each logical cluster with a ready binding: the one shard it is served from. */
-  private readonly owner = new Map<string, ProviderShard>();
-  /** The logical clusters served, with their connection. */
-  private readonly served = new Map<string, Cluster>();
-  /** Logical cluster → workspace path, from the parents' Workspaces (kcp-paths.ts). */
-  private readonly paths: WorkspacePaths;
-  /** Logical clusters bound but not served yet: waiting for the parents to be read. */
-  private readonly pending = new Set<string>();
-  /** Logical clusters served held: their path cannot be known yet (a parent cannot be read); nothing of them is decided. The why is their requests' message. */
-  private readonly held = new Map<string, string>();
-  /** Logical clusters that unbound, served a little longer (their deletes are acted on), then forgotten. */
-  private readonly leaving = new Map<string, NodeJS.Timeout>();
-  /** Logical clusters bound on two shards at once: logged once each. */
-  private readonly twice = new Set<string>();
+  /** Which shard serves each workspace, and their remotes and paths (kcp-ownership.ts). */
+  private readonly workspaces: WorkspaceOwnership;
   /** Every workspace's name in metric labels: the provider's, so that label values stay few. */
   readonly metricsName = 'kcp';
   private stopped = false;
@@ -178,16 +135,29 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
       ...(opts.informer ? { informer: opts.informer } : {}),
       observer: opts.informerObserver,
     });
-    this.paths = new WorkspacePaths({
-      parents: this.parents,
-      connect: (parent) => this.parentConnection(parent),
-      timeoutMs: this.timeoutMs,
-      refreshMs: opts.pathRefreshMs ?? 60_000,
-      backoff: { baseMs: opts.backoff?.baseMs ?? 1_000, maxMs: opts.backoff?.maxMs ?? 60_000 },
+    this.workspaces = new WorkspaceOwnership(sink, {
+      exportName: opts.exportName,
+      kinds: this.kinds,
       log: opts.log,
-      inUse: (cluster) => this.owner.has(cluster) || this.served.has(cluster),
-      read: () => this.afterPaths(),
+      metricsName: this.metricsName,
+      graceMs: this.graceMs,
+      paths: {
+        parents: this.parents,
+        connect: (parent) => this.parentConnection(parent),
+        timeoutMs: this.timeoutMs,
+        refreshMs: opts.pathRefreshMs ?? 60_000,
+        backoff: { baseMs: opts.backoff?.baseMs ?? 1_000, maxMs: opts.backoff?.maxMs ?? 60_000 },
+        log: opts.log,
+      },
+      shards: {
+        serving: () => [...this.shards.values()].filter((s) => !this.startFailures.has(s.url)),
+        isRetiring: (shard) => this.isRetiring(shard),
+      },
     });
+  }
+
+  private get parents(): readonly string[] {
+    return this.opts.workspaceParents?.length ? this.opts.workspaceParents : ['root'];
   }
 
   private get sliceName(): string {
@@ -218,9 +188,9 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
    * served meanwhile.
    */
   async start(): Promise<void> {
-    await this.paths.refresh();
+    await this.workspaces.paths.refresh();
     await this.follow();
-    this.paths.start();
+    this.workspaces.paths.start();
     const wait = this.opts.shardStartWaitMs ?? 30_000;
     await Promise.all(
       [...this.shards.values()].map((shard) =>
@@ -287,7 +257,7 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
         this.retiring.delete(url);
         this.shards.set(url, back.shard);
         this.opts.log.info({ kcpExport: this.opts.exportName, shard: back.shard.name, url }, 'kcp: shard endpoint back in the endpoint slice; its workspaces are served on');
-        for (const c of back.shard.readyClusters()) this.binding(back.shard, c, true);
+        for (const c of back.shard.readyClusters()) this.workspaces.binding(back.shard, c, true);
         continue;
       }
       const shard = this.makeShard(url);
@@ -362,12 +332,9 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
       void shard.stop();
       return;
     }
-    const owned = this.ownedBy(shard);
+    const owned = this.workspaces.ownedBy(shard);
     this.opts.log.warn({ kcpExport: this.opts.exportName, shard: shard.name, url, workspaces: owned.length, graceMs: this.graceMs }, 'kcp: shard endpoint removed from the endpoint slice; its workspaces are handed over or served for the unbind grace, then forgotten');
-    for (const c of owned) {
-      const to = this.successor(c, shard);
-      if (to) this.handOver(c, shard, to, 'its shard left the endpoint slice');
-    }
+    this.workspaces.handOverFrom(shard, 'its shard left the endpoint slice');
     const timer = setTimeout(() => void this.retired(url, shard), this.graceMs).unref();
     this.retiring.set(url, { shard, timer });
   }
@@ -375,19 +342,14 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
   private async retired(url: string, shard: ProviderShard): Promise<void> {
     if (this.retiring.get(url)?.shard !== shard) return;
     this.retiring.delete(url);
-    for (const c of this.ownedBy(shard)) {
-      const to = this.successor(c, shard);
-      if (to) this.handOver(c, shard, to, 'its shard left the endpoint slice');
-      else await this.forget(c, 'its shard left the endpoint slice');
-    }
+    await this.workspaces.release(shard, 'its shard left the endpoint slice');
     await shard.stop();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.followTimer) clearTimeout(this.followTimer);
-    this.paths.stop();
-    for (const t of this.leaving.values()) clearTimeout(t);
+    this.workspaces.stop();
     for (const f of this.startFailures.values()) clearTimeout(f.timer);
     for (const r of this.retiring.values()) clearTimeout(r.timer);
     await this.following;
@@ -400,15 +362,9 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
 
   readiness(): ReadinessCheck[] {
     const any = this.shards.size > 0;
-    const waiting = [...this.held.keys()];
-    const pathsOk = !this.paths.error && !waiting.length;
-    const pathDetail = [
-      ...(this.paths.error ? [this.paths.error] : []),
-      ...(waiting.length ? [`${waiting.length} workspace(s) wait for their path, their requests not decided: ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ', …' : ''}`] : []),
-    ].join('; ');
     const checks: ReadinessCheck[] = [
       { name: `kcp/${this.opts.exportName}`, ok: any && !this.sliceError, required: false, ...(any && !this.sliceError ? {} : { detail: any ? this.sliceError! : `no virtual workspace URL: ${this.sliceError}` }) },
-      { name: `kcp/${this.opts.exportName}/workspace-paths`, ok: pathsOk, required: false, ...(pathsOk ? {} : { detail: pathDetail }) },
+      this.workspaces.pathsReadiness(),
     ];
     for (const [url, shard] of this.shards) {
       const failed = this.startFailures.get(url);
@@ -419,21 +375,18 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
 
   /** The logical clusters served now. */
   clusters(): string[] {
-    return [...this.served.keys()];
+    return this.workspaces.clusters();
   }
 
   /** The logical clusters served held (their path not known yet), each with why. */
   heldClusters(): Map<string, string> {
-    return new Map(this.held);
+    return this.workspaces.heldClusters();
   }
 
   /** Per shard: up, and how many workspaces are served from it (the metrics). A shard whose URL left the slice counts until it stops. */
   shardViews(): KcpShardView[] {
     const all = [...this.shards.values(), ...[...this.retiring.values()].map((r) => r.shard)];
-    return all.map((s) => {
-      const owned = this.ownedBy(s);
-      return { shard: s.name, up: this.shardState(s).up, workspaces: owned.length, waiting: owned.filter((c) => this.held.has(c) || this.pending.has(c)).length };
-    });
+    return all.map((s) => ({ shard: s.name, up: this.shardState(s).up, ...this.workspaces.counts(s) }));
   }
 
   private shardState(shard: ProviderShard): { up: boolean; why?: string } {
@@ -442,179 +395,18 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     return shard.state();
   }
 
-  private ownedBy(shard: ProviderShard): string[] {
-    return [...this.owner].filter(([, o]) => o === shard).map(([c]) => c);
-  }
-
   private isRetiring(shard: ProviderShard): boolean {
     return this.retiring.get(shard.url)?.shard === shard;
   }
 
-  /** Another shard of the slice that has the logical cluster ready (and passes `also`), to serve it from when `from` drops it (one that is up first). */
-  private successor(cluster: string, from: ProviderShard | undefined, also: (s: ProviderShard) => boolean = () => true): ProviderShard | undefined {
-    const candidates = [...this.shards.values()].filter((s) => s !== from && !this.startFailures.has(s.url) && s.isReady(cluster) && also(s));
-    return candidates.find((s) => s.state().up) ?? candidates[0];
-  }
-
-  // ShardEvents: what the shards see.
+  // ShardEvents: what the shards see (kcp-ownership.ts decides).
 
   binding(shard: ProviderShard, cluster: string, ready: boolean): void {
-    if (this.stopped) return;
-    const o = this.owner.get(cluster);
-    if (!ready) {
-      // Not (yet, or no longer) ready: nothing changes until it is ready or
-      // gone, unless its shard has it not ready while another has it ready.
-      if (o === shard) {
-        const to = this.successor(cluster, shard);
-        if (to) this.handOver(cluster, shard, to, 'its binding is not ready on its shard, and ready on another');
-      }
-      return;
-    }
-    if (o === shard) {
-      const t = this.leaving.get(cluster);
-      if (t) {
-        clearTimeout(t);
-        this.leaving.delete(cluster);
-        this.opts.log.info({ cluster, shard: shard.name }, 'kcp: a workspace bound the export again before it was forgotten; served on');
-      }
-      return;
-    }
-    // A shard whose URL left the slice takes up no workspace.
-    if (this.isRetiring(shard)) return;
-    if (o) {
-      // Served from another shard that still has it ready: a move under way
-      // (or two URLs of one shard). It stays there until that shard drops it.
-      if (o.isReady(cluster) && !this.leaving.has(cluster) && !this.isRetiring(o)) {
-        if (!this.twice.has(cluster)) this.opts.log.warn({ cluster, servedFrom: o.name, alsoOn: shard.name }, 'kcp: a workspace is bound on two shards; served from the first until it drops it');
-        this.twice.add(cluster);
-        return;
-      }
-      return this.handOver(cluster, o, shard, 'bound on another shard after its shard dropped it');
-    }
-    this.owner.set(cluster, shard);
-    this.arrive(cluster);
+    this.workspaces.binding(shard, cluster, ready);
   }
 
   unbound(shard: ProviderShard, cluster: string): void {
-    if (this.owner.get(cluster) !== shard) {
-      shard.dropShares(cluster);
-      return;
-    }
-    if (this.leaving.has(cluster) || this.stopped) return;
-    const to = this.successor(cluster, shard);
-    if (to) return this.handOver(cluster, shard, to, 'unbound on its shard while bound on another');
-    this.opts.log.info({ cluster, shard: shard.name, workspace: this.paths.get(cluster) }, 'kcp: a workspace unbound the export (or was deleted); its requests are gone, it is forgotten after the grace period');
-    // kcp deletes a binding's objects before the binding: what is still in
-    // the shares is gone from the workspace, whether or not its delete came.
-    for (const kind of this.kinds) {
-      const s = shard.share(kind.kind, cluster);
-      for (const [k, r] of [...s.items]) {
-        s.items.delete(k);
-        s.handlers.onDelete?.(r);
-      }
-    }
-    const t = setTimeout(() => {
-      this.leaving.delete(cluster);
-      if (this.owner.get(cluster) !== shard || shard.isReady(cluster)) return;
-      const next = this.successor(cluster, shard);
-      if (next) this.handOver(cluster, shard, next, 'bound on another shard');
-      else void this.forget(cluster, 'unbound');
-    }, this.graceMs).unref();
-    this.leaving.set(cluster, t);
-  }
-
-  /**
-   * Serves a logical cluster from another shard from now on: the remote is
-   * replaced by one on the new shard's connection and shares (what they
-   * hold reaches the controller as it is there); nothing is deleted for it.
-   */
-  private handOver(cluster: string, from: ProviderShard, to: ProviderShard, why: string): void {
-    const t = this.leaving.get(cluster);
-    if (t) clearTimeout(t);
-    this.leaving.delete(cluster);
-    this.twice.delete(cluster);
-    this.owner.set(cluster, to);
-    if (from.isReady(cluster) && !this.isRetiring(from)) {
-      // It may come back to it (two URLs of one shard): its shares are kept, and reach nothing.
-      for (const kind of this.kinds) from.share(kind.kind, cluster).handlers = {};
-    } else from.dropShares(cluster);
-    this.opts.log.info({ cluster, workspace: this.paths.get(cluster), from: from.name, to: to.name, why }, 'kcp: a workspace is served from another shard now (handed over; no delete delivered for it)');
-    if (this.served.delete(cluster)) this.serve(cluster);
-  }
-
-  /** Stops serving a logical cluster and drops everything kept for it here; the controller forgets the rest (RemoteSet's dropped hook). */
-  private async forget(cluster: string, why: string): Promise<void> {
-    const shard = this.owner.get(cluster);
-    this.owner.delete(cluster);
-    this.pending.delete(cluster);
-    this.held.delete(cluster);
-    this.twice.delete(cluster);
-    const t = this.leaving.get(cluster);
-    if (t) clearTimeout(t);
-    this.leaving.delete(cluster);
-    shard?.dropShares(cluster);
-    const conn = this.served.get(cluster);
-    this.served.delete(cluster);
-    if (conn) await this.sink.removeRemote(cluster);
-    this.opts.log.info({ cluster, shard: shard?.name, workspace: this.paths.get(cluster), why }, 'kcp: workspace forgotten');
-    // Bound (ready) on another shard meanwhile: served from there.
-    const next = this.successor(cluster, shard);
-    if (next && !this.stopped && !this.owner.has(cluster)) this.binding(next, cluster, true);
-  }
-
-  /**
-   * A logical cluster with a ready binding: served once its path is known,
-   * or known to be under no given parent (the parents are read again first,
-   * unless it is known). When a parent cannot be read, it is served held.
-   */
-  private arrive(cluster: string): void {
-    if (this.paths.has(cluster)) return this.serve(cluster);
-    if (this.pending.has(cluster)) return;
-    this.pending.add(cluster);
-    void this.paths.refresh().then(() => {
-      if (!this.pending.delete(cluster) || this.stopped || !this.owner.has(cluster)) return;
-      if (!this.paths.has(cluster)) {
-        const why = this.paths.unknownWhy();
-        if (why) {
-          this.held.set(cluster, why);
-          this.opts.log.warn({ cluster, workspaceParents: this.parents, why: this.paths.error }, 'kcp: a workspace whose path cannot be read yet; served held: its requests wait, nothing of it is decided until its path is known');
-        } else {
-          this.opts.log.info({ cluster, workspaceParents: this.parents }, 'kcp: a workspace under none of the workspace parents; its rules name it by logical cluster');
-        }
-      }
-      this.serve(cluster);
-    });
-  }
-
-  private get parents(): readonly string[] {
-    return this.opts.workspaceParents?.length ? this.opts.workspaceParents : ['root'];
-  }
-
-  /** After every read of the parents: the held workspaces whose path is known now (or known to be under none) are decided. */
-  private afterPaths(): void {
-    if (this.stopped) return;
-    const why = this.paths.unknownWhy();
-    for (const [cluster, before] of [...this.held]) {
-      if (this.paths.has(cluster) || !why) {
-        this.held.delete(cluster);
-        const workspace = this.paths.get(cluster);
-        this.opts.log.info({ cluster, ...(workspace ? { workspace } : {}) }, workspace ? 'kcp: the path of a held workspace is known now; its requests are decided' : 'kcp: a held workspace is under none of the workspace parents; its requests are decided, its rules name it by logical cluster');
-        this.relook(cluster);
-      } else if (before !== why) {
-        this.held.set(cluster, why);
-        this.relook(cluster);
-      }
-    }
-  }
-
-  /** Every request of a served workspace is looked at again (its shares' full-list hook). */
-  private relook(cluster: string): void {
-    const shard = this.owner.get(cluster);
-    if (!shard || !this.served.has(cluster)) return;
-    for (const kind of this.kinds) {
-      const s = shard.share(kind.kind, cluster);
-      if (s.synced) s.handlers.onResync?.();
-    }
+    this.workspaces.unbound(shard, cluster);
   }
 
   private async parentConnection(parent: string): Promise<Cluster> {
@@ -645,56 +437,6 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     const server = this.opts.kubeconfig.getCurrentCluster()!.server;
     const i = server.indexOf('/clusters/');
     return (i >= 0 ? server.slice(0, i) : server).replace(/\/+$/, '');
-  }
-
-  /** Adds the remote of a logical cluster, from its shard: its shares of the kinds' caches, and its connection there. What the shares hold already reaches it now. */
-  private serve(cluster: string): void {
-    const shard = this.owner.get(cluster);
-    if (!shard || this.served.has(cluster)) return;
-    const conn = shard.connection(cluster);
-    this.served.set(cluster, conn);
-    this.sink.addRemote({
-      name: cluster,
-      metricsName: this.metricsName,
-      workspace: () => this.paths.get(cluster),
-      held: () => this.held.get(cluster),
-      cluster: conn,
-      origin: `kcp APIExport ${this.opts.exportName} (shard ${shard.name})`,
-      // The kinds of the export, watched here; a kind defined later by a
-      // RequestDefinition is not part of the export (docs/request-kinds.md).
-      kinds: (kind) => this.kinds.includes(kind),
-      cache: (kind, handlers) => {
-        const s = shard.share(kind.kind, cluster);
-        s.handlers = this.guarded(cluster, shard, kind, handlers);
-        return s;
-      },
-    });
-    for (const kind of this.kinds) {
-      const s = shard.share(kind.kind, cluster);
-      for (const r of [...s.items.values()]) s.handlers.onAdd?.(r);
-      if (s.synced) s.handlers.onResync?.();
-    }
-  }
-
-  /**
-   * A served workspace's handlers on its shard: a delete there of a request
-   * that another shard, which has the workspace ready, still shows is not
-   * delivered — the shard is dropping the workspace (kcp moving it away) and
-   * it is handed over to the other, whose requests then reach the controller
-   * as they are there. A request that no other shard shows is deleted (two
-   * URLs of one shard: the delete shows on both, and is delivered once).
-   */
-  private guarded(cluster: string, shard: ProviderShard, kind: RequestKind, handlers: InformerHandlers<InternalRequest>): InformerHandlers<InternalRequest> {
-    return {
-      ...handlers,
-      onDelete: (r) => {
-        if (this.owner.get(cluster) === shard) {
-          const to = this.successor(cluster, shard, (s) => shows(s.share(kind.kind, cluster).items, r));
-          if (to) return this.handOver(cluster, shard, to, 'its shard deletes its requests while another shard that has it ready shows them');
-        }
-        handlers.onDelete?.(r);
-      },
-    };
   }
 
   /**
@@ -739,13 +481,4 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
     });
     return kc;
   }
-}
-
-/** Whether a share holds a request of that namespace and name. */
-function shows(items: ReadonlyMap<string, InternalRequest>, r: InternalRequest): boolean {
-  const { namespace, name } = r.metadata;
-  const direct = items.get(`${namespace ?? ''}/${name ?? ''}`);
-  if (direct && direct.metadata.name === name && direct.metadata.namespace === namespace) return true;
-  for (const o of items.values()) if (o.metadata.name === name && o.metadata.namespace === namespace) return true;
-  return false;
 }

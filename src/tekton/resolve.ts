@@ -3,14 +3,14 @@
  * (resolution.tekton.dev/v1beta1) that Tekton's resolvers answer with the
  * resolved file and where exactly it came from (for git: the commit).
  *
- * Resolution is I/O and takes a while, so it is split in two: start() creates
- * the ResolutionRequest (idempotent: its name is given by the caller), and
- * outcomeOfResolution() reads one as a plain value, with a deadline of our
- * own — a resolver whose failure cannot be written (seen without Tekton's
+ * Resolution is I/O and takes a while, so it is split in two: this file is
+ * the pure half (what to ask, and outcomeOfResolution(), which reads a
+ * ResolutionRequest as a plain value, with a deadline of our own); the I/O
+ * half, startResolution() (resolution-start.ts), creates the
+ * ResolutionRequest (idempotent: its name is given by the caller) — a resolver whose failure cannot be written (seen without Tekton's
  * webhook) leaves the request without any condition for ever.
  */
-import type { KubeObject, ResourceClient } from '../kube/client.js';
-import { statusCode } from '../kube/client.js';
+import type { KubeObject } from '../kube/client.js';
 
 export const RESOLUTION_REQUEST = { group: 'resolution.tekton.dev', version: 'v1beta1', plural: 'resolutionrequests' } as const;
 /** Tekton's resolvers pick the requests of their type by this label. */
@@ -47,17 +47,6 @@ export function resolutionRequest(namespace: string, name: string, resolver: str
     metadata: { name, namespace, labels: { ...labels, [LABEL_RESOLVER_TYPE]: resolver } },
     spec: { params: params.map((p) => ({ name: p.name, value: p.value })) },
   };
-}
-
-/** Creates it unless it exists already (a retry, a restart); returns what the cluster holds. */
-export async function startResolution(client: ResourceClient<ResolutionRequest>, rr: ResolutionRequest): Promise<ResolutionRequest> {
-  const ns = rr.metadata?.namespace ?? '';
-  try {
-    return await client.create(ns, rr);
-  } catch (e) {
-    if (statusCode(e) !== 409) throw e;
-    return client.get(ns, rr.metadata?.name ?? '');
-  }
 }
 
 /**

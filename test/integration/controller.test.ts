@@ -423,18 +423,18 @@ describe('status writes', () => {
       namespace: NS,
       log,
     });
-    await new KubeconfigRemote(ctl, { name: 'default', cluster: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }) }).start();
+    await new KubeconfigRemote(ctl.remotes, { name: 'default', cluster: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }) }).start();
     try {
       await ctl.startCaches(); // caches only: no workers, this test drives reconcile itself
       const r = await createRequest(requester, 'team-a', 'conflicted', { request: 'sign', params: { image: 'x' } });
       const stale = await waitFor('the request in the cache', async () => ctl.remotes.get('default')?.requests.get('team-a/conflicted'));
       // Someone else changes the object (labels are not part of the immutable spec): the copy above is now stale.
       await api(remoteAdmin).replaceNamespacedCustomObject({ ...IR, namespace: 'team-a', name: 'conflicted', body: { ...r, metadata: { ...r.metadata, labels: { touched: 'yes' } } } });
-      await ctl.reconcile('default/team-a/conflicted', structuredClone(stale));
+      await ctl.reconciler.reconcile('default/team-a/conflicted', structuredClone(stale));
       assert.ok(lines.some((l) => l.msg === 'status conflict; deciding again on a fresh read' && l.request === 'default/team-a/conflicted'), 'the conflict happened');
       assert.equal(reasonOf(await getRequest(requester, 'team-a', 'conflicted')), undefined, 'nothing decided from inside the write');
       // The key was requeued (no workers run here): its next reconcile decides on the fresh read.
-      await ctl.reconcile('default/team-a/conflicted');
+      await ctl.reconciler.reconcile('default/team-a/conflicted');
       const got = await getRequest(requester, 'team-a', 'conflicted');
       assert.equal(reasonOf(got), 'Running');
       assert.equal(got.metadata.labels?.touched, 'yes', 'the other change is kept');

@@ -100,7 +100,7 @@ async function startControllerWith(kinds: RequestKind[]): Promise<Controller> {
     log: pino({ level: 'silent' }),
     kinds,
   });
-  await new KubeconfigRemote(ctl, { name: 'default', cluster: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }) }).start();
+  await new KubeconfigRemote(ctl.remotes, { name: 'default', cluster: await connect('remote', { kubeconfig: env.remote.identities.controller.kubeconfigPath }) }).start();
   await ctl.start();
   return ctl;
 }

@@ -19,7 +19,8 @@ import {
   installProject,
 } from '../../src/localenv/index.js';
 import type { PipelineRun } from '../../src/tekton/types.js';
-import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, startResolution, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
+import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
+import { startResolution } from '../../src/tekton/resolution-start.js';
 import { fromKubeConfig } from '../../src/kube/client.js';
 import {
   api, createRequest, IR, NS, pipelineRunsFor, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess,

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { isFinished, succeededCondition } from '../../src/api/conditions.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { decide, type EventSpec } from '../../src/controller/decide.js';
-import { eventWanted } from '../../src/controller/controller.js';
+import { eventWanted } from '../../src/controller/status-writer.js';
 import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash } from '../../src/requests/idempotency.js';
 import { ANNOTATION_KCP_CLUSTER, FinishedRequest, slimRequest } from '../../src/requests/cached-requests.js';
 import { config, NOW, NS, pipeline } from './fixtures.js';

@@ -10,7 +10,8 @@
  *   reordered YAML keys, kubectl's annotation, explicit defaults still verify;
  * - a property test: random Tasks (hostile strings, quantities, durations,
  *   parameter values of every shape) checksummed by both, in one Go process;
- * - src/policy/tekton-shapes.ts is what hack/trusted/gen-shapes writes.
+ * - src/policy/tekton-shapes.ts and kubernetes-shapes.ts are what
+ *   hack/trusted/gen-shapes writes.
  *
  * Go is required (the test fails without it). The tools are built once into
  * ${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-~/.cache}/internal-services}/trusted/<hash>/,
@@ -429,10 +430,12 @@ after(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-test('trusted: src/policy/tekton-shapes.ts is what hack/trusted/gen-shapes writes', () => {
-  const generated = run(tools.genShapes, []);
-  const committed = readFileSync(join(ROOT, 'src/policy/tekton-shapes.ts'), 'utf8');
-  assert.ok(generated === committed, 'src/policy/tekton-shapes.ts is stale: cd hack/trusted && go run ./gen-shapes > ../../src/policy/tekton-shapes.ts');
+test('trusted: src/policy/tekton-shapes.ts and kubernetes-shapes.ts are what hack/trusted/gen-shapes writes', () => {
+  for (const part of ['tekton', 'kubernetes']) {
+    const generated = run(tools.genShapes, [part]);
+    const committed = readFileSync(join(ROOT, `src/policy/${part}-shapes.ts`), 'utf8');
+    assert.ok(generated === committed, `src/policy/${part}-shapes.ts is stale: cd hack/trusted && go run ./gen-shapes ${part} > ../../src/policy/${part}-shapes.ts`);
+  }
 });
 
 test('trusted: the checksum is Tekton\'s, byte for byte, for realistic Task, Pipeline and StepAction', () => {
