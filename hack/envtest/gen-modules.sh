@@ -10,10 +10,11 @@
 # `replace` lines that pin other published versions; the wrapper repeats them.
 #
 # Another Tekton Pipelines version (the compatibility matrix, docs/compatibility.md):
-#   TEKTON_VERSION=v1.15.0 hack/envtest/gen-modules.sh tekton
-# writes its own module, hack/envtest/tekton-v1.15.0; the default version's
+#   TEKTON_VERSION=v1.15.1 hack/envtest/gen-modules.sh tekton
+# writes its own module, hack/envtest/tekton-v1.15.1; the default version's
 # module (versions.env) stays hack/envtest/tekton. GONOSUMDB names the module
-# paths the checksum database does not answer for (go.sum is committed).
+# paths the checksum database does not answer for (go.sum is committed), e.g.
+#   GONOSUMDB=github.com,gocloud.dev,k8s.io,sigs.k8s.io,knative.dev,go.opentelemetry.io,google.golang.org,cloud.google.com,golang.org
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 requested_tekton=${TEKTON_VERSION:-}

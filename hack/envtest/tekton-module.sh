@@ -8,7 +8,7 @@
 tekton_module_name() {
   case "$1" in
     v[0-9]*.[0-9]*.[0-9]*) ;;
-    *) printf 'envtest: TEKTON_VERSION must be a release like v1.15.0, not "%s"\n' "$1" >&2; return 1 ;;
+    *) printf 'envtest: TEKTON_VERSION must be a release like v1.15.1, not "%s"\n' "$1" >&2; return 1 ;;
   esac
   if [ "$1" = "$2" ]; then echo tekton; else echo "tekton-$1"; fi
 }

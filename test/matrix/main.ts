@@ -8,28 +8,37 @@
  * builds that Tekton (its own wrapper module, cached per version), then each
  * test file runs in its own `node --test` process with the same
  * TEKTON_VERSION (the harness asks install.sh for its binaries), under the
- * combination's Node.js. TAP and output of every file go to
+ * combination's Node.js: MATRIX_NODE_<major>, node<major> on PATH, or else
+ * the newest release of the major fetched with npm into the cache
+ * (node-runtime.ts); a preload (record-node.ts) records which Node.js each
+ * process of a test file ran, for the report. TAP and output of every file go to
  * dist/matrix/<time>/<combination>/; the report is printed and written
  * there as report.md. Exit status 1 when a test failed or a selected
  * combination could not run, 2 for bad arguments.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, homedir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import { repoRoot } from '../../src/util/repo.js';
 import {
+  cacheRoot,
   combinations,
   exitCode,
   failureList,
   fileTable,
   formatDuration,
   listTable,
-  LEFT_OUT,
+  leftOutFiles,
+  newestOfMajor,
+  NODE_PACKAGE,
+  nodeCacheDir,
   parseArgs,
   parseTap,
   select,
+  summarizeNodeProcesses,
   summaryTable,
   tektonTestFiles,
   USAGE,
@@ -38,18 +47,23 @@ import {
   type FileResult,
   type MatrixArgs,
 } from './matrix.js';
+import { obtainNode } from './node-runtime.js';
 
 const ROOT = repoRoot();
 /** A test file that runs longer than this is stopped (its whole process group) and counted as failed. */
 const FILE_TIMEOUT_MS = 45 * 60_000;
 
-/** The test files that start real Tekton (test/integration), less those LEFT_OUT. */
-function defaultFiles(): string[] {
+/** The integration test files' sources (test/integration/*.test.ts). */
+function integrationSources(): Array<{ name: string; text: string }> {
   const dir = join(ROOT, 'test', 'integration');
-  const sources = readdirSync(dir)
+  return readdirSync(dir)
     .filter((f) => f.endsWith('.test.ts'))
     .map((f) => ({ name: f.slice(0, -'.test.ts'.length), text: readFileSync(join(dir, f), 'utf8') }));
-  return tektonTestFiles(sources);
+}
+
+/** The test files that start real Tekton (test/integration), less those LEFT_OUT and those that start kcp. */
+function defaultFiles(): string[] {
+  return tektonTestFiles(integrationSources());
 }
 
 function pinned(): { kubernetes: string; tekton: string } {
@@ -70,16 +84,39 @@ function envFor(c: Combination, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEn
   return { ...rest, ...extra, TEKTON_VERSION: c.tekton };
 }
 
-/** The Node.js binary of a combination, or why there is none: MATRIX_NODE_<major>, then node<major> on PATH; never installed. */
-function nodeFor(c: Combination): { path: string } | { missing: string } {
-  if (c.node === undefined || c.node === currentMajor) return { path: process.execPath };
+const CACHE = cacheRoot(process.env, homedir());
+
+/**
+ * The Node.js binary a combination names on this machine: the running one,
+ * MATRIX_NODE_<major>, or node<major> on PATH; undefined when there is none
+ * (the run then fetches it: obtainNode).
+ */
+function localNode(c: Combination): { path: string; source: string } | { missing: string } | undefined {
+  if (c.node === undefined || c.node === currentMajor) return { path: process.execPath, source: `the Node.js running the matrix (${process.execPath})` };
   const fromEnv = process.env[`MATRIX_NODE_${c.node}`];
-  if (fromEnv) return existsSync(fromEnv) ? { path: fromEnv } : { missing: `MATRIX_NODE_${c.node}=${fromEnv} does not exist` };
+  if (fromEnv) return existsSync(fromEnv) ? { path: fromEnv, source: `MATRIX_NODE_${c.node}=${fromEnv}` } : { missing: `MATRIX_NODE_${c.node}=${fromEnv} does not exist` };
   for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
     const p = join(dir, `node${c.node}`);
-    if (dir && existsSync(p)) return { path: p };
+    if (dir && existsSync(p)) return { path: p, source: `node${c.node} on PATH (${p})` };
   }
-  return { missing: `no Node.js ${c.node} on this machine (MATRIX_NODE_${c.node} or node${c.node} on PATH)` };
+  return undefined;
+}
+
+/** The Node.js of a combination: as localNode, else the newest of its major fetched with npm into the cache (or found there). */
+function nodeFor(c: Combination): { path: string; source: string } | { missing: string } {
+  const local = localNode(c);
+  if (local !== undefined) return local;
+  const got = obtainNode(c.node!, { root: CACHE, log: (line) => process.stderr.write(`test:matrix: ${c.name}: ${line}\n`) });
+  return 'missing' in got ? got : { path: got.path, source: got.source };
+}
+
+/** For --list: where a combination's Node.js would come from, without fetching anything. */
+function nodePlan(c: Combination): string {
+  const local = localNode(c);
+  if (local !== undefined) return 'missing' in local ? local.missing : local.source;
+  const dir = join(CACHE, 'node');
+  const have = newestOfMajor(existsSync(dir) ? readdirSync(dir) : [], c.node!);
+  return `the newest ${NODE_PACKAGE}@${c.node}.x, fetched with npm into ${join(CACHE, 'node')}${have ? ` (v${have} cached: ${nodeCacheDir(CACHE, have)})` : ''}`;
 }
 
 function nodeVersionOf(path: string): string | undefined {
@@ -95,7 +132,7 @@ function git(args: string[]): string {
 /** What hack/envtest/install.sh reported, and the module version the Tekton controller binary was built from. */
 interface Prepared {
   tektonBinDir: string;
-  /** e.g. "github.com/tektoncd/pipeline v1.15.0, k8s.io/client-go v0.35.7" (go version -m), or why it could not be read. */
+  /** e.g. "github.com/tektoncd/pipeline v1.15.1, k8s.io/client-go v0.35.7" (go version -m), or why it could not be read. */
   built: string;
 }
 
@@ -141,6 +178,7 @@ let running: ReturnType<typeof spawn> | undefined;
 function runFile(c: Combination, node: string, file: string, dir: string): Promise<FileResult> {
   const tap = join(dir, `${file}.tap`);
   const log = join(dir, `${file}.log`);
+  const preload = pathToFileURL(join(ROOT, 'dist', 'test', 'matrix', 'record-node.js')).href;
   const started = Date.now();
   return new Promise((resolve) => {
     const out = createWriteStream(log);
@@ -151,7 +189,12 @@ function runFile(c: Combination, node: string, file: string, dir: string): Promi
         cwd: ROOT,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: envFor(c, { PATH: `${dirname(node)}${delimiter}${process.env['PATH'] ?? ''}` }),
+        // The combination's node first on PATH, and every Node.js process of the file records its version (record-node.ts).
+        env: envFor(c, {
+          PATH: `${dirname(node)}${delimiter}${process.env['PATH'] ?? ''}`,
+          NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import=${preload}`.trim(),
+          MATRIX_NODE_RECORD: join(dir, 'node-processes.txt'),
+        }),
       },
     );
     running = child;
@@ -169,6 +212,20 @@ function runFile(c: Combination, node: string, file: string, dir: string): Promi
       resolve({ file, summary: parseTap(text), exitCode: code, durationMs: Date.now() - started, log: relative(ROOT, log) });
     });
   });
+}
+
+/** Where a combination's TAP, logs and records go. */
+function comboDir(outDir: string, c: Combination): string {
+  return join(outDir, c.name.replace(/[^A-Za-z0-9.=-]/g, '_'));
+}
+
+/** What the preload recorded for a combination: how many Node.js processes ran which version. */
+function nodeProcesses(outDir: string, c: Combination): string {
+  const record = join(comboDir(outDir, c), 'node-processes.txt');
+  const seen = summarizeNodeProcesses(existsSync(record) ? readFileSync(record, 'utf8') : '');
+  if (seen.length === 0) return 'no Node.js process recorded';
+  const total = seen.reduce((n, s) => n + s.count, 0);
+  return `the test files' Node.js processes (${total}): ${seen.map((s) => `${s.count} ${s.version} (${s.execPath})`).join(', ')}`;
 }
 
 function killGroup(child: ReturnType<typeof spawn>): void {
@@ -206,14 +263,14 @@ async function main(): Promise<void> {
     fail((err as Error).message);
   }
   const missing = (c: Combination): string | undefined => {
-    const n = nodeFor(c);
-    return 'missing' in n ? n.missing : undefined;
+    const n = localNode(c);
+    return n !== undefined && 'missing' in n ? n.missing : undefined;
   };
   const files = args.files ?? defaultFiles();
   if (args.list) {
     process.stdout.write(
-      `${listTable(all, selected, missing)}\n\nTest files (test/integration): ${files.map((f) => `${f}.test.ts`).join(', ')}\n` +
-        (args.files ? '' : `Left out: ${Object.entries(LEFT_OUT).map(([f, why]) => `${f}.test.ts (${why})`).join('; ')}\n`),
+      `${listTable(all, selected, missing)}\n\n${all.filter((c) => c.node !== undefined).map((c) => `${c.name}: Node.js from ${nodePlan(c)}\n`).join('')}Test files (test/integration): ${files.map((f) => `${f}.test.ts`).join(', ')}\n` +
+        (args.files ? '' : `Left out: ${leftOutFiles(integrationSources()).map((f) => `${f.name}.test.ts (${f.why})`).join('; ')}\n`),
     );
     return;
   }
@@ -238,10 +295,12 @@ async function main(): Promise<void> {
   const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
   const results: ComboResult[] = [];
   const built = new Map<Combination, string>();
+  const nodeSource = new Map<Combination, string>();
   for (const c of selected) {
-    const dir = join(outDir, c.name.replace(/[^A-Za-z0-9.=-]/g, '_'));
+    const dir = comboDir(outDir, c);
     mkdirSync(dir, { recursive: true });
     const node = nodeFor(c);
+    if (!('missing' in node)) nodeSource.set(c, node.source);
     if ('missing' in node) {
       results.push({ combination: c, nodeVersion: undefined, notRun: { reason: node.missing, runtimeMissing: true }, prepareMs: 0, files: [] });
       process.stderr.write(`test:matrix: ${c.name}: not run: ${node.missing}\n`);
@@ -283,6 +342,10 @@ async function main(): Promise<void> {
     ...results
       .filter((r) => r.notRun === undefined)
       .map((r) => `${r.combination.name}: binaries ready after ${formatDuration(r.prepareMs)} (hack/envtest/install.sh); its Tekton controller was built from ${built.get(r.combination) ?? '?'} (go version -m).`),
+    '',
+    ...results
+      .filter((r) => r.notRun === undefined)
+      .map((r) => `${r.combination.name}: Node.js ${r.nodeVersion ?? '?'} from ${nodeSource.get(r.combination) ?? '?'}; ${nodeProcesses(outDir, r.combination)}.`),
     ...(failures.length ? ['', 'Failed:', ...failures.map((f) => `- ${f}`)] : []),
     '',
   ].join('\n');

