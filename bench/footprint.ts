@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { InternalRequest } from '../src/api/types.js';
-import type { PipelineRun } from '../src/tekton/types.js';
+import type { PipelineRun } from '../src/tekton/tekton-types.js';
 import { slimMeta, slimRequest } from '../src/requests/cached-requests.js';
 
 const NS = 'internal-services';

@@ -1,6 +1,6 @@
 /**
  * `--kcp --workspaces N`: the remote side of the benchmark is a real kcp
- * (src/localenv/real/kcp.ts) instead of a plain kube-apiserver. The provider
+ * (src/localenv/real/kcp-server.ts) instead of a plain kube-apiserver. The provider
  * workspace publishes the request API; N tenant workspaces under root bind
  * it, each with the allowed namespace and a namespace that is not on the
  * allowList, and the requester may create requests in both. The controller

@@ -8,7 +8,7 @@
  */
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { InternalRequest } from '../src/api/types.js';
-import type { PipelineRun } from '../src/tekton/types.js';
+import type { PipelineRun } from '../src/tekton/tekton-types.js';
 
 export const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' };
 export const PR = { group: 'tekton.dev', version: 'v1', plural: 'pipelineruns' };

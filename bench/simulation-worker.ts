@@ -1,7 +1,7 @@
 /**
  * Runs the simulated part of the benchmark in a worker thread, so its work
  * does not delay the timestamps the main thread takes, with a keep-alive
- * client: the simulated Tekton executor (src/localenv/simulated/executor.ts), or, with
+ * client: the simulated Tekton executor (src/localenv/simulated/simulated-tekton-executor.ts), or, with
  * `--tekton real`, the simulated kubelet (src/localenv/simulated/kubelet.ts) for the
  * pods real Tekton creates.
  * Messages: in {type:'stop'}; out {type:'started'} | {type:'stopped', completed} | {type:'log', msg}.

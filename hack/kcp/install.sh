@@ -17,7 +17,7 @@
 #      8 min 48 s wall on busy cores). Warm: nothing to do (a few ms). A cache that
 #      holds only `kcp` (from before the sharded commands) gets the rest.
 # Only what needs kcp runs this (npm test, test/integration/kcp.test.ts
-# through src/localenv/real/kcp.ts); nothing else builds or starts kcp.
+# through src/localenv/real/kcp-server.ts); nothing else builds or starts kcp.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=version.env

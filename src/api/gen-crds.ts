@@ -8,7 +8,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { crdFiles } from './crd.js';
 import { renderCrdYaml, repoRoot } from './crd-render.js';
-import { kcpProviderFiles } from './kcp.js';
+import { kcpProviderFiles } from './kcp-export.js';
 import { renderYamlDocs } from './crd-render.js';
 import { SAMPLE_KIND_DIR, sampleKindFiles } from './kind-samples.js';
 

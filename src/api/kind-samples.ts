@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { repoRoot } from '../util/repo.js';
-import { apiResourceSchemaOf } from './kcp.js';
+import { apiResourceSchemaOf } from './kcp-export.js';
 import type { RequestDefinitionSpec } from './request-definition.js';
 import { renderKind, type DeclaredParam } from './typed-kind-crd.js';
 

@@ -13,13 +13,13 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { renderYamlDocs } from '../api/crd-render.js';
-import { apiResourceSchemaOf } from '../api/kcp.js';
+import { apiResourceSchemaOf } from '../api/kcp-export.js';
 import { REQUEST_DEFINITION, type RequestDefinition } from '../api/request-definition.js';
 import { renderKind, type DeclaredParam } from '../api/typed-kind-crd.js';
 import { connect, describeError, type Cluster } from '../kube/client.js';
 import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js';
 import { startResolution } from '../tekton/resolution-start.js';
-import { PIPELINE, type Pipeline } from '../tekton/types.js';
+import { PIPELINE, type Pipeline } from '../tekton/tekton-types.js';
 import { decodeResolved } from '../policy/one-reading.js';
 
 type PipelineLike = Parameters<typeof renderKind>[1];

@@ -13,6 +13,7 @@ import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-nod
 import { CONTROLLER_NAMESPACE, type Environment, tailFile } from '../localenv/index.js';
 import type { InternalRequest } from '../api/types.js';
 import { isFinished, phaseOf } from '../api/conditions.js';
+import { rvNewer } from '../kube/resource-version.js';
 import { RequesterView, type Scenario } from './local-samples.js';
 
 const IR = { group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalrequests' } as const;
@@ -122,7 +123,7 @@ export async function trackSamples(remoteAdmin: KubeConfig, scenarios: readonly 
     const key = `${r.metadata.namespace ?? ''}/${r.metadata.name ?? ''}`;
     const view = views.get(key);
     const prev = latest.get(key);
-    if (!view || (prev && Number(prev.metadata.resourceVersion) > Number(r.metadata.resourceVersion))) return;
+    if (!view || (prev && rvNewer(prev.metadata.resourceVersion, r.metadata.resourceVersion) === true)) return;
     latest.set(key, r);
     const line = view.observe(r);
     if (line) progress(`${key}: ${line}`);

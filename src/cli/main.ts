@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `internal-services` command. */
-import { controllerCommand } from './controller.js';
+import { controllerCommand } from './controller-command.js';
 import { requestCommand } from './request/commands.js';
 import { localCommand } from './local.js';
 import { kindsCommand } from './kinds.js';

@@ -3,6 +3,7 @@
  * built here the same way from the flags: each adds and removes remotes
  * through the controller as its source says.
  */
+import { slimRequest } from '../requests/cached-requests.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ConfigError } from '../errors.js';
@@ -71,6 +72,8 @@ export function remoteProviders(sink: RemoteSink, flags: ProviderFlags, ctx: Pro
         kubeconfig: kcpKc,
         exportName: flags.kcpExport,
         ...(flags.kcpEndpointSlice ? { endpointSlice: flags.kcpEndpointSlice } : {}),
+        // What the caches keep of a request, as for every other remote (src/requests/cached-requests.ts).
+        transform: slimRequest,
         ...(flags.kcpWorkspaceParent?.length ? { workspaceParents: flags.kcpWorkspaceParent } : {}),
         pathRefreshMs: flags.kcpRefreshInterval,
         unbindGraceMs: flags.kcpUnbindGrace,

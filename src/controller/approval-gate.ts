@@ -9,11 +9,12 @@ import { type InternalRequest, type InternalRequestApproval, type InternalReques
 import { approvalFor } from './approval.js';
 import type { Grant } from '../policy/grant.js';
 import { formatDuration } from '../util/duration.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 import { DEFAULT_REMOTE, requestRef } from '../policy/tenant.js';
 import { kindLabel } from '../requests/request-kind.js';
 
-import type { Action, Observation } from './observation.js';
+import type { Action } from './actions.js';
+import type { Observation } from './observation.js';
 import { endWithoutResults, waiting } from './status-report.js';
 
 export function deleteApproval(approval: InternalRequestApproval, why: string): Action {

@@ -6,7 +6,7 @@
 import { API_VERSION, type InternalRequest, type InternalRequestApproval } from '../api/types.js';
 import { rfc3339 } from '../api/conditions.js';
 import { ownedBy, pipelineRunName, pipelineStatusOf } from '../tekton/pipelinerun.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 
 const SHOWN_VALUE = 1024;

@@ -15,7 +15,7 @@
 import { formatDuration } from '../util/duration.js';
 import { chainsStateOf, signedAttestation, type Attestation } from '../tekton/chains.js';
 import type { InternalRequest } from '../api/types.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 import type { EffectiveConfig } from './config.js';
 
 /** Why a run was removed without a signature (a metric label). */

@@ -9,7 +9,7 @@ import type { InternalRequest } from '../api/types.js';
 import { fairOrder, type CapacityView, type Waiting } from '../policy/capacity.js';
 import { tenantOf } from '../policy/tenant.js';
 import { LABEL_REQUEST_NAMESPACE, runOutcomeOf, remoteOf } from '../tekton/pipelinerun.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 import type { EffectiveConfig } from './config.js';
 
 /** What admission reads: our PipelineRuns, the remotes' cached requests, the capacity of the configuration. */

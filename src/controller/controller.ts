@@ -20,8 +20,10 @@ import type { Informer } from '../kube/informer.js';
 import { WorkQueue } from '../kube/queue.js';
 import { RemoteSet } from '../remotes/set.js';
 import { checkKinds, INTERNAL_REQUEST_KIND, type RequestKind } from '../requests/request-kind.js';
+import { IDEMPOTENCY_INDEX, idempotencyKeyOf } from '../requests/idempotency.js';
+import { slimRequest } from '../requests/cached-requests.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
-import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/types.js';
+import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/tekton-types.js';
 import { CapacityGate } from './capacity-gate.js';
 import type { EffectiveConfig } from './config.js';
 import { ConfigSource } from './config-source.js';
@@ -33,7 +35,9 @@ import { internalCaches } from './internal-caches.js';
 import { worthALook } from './listing.js';
 import type { ControllerOptions } from './options.js';
 import { Reconciler } from './reconciler.js';
-import { fetchRunLogs, LogRelay, ResultsArchive } from './results-archive.js';
+import { ResultsArchive } from './results-archive.js';
+import { fetchRunLogs, LogRelay } from './run-logs.js';
+import { Refusals } from './refusals.js';
 import { RunIndex } from './run-index.js';
 import { StatusWriter } from './status-writer.js';
 import { approvalTrust } from './trust.js';
@@ -87,7 +91,8 @@ export class Controller {
     checkKinds(kinds);
     const inf = { resyncPeriodMs: opts.resyncPeriodMs ?? 10 * 60_000, observer: m.informer, ...opts.informer };
 
-    this.writer = new StatusWriter({ log, now, metrics: opts.metrics, events: opts.events, requeue: enqueue });
+    const refusals = new Refusals();
+    this.writer = new StatusWriter({ log, now, metrics: opts.metrics, events: opts.events, requeue: enqueue, refusals });
     this.capacity = new CapacityGate({
       pipelineRuns: () => this.runs.all(),
       pipelineRunsSynced: () => this.pipelineRuns.synced,
@@ -109,6 +114,7 @@ export class Controller {
       prunedUnarchived: () => m.prunedUnarchived?.(),
       deletedUnsigned: (reason, remote) => m.deletedUnsigned?.(reason, remote),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
+      refusals,
       checkCommit: (key, owner, check) => commits.start(owner, check, () => enqueue(key)),
       lookUpRef: (key, owner, lookup) => refs.lookUpRef(owner, lookup, () => enqueue(key)),
       askArchive: (key, pr) => archive?.ask(pr, () => enqueue(key)),
@@ -125,7 +131,15 @@ export class Controller {
         dropped: (remote) => this.housekeeping.forgetRemote(remote.name),
         started: () => this.started,
       },
-      { log, instance: opts.instance ?? 'internal-services', informer: inf, kinds },
+      {
+        log,
+        instance: opts.instance ?? 'internal-services',
+        informer: inf,
+        kinds,
+        // Requests that carry an idempotency key follow each other: a change to one brings the others back.
+        indexes: [{ name: IDEMPOTENCY_INDEX, extract: idempotencyKeyOf, related: true }],
+        transform: slimRequest,
+      },
     );
     ({ pipelineRuns: this.pipelineRuns, pipelines: this.pipelines, tasks: this.tasks, approvals: this.approvals, resolutions: this.resolutions } = internalCaches(opts.internal, opts.namespace, log, inf, {
       pipelineRun: (pr, deleted) => {
@@ -152,6 +166,7 @@ export class Controller {
       resolutions: this.resolutions,
       writer: this.writer,
       capacity: this.capacity,
+      refusals,
       config: () => this.config(),
     });
     this.views = new HealthViews({
@@ -201,7 +216,7 @@ export class Controller {
         taskRuns,
         trust: approvalTrust(opts.internal, opts.namespace),
         followers: {
-          sameKey: (remote: string, namespace: string, key: string, kind?: RequestKind) => this.remotes.sameKey(remote, namespace, key, kind),
+          sameKey: (remote: string, namespace: string, key: string, kind?: RequestKind) => this.remotes.indexedUnder(IDEMPOTENCY_INDEX, remote, namespace, key, kind),
           currentRequest,
           pipelineRunsFor: (key: string) => this.runs.forRequest(key),
         },
@@ -212,6 +227,7 @@ export class Controller {
         refs,
         ...(opts.tektonVersion ? { tektonVersion: opts.tektonVersion } : {}),
         refuseResolversOnAdvisory: opts.refuseResolversOnAdvisory === true,
+        refusals,
       },
     });
     this.workers = new Workers(this.queue, this.reconciler, log, m.reconciled);

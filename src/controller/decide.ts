@@ -16,7 +16,7 @@ import { type InternalRequest, type InternalRequestStatus } from '../api/types.j
 import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, runOutcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { checkGraph, followReference, type Provenance } from '../tekton/graph.js';
 import { checkParams } from '../tekton/params.js';
-import type { Pipeline, PipelineRun } from '../tekton/types.js';
+import type { Pipeline, PipelineRun } from '../tekton/tekton-types.js';
 import { checkParamConstraints, grantFor, isServed, notServedMessage } from '../policy/grant.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { admit } from '../policy/capacity.js';
@@ -28,8 +28,10 @@ import { INTERNAL_REQUEST_KIND, kindLabel, type RequestKind } from '../requests/
 import { requestKey } from '../api/request-key.js';
 
 export { checkShape } from '../requests/request-shape.js';
-export type { Action, EventSpec, Observation } from './observation.js';
-import { policyTenant, type Action, type Observation } from './observation.js';
+export type { Action, EventSpec } from './actions.js';
+export type { Observation } from './observation.js';
+import type { Action } from './actions.js';
+import { policyTenant, type Observation } from './observation.js';
 import { finish, reject, running, runningMessage, waiting } from './status-report.js';
 import { graphContext, Resolutions } from './resolutions.js';
 import { approvalGate, deleteApproval } from './approval-gate.js';
@@ -89,7 +91,8 @@ export function decide(o: Observation): Action[] {
     // PipelineRun is removed as an orphan afterwards).
     const ttl = o.config.ttlSecondsAfterFinished;
     const finishedAt = Date.parse(succeededCondition(req)?.lastTransitionTime ?? '');
-    if (ttl !== undefined && Number.isFinite(finishedAt) && !(ours && o.config.debug)) {
+    // A remote that refused such a delete lately is not asked again yet (its administrators grant it: config/rbac/remote-ttl).
+    if (ttl !== undefined && Number.isFinite(finishedAt) && !(ours && o.config.debug) && !o.deletesDenied) {
       const left = finishedAt + ttl * 1000 - o.now.getTime();
       actions.push(left <= 0 ? { type: 'deleteRequest', request: req, why: `finished more than ttlSecondsAfterFinished (${ttl} s) ago` } : { type: 'requeueAfter', ms: left + 100 });
     }
@@ -100,7 +103,15 @@ export function decide(o: Observation): Action[] {
     // The request was marked Running but its PipelineRun is gone: someone
     // deleted it. It cannot be re-run (that would run the work twice).
     if (req.status?.pipelineRun) {
-      actions.push(finish(req, o, Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new ${kindOf(o).kind} to try again`, {}, 'PIPELINERUN_MISSING'));
+      actions.push(finish(req, o, Reason.Failed, `PipelineRun ${req.status.pipelineRun} was deleted before it finished; create a new ${kindOf(o).kind} to try again`, { code: 'PIPELINERUN_MISSING' }));
+      actions.push(...new Resolutions(o, uid).cleanup());
+      return actions;
+    }
+    // The internal cluster refused the PipelineRun this request produced
+    // (its admission, a quota, a field it will not store): asking again
+    // would be refused again.
+    if (o.refused?.run !== undefined) {
+      actions.push(reject(req, o, `the internal cluster refused the PipelineRun for this request: ${o.refused.run}`, 'REQUEST_INVALID'));
       actions.push(...new Resolutions(o, uid).cleanup());
       return actions;
     }
@@ -141,7 +152,7 @@ export function decide(o: Observation): Action[] {
     if (follow.kind === 'copy') {
       const e = follow.earlier;
       const msg = `request ${JSON.stringify(e.name)} with the same idempotency key ${JSON.stringify(idem)} and spec already succeeded${e.pipelineRun ? ` (PipelineRun ${e.pipelineRun})` : ''}: its results are copied, nothing ran again`;
-      return [...actions, finish(req, o, Reason.Succeeded, msg, e.results ?? {}, undefined, undefined, undefined, { followed: { name: e.name, uid: e.uid } })];
+      return [...actions, finish(req, o, Reason.Succeeded, msg, { results: e.results, extra: { followed: { name: e.name, uid: e.uid } } })];
     }
     if (follow.kind === 'follow') {
       const e = follow.earlier;
@@ -284,14 +295,19 @@ export function decide(o: Observation): Action[] {
   // always say which PipelineRun ran what.
   const rec = archiveOf(ours);
   const ran: InternalRequestStatus = { pipelineRun: ref, ...(pipelineStatusOf(ours) ? { pipeline: pipelineStatusOf(ours) } : {}), ...(rec ? { archive: rec } : {}) };
-  if (out.succeeded) {
-    actions.push(finish(req, o, Reason.Succeeded, `PipelineRun ${ref} succeeded`, out.results, undefined, out.startTime, out.completionTime, ran));
+  if (o.refused?.results !== undefined) {
+    // The remote cluster refused the results (its size limits, its
+    // validation): the outcome is written without them rather than retried
+    // for ever.
+    actions.push(finish(req, o, Reason.Failed, `the results of the PipelineRun could not be stored on the request: ${o.refused.results}`, { code: 'PIPELINERUN_FAILED', startTime: out.startTime, completionTime: out.completionTime, extra: ran }));
+  } else if (out.succeeded) {
+    actions.push(finish(req, o, Reason.Succeeded, `PipelineRun ${ref} succeeded`, { results: out.results, startTime: out.startTime, completionTime: out.completionTime, extra: ran }));
   } else {
     const failed = o.failedTasks?.length ? `; failed tasks: ${[...o.failedTasks].sort().join(', ')}` : '';
     const revoked = ours.metadata.annotations?.[ANNOTATION_REVOKED];
     const why = revoked ? `cancelled because the configuration no longer allows it: ${revoked}` : [out.reason, out.message].filter(Boolean).join(': ');
     actions.push(
-      finish(req, o, Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, out.results, 'PIPELINERUN_FAILED', out.startTime, out.completionTime, ran),
+      finish(req, o, Reason.Failed, `PipelineRun ${ref} failed: ${why || 'no reason given'}${failed}`, { results: out.results, code: 'PIPELINERUN_FAILED', startTime: out.startTime, completionTime: out.completionTime, extra: ran }),
     );
   }
   // 9. Then the PipelineRun is removed, unless debugging (with Tekton Chains:

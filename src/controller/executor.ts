@@ -5,17 +5,16 @@
  * status writes go to the status writer). An answer of the API server that
  * means "already done" (409 on create, 404 on delete) counts as done.
  */
+import type { Refusals } from './refusals.js';
 import type { Logger } from 'pino';
 import { INTERNAL_REQUEST_APPROVAL, type InternalRequest, type InternalRequestApproval } from '../api/types.js';
-import { Reason } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode, type Cluster, type KubeObject, type ResourceClient } from '../kube/client.js';
 import { RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js';
 import { startResolution } from '../tekton/resolution-start.js';
-import { PIPELINERUN, STEPACTION, type PipelineRun } from '../tekton/types.js';
+import { PIPELINERUN, STEPACTION, type PipelineRun } from '../tekton/tekton-types.js';
 import { ANNOTATION_STEPACTION_SOURCE, type StepActionCopy } from '../tekton/stepaction-copy.js';
 import { ANNOTATION_USED_AT } from './stepaction-copies.js';
-import type { Action } from './observation.js';
-import { endWithoutResults } from './status-report.js';
+import type { Action } from './actions.js';
 import type { Remote } from '../remotes/remote.js';
 import type { StatusTarget, StatusWriter } from './status-writer.js';
 import type { CommitCheck } from '../policy/source.js';
@@ -38,6 +37,8 @@ export interface ExecutorOptions {
   deletedUnsigned?(reason: string, remote: string): void;
   /** Look at a request again after this long. */
   requeueAfter(key: string, ms: number): void;
+  /** What the clusters refused, for the next observation. */
+  refusals: Pick<Refusals, 'runRefused' | 'deleteDenied'>;
   /** Start looking for a commit in its repository for a request (owner: its uid); the key comes back with the answer. */
   checkCommit(key: string, owner: string, check: CommitCheck): void;
   /** Start looking up an exact ref for a request (owner: its uid); the key comes back with the answer. */
@@ -96,11 +97,12 @@ export class Executor {
             log.info({ request: key, pipelineRun: pr.metadata.name }, 'PipelineRun already exists');
             return true;
           }
-          if (isRefusedObject(e) && request) {
-            // The internal cluster refuses the PipelineRun this request produces.
-            const msg = `the internal cluster refused the PipelineRun for this request: ${describeError(e)}`;
-            const end = endWithoutResults(request, Reason.Rejected, msg, this.opts.now(), 'REQUEST_INVALID');
-            await this.opts.writer.write(statusTarget(remote, kind), key, request, end.status, end.event, attempt);
+          if (isRefusedObject(e) && request?.metadata.uid) {
+            // The internal cluster refuses the PipelineRun this request
+            // produces: a fact for decide(), which rejects the request.
+            log.info({ request: key, pipelineRun: pr.metadata.name, err: describeError(e) }, 'the internal cluster refused the PipelineRun; deciding again');
+            this.opts.refusals.runRefused(key, request.metadata.uid, describeError(e), this.opts.now().getTime());
+            this.opts.requeueAfter(key, 0);
             return false;
           }
           throw e;
@@ -151,9 +153,10 @@ export class Executor {
           const code = statusCode(e);
           if (code === 404 || code === 409) return true;
           if (code === 403) {
-            // The right is granted only where the administrators chose it (config/rbac/remote-ttl): say so once, do not retry for ever.
-            if (!remote.ttlDenied) log.warn({ request: key, remote: remote.name, err: describeError(e) }, `ttlSecondsAfterFinished is set, but the controller may not delete ${kind.kind.resource.plural} on this remote cluster; apply config/rbac/remote-ttl there`);
-            remote.ttlDenied = true;
+            // The right is granted only where the administrators chose it
+            // (config/rbac/remote-ttl): a fact for decide(), which does not
+            // ask again for a while; said once.
+            if (this.opts.refusals.deleteDenied(remote.name, this.opts.now().getTime())) log.warn({ request: key, remote: remote.name, err: describeError(e) }, `ttlSecondsAfterFinished is set, but the controller may not delete ${kind.kind.resource.plural} on this remote cluster; apply config/rbac/remote-ttl there`);
             return true;
           }
           throw e;

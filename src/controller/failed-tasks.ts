@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { describeError } from '../kube/client.js';
-import type { PipelineRun, TaskRun } from '../tekton/types.js';
+import type { PipelineRun, TaskRun } from '../tekton/tekton-types.js';
 
 /**
  * The pipeline tasks whose TaskRuns failed, each with Tekton's message for

@@ -7,7 +7,7 @@ import { isFinished, phaseOf } from '../api/conditions.js';
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import type { ReadinessCheck } from '../kube/informer.js';
 import { pastTimeout, remoteOf } from '../tekton/pipelinerun.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 
 /** What a view needs of a remote. */
 export interface RemoteView {
@@ -143,7 +143,7 @@ export interface ViewSources {
 
 /**
  * The views above over the manager's live caches: what /readyz and the
- * gauges read (src/cli/controller.ts binds them to src/metrics.ts).
+ * gauges read (src/cli/controller-command.ts binds them to src/metrics.ts).
  */
 export class HealthViews {
   constructor(private readonly s: ViewSources) {}

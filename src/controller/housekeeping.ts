@@ -15,9 +15,10 @@ import type { Remote } from '../remotes/remote.js';
 import { requestKeyOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
 import type { StepActionCopy } from '../tekton/stepaction-copy.js';
-import { STEPACTION, type PipelineRun } from '../tekton/types.js';
+import { STEPACTION, type PipelineRun } from '../tekton/tekton-types.js';
 import type { CapacityGate } from './capacity-gate.js';
 import type { EffectiveConfig } from './config.js';
+import type { Refusals } from './refusals.js';
 import type { RunIndex } from './run-index.js';
 import type { StatusWriter } from './status-writer.js';
 import { sweepStepActionCopies } from './stepaction-copies.js';
@@ -34,6 +35,7 @@ export interface HousekeepingDeps {
   resolutions: Pick<Informer<ResolutionRequest>, 'synced' | 'list'>;
   writer: Pick<StatusWriter, 'expire' | 'forgetRemote'>;
   capacity: Pick<CapacityGate, 'forgetRemote'>;
+  refusals: Pick<Refusals, 'forgetRemote' | 'expire'>;
   config: () => EffectiveConfig;
 }
 
@@ -73,6 +75,7 @@ export class Housekeeping {
     }
     this.d.runs.expire();
     this.d.writer.expire();
+    this.d.refusals.expire(this.d.now().getTime());
     if (!only && !this.sweepingCopies) {
       this.sweepingCopies = true;
       sweepStepActionCopies(this.d.internal.resource<StepActionCopy>(STEPACTION), this.d.namespace, this.d.pipelineRuns.list(), this.d.now().getTime(), this.d.log)
@@ -86,5 +89,6 @@ export class Housekeeping {
     this.d.writer.forgetRemote(name);
     this.d.queue.forgetPrefix(`${name}/`);
     this.d.capacity.forgetRemote(name);
+    this.d.refusals.forgetRemote(name);
   }
 }

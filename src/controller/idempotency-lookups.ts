@@ -6,7 +6,7 @@
 import { Reason, succeededCondition } from '../api/conditions.js';
 import type { InternalRequest } from '../api/types.js';
 import { requestUidOf } from '../tekton/pipelinerun.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 import type { RequestKind } from '../requests/request-kind.js';
 import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, specHash, type Earlier } from '../requests/idempotency.js';
 

@@ -10,7 +10,7 @@ import type { Cluster } from '../kube/client.js';
 import { Informer, type InformerOptions } from '../kube/informer.js';
 import { OWNED_SELECTOR, requestKeyOf } from '../tekton/pipelinerun.js';
 import { RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js';
-import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun, type Task } from '../tekton/types.js';
+import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun, type Task } from '../tekton/tekton-types.js';
 import { slimMeta } from '../requests/cached-requests.js';
 import { withoutChainsPayloads } from '../tekton/chains.js';
 

@@ -30,7 +30,7 @@ import { describeError, statusCode, type ResourceClient } from '../kube/client.j
 import type { InternalRequest } from '../api/types.js';
 import { requestUidOf } from '../tekton/pipelinerun.js';
 import type { EffectiveConfig } from './config.js';
-import type { Action } from './observation.js';
+import type { Action } from './actions.js';
 import { idempotencyKeyOf } from '../requests/idempotency.js';
 import { ANNOTATION_LOGS } from '../requests/archive-names.js';
 

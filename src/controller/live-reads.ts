@@ -16,8 +16,9 @@
  * - 'pipelineRun': our PipelineRun before "it disappeared" ends a running
  *   request as Failed.
  */
-import type { Pipeline, PipelineRun } from '../tekton/types.js';
-import type { Action, Observation } from './observation.js';
+import type { Pipeline, PipelineRun } from '../tekton/tekton-types.js';
+import type { Action } from './actions.js';
+import type { Observation } from './observation.js';
 import { removesForAnother } from './listing.js';
 import { FinishedRequest } from '../requests/cached-requests.js';
 

@@ -1,18 +1,21 @@
-import { type InternalRequest, type InternalRequestApproval, type InternalRequestStatus } from '../api/types.js';
-import type { ErrorCode } from '../errors.js';
+/**
+ * What decide() reads: the Observation of one request key, gathered by
+ * observe.ts before any decision (the request, our runs, the configuration,
+ * what the controller found out, the time). What decide() returns is
+ * actions.ts.
+ */
+import type { RequestRefusals } from './refusals.js';
+import type { InternalRequest, InternalRequestApproval } from '../api/types.js';
 import { type ArchiveVerdict, type FetchedLogs } from '../requests/archive-names.js';
 import { type ResolutionRequest } from '../tekton/resolve.js';
-import type { Pipeline, PipelineRun } from '../tekton/types.js';
+import type { Pipeline, PipelineRun } from '../tekton/tekton-types.js';
 import type { EffectiveConfig } from './config.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { type CapacityView } from '../policy/capacity.js';
 import { type Earlier } from '../requests/idempotency.js';
-import { type CommitAnswer, type CommitCheck } from '../policy/source.js';
-import type { RefAnswer, RefLookup } from '../policy/exact-ref.js';
+import type { CommitAnswer } from '../policy/source.js';
+import type { RefAnswer } from '../policy/exact-ref.js';
 import { type RequestKind } from '../requests/request-kind.js';
-import { type UnsignedReason } from './attestation.js';
-import type { Attestation } from '../tekton/chains.js';
-import type { StepActionCopy } from '../tekton/stepaction-copy.js';
 
 
 export interface Observation {
@@ -91,45 +94,15 @@ export interface Observation {
    * and a Tekton version with a known advisory, see tekton-version.ts): why.
    */
   resolversRefused?: string;
+  /**
+   * What the clusters refused of this request's last plan (refusals.ts):
+   * the PipelineRun (internal cluster), the results (remote cluster).
+   */
+  refused?: RequestRefusals;
+  /** The remote refused a delete of a finished request lately (ttlSecondsAfterFinished): none is planned for a while. */
+  deletesDenied?: true;
   now: Date;
 }
-
-export interface EventSpec {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-  /**
-   * A routine success (Running without an approval, Succeeded): the status
-   * already says it, so it is recorded only with `--events all`. Failures,
-   * rejections, approvals and the other notices are recorded by default.
-   */
-  success?: true;
-}
-
-export type Action =
-  /** stepActions: the copies of checked StepActions its steps refer to, created first (graph.ts). */
-  | { type: 'createPipelineRun'; pipelineRun: PipelineRun; stepActions?: StepActionCopy[] }
-  | { type: 'writeStatus'; status: InternalRequestStatus; event?: EventSpec; code?: ErrorCode }
-  | { type: 'cancelPipelineRun'; pipelineRun: PipelineRun; why: string; annotations?: Record<string, string> }
-  | { type: 'deletePipelineRun'; pipelineRun: PipelineRun; why: string; unsigned?: UnsignedReason; /** Deleted before Tekton Results stored it (its bound ran out). */ unarchived?: true }
-  /** Tekton Chains: add what it signed for the request's PipelineRun (or why nothing) to its status (attestation.ts). */
-  | { type: 'relayAttestation'; attestation: Attestation; event: EventSpec }
-  | { type: 'startResolution'; resolution: ResolutionRequest }
-  /** Look for a commit in its repository (from the refs the rule allows); the key is looked at again when the answer is in. */
-  | { type: 'checkCommit'; check: CommitCheck }
-  /** Look up an exact ref in its repository (the commit it points at); the key is looked at again when the answer is in. */
-  | { type: 'lookUpRef'; lookup: RefLookup }
-  | { type: 'createApproval'; approval: InternalRequestApproval }
-  | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
-  | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
-  /** Delete the (finished) request on the remote cluster: ttlSecondsAfterFinished. */
-  | { type: 'deleteRequest'; request: InternalRequest; why: string }
-  /** Ask Tekton Results (again) whether it stored this finished run; the key comes back with the answer. */
-  | { type: 'askArchive'; pipelineRun: PipelineRun }
-  /** Fetch the logs a requester asked for (the value of the annotation); the key comes back with them. */
-  | { type: 'fetchLogs'; asked: string; pipelineRun: string; archivedLog?: string }
-  /** Look at the request again after this long (a resolution's deadline), whatever else happens. */
-  | { type: 'requeueAfter'; ms: number };
 
 /** The tenant the configuration's rules see: the workspace path on kcp, else the remote, and the namespace. */
 export function policyTenant(o: Observation, namespace: string): string {

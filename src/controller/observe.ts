@@ -10,6 +10,7 @@
  * commit checks, Results, logs) is only read here as it stands, and started
  * by the executor when decide() says it is needed.
  */
+import type { Refusals } from './refusals.js';
 import type { Logger } from 'pino';
 import type { InternalRequest, InternalRequestApproval } from '../api/types.js';
 import { isFinished } from '../api/conditions.js';
@@ -17,7 +18,7 @@ import type { ResourceClient } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
 import { LABEL_REQUEST_UID, runOutcomeOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
-import type { Pipeline, Task, TaskRun } from '../tekton/types.js';
+import type { Pipeline, Task, TaskRun } from '../tekton/tekton-types.js';
 import type { CommitChecker } from '../git/commit-checker.js';
 import type { RefLookups } from '../git/ref-lookups.js';
 import type { EffectiveConfig } from './config.js';
@@ -27,7 +28,8 @@ import type { Remote } from '../remotes/remote.js';
 import type { RunIndex } from './run-index.js';
 import type { ApprovalTrust } from './trust.js';
 import type { LiveReads, Seen } from './live-reads.js';
-import { ANNOTATION_LOGS, type LogRelay, type ResultsArchive } from './results-archive.js';
+import { ANNOTATION_LOGS, type ResultsArchive } from './results-archive.js';
+import type { LogRelay } from './run-logs.js';
 import { decidableWhileListing } from './listing.js';
 import { failedTasksOf } from './failed-tasks.js';
 import { earlierOf } from './idempotency-lookups.js';
@@ -56,6 +58,7 @@ export interface ObserveSources {
   refs: Pick<RefLookups, 'answersFor'>;
   tektonVersion?: () => TektonVersionState;
   refuseResolversOnAdvisory: boolean;
+  refusals: Pick<Refusals, 'of' | 'deletesDeniedOn'>;
 }
 
 /**
@@ -65,7 +68,21 @@ export interface ObserveSources {
  * commit checks, Tekton's version). Undefined when nothing may be decided
  * yet (the kind's first list is not in).
  */
-export async function observe(src: ObserveSources, key: string, remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>, request: InternalRequest | undefined, reads: LiveReads): Promise<Seen | undefined> {
+/**
+ * What one reconcile already asked of the clusters while observing (the
+ * failed TaskRuns of a run, the earlier requests of an idempotency key, an
+ * approval's trust), by what it asked about: the loop observes again after
+ * each live read, and asks nothing twice.
+ */
+export type ObserveMemo = Map<string, Promise<unknown>>;
+
+function once<T>(memo: ObserveMemo, key: string, ask: () => Promise<T>): Promise<T> {
+  let p = memo.get(key) as Promise<T> | undefined;
+  if (!p) memo.set(key, (p = ask()));
+  return p;
+}
+
+export async function observe(src: ObserveSources, key: string, remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>, request: InternalRequest | undefined, reads: LiveReads, memo: ObserveMemo = new Map()): Promise<Seen | undefined> {
   const ns = src.namespace;
   const config = src.config();
   // Before the kind's full list is in, only what needs no history is decided
@@ -81,13 +98,13 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   let failedTasks: string[] | undefined;
   if (request && ours && !isFinished(request)) {
     const out = runOutcomeOf(ours);
-    if (out.done && !out.succeeded) failedTasks = await failedTasksOf(src.taskRuns, ns, ours, src.log);
+    if (out.done && !out.succeeded) failedTasks = await once(memo, `failedTasks/${ours.metadata.uid}/${ours.metadata.resourceVersion}`, () => failedTasksOf(src.taskRuns, ns, ours, src.log));
   }
   const resolutions = [...src.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
-  const earlier = needPipeline && request && idempotencyKeyOf(request) ? await earlierOf(src.followers, { name: remote.name, client: kind.client, kind: kind.kind }, request) : undefined;
+  const earlier = needPipeline && request && idempotencyKeyOf(request) ? await once(memo, `earlier/${uid}/${request.metadata.resourceVersion}`, () => earlierOf(src.followers, { name: remote.name, client: kind.client, kind: kind.kind }, request)) : undefined;
   const approvals = [...src.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
   const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
-  const approvalTrustNow = needPipeline && decided ? await src.trust.check(decided) : undefined;
+  const approvalTrustNow = needPipeline && decided ? await once(memo, `trust/${decided.metadata.uid}/${decided.metadata.resourceVersion}`, () => src.trust.check(decided)) : undefined;
   const tasks = needPipeline ? new Map([...src.tasks.list()].map((t) => [t.metadata.name ?? '', t as unknown as Record<string, unknown>])) : undefined;
   // What Tekton Results, the log relay and the commit checker know now
   // (reads, no I/O; what is missing is a need decide() returns, and the
@@ -97,6 +114,8 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   const logs = request && uid && asked ? src.logs.known(uid, asked) : undefined;
   const tekton = src.tektonVersion?.();
   const refused = needPipeline && tekton ? resolverRefusal(tekton, { refuseResolversOnAdvisory: src.refuseResolversOnAdvisory }) : undefined;
+  const now = src.now();
+  const clustersRefused = src.refusals.of(key, uid);
   const observation: Observation = {
     namespace: ns,
     remote: remote.name,
@@ -107,7 +126,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     pipelineRuns: prs,
     config,
     pipeline,
-    now: src.now(),
+    now,
     resolutions,
     approvals,
     ...(earlier ? { earlier } : {}),
@@ -119,6 +138,8 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(logs !== undefined ? { logs } : {}),
     ...(uid ? { commits: src.commits.answersFor(uid), refs: src.refs.answersFor(uid) } : {}),
     ...(refused ? { resolversRefused: refused } : {}),
+    ...(clustersRefused ? { refused: clustersRefused } : {}),
+    ...(request && isFinished(request) && src.refusals.deletesDeniedOn(remote.name, now.getTime()) ? { deletesDenied: true as const } : {}),
   };
   return { observation, ...(uid ? { uid } : {}), ...(pipelineName ? { pipelineName } : {}) };
 }

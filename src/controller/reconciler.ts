@@ -17,15 +17,15 @@ import type { ResourceClient } from '../kube/client.js';
 import { splitKey, type Remote } from '../remotes/remote.js';
 import { idempotencyKeyOf } from '../requests/idempotency.js';
 import { pipelineRunName } from '../tekton/pipelinerun.js';
-import type { Pipeline } from '../tekton/types.js';
-import type { Action } from './observation.js';
+import type { Pipeline } from '../tekton/tekton-types.js';
+import type { Action } from './actions.js';
 import { decide } from './decide.js';
 import type { Executor } from './executor.js';
 import type { CapacityGate } from './capacity-gate.js';
 import { KeyLocks } from './idempotency-lookups.js';
 import { confirmingRead } from './listing.js';
 import { liveReadFor, type LiveReads } from './live-reads.js';
-import { observe, type ObserveSources } from './observe.js';
+import { observe, type ObserveMemo, type ObserveSources } from './observe.js';
 import type { StatusWriter } from './status-writer.js';
 
 /** Failed list/watch attempts in a row after which a remote counts as unreachable, and how soon its requests are looked at again. */
@@ -107,8 +107,10 @@ export class Reconciler {
     const attempt = conflicted?.attempt ?? 0;
     const reads: LiveReads = { request: conflicted || observed ? 'read' : undefined };
     let request = observed ?? this.current(key);
+    // Each call observe() makes is made once in this reconcile (the loop observes again after a live read).
+    const memo: ObserveMemo = new Map();
     for (;;) {
-      const seen = await observe(this.d.sources, key, remote, kind, request, reads);
+      const seen = await observe(this.d.sources, key, remote, kind, request, reads, memo);
       if (!seen) return {};
       const actions = decide(seen.observation);
       const read = liveReadFor(actions, seen, reads, kind.kind.builtIn);

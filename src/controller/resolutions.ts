@@ -14,7 +14,8 @@ import { checkKey, type CommitCheck, type SourcePolicy } from '../policy/source.
 import { refLookupKey, type RefLookup } from '../policy/exact-ref.js';
 import { kindLabel } from '../requests/request-kind.js';
 
-import type { Action, Observation } from './observation.js';
+import type { Action } from './actions.js';
+import type { Observation } from './observation.js';
 import { policyTenant } from './observation.js';
 import { waiting } from './status-report.js';
 

@@ -9,10 +9,11 @@ import { rfc3339 } from '../api/conditions.js';
 import { type InternalRequest } from '../api/types.js';
 import { formatDuration } from '../util/duration.js';
 import { ANNOTATION_LOGS, ANNOTATION_RESULTS_LOG, ANNOTATION_RESULTS_RECORD, ANNOTATION_RESULTS_STORED } from '../requests/archive-names.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 import { chainsStep, type UnsignedReason } from './attestation.js';
 
-import type { Action, Observation } from './observation.js';
+import type { Action } from './actions.js';
+import type { Observation } from './observation.js';
 import { pipelineRunName } from '../tekton/pipelinerun.js';
 
 /**

@@ -4,7 +4,7 @@
  * has not shown yet (PipelineRuns created, PipelineRuns deleted).
  */
 import { runOutcomeOf, requestKeyOf } from '../tekton/pipelinerun.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 
 /** How long an overlay entry is kept when the cache never shows the change. */
 const OVERLAY_TTL_MS = 120_000;

@@ -1,7 +1,7 @@
 /**
- * The request's status, built in one place: every status decide() writes,
- * and the ones the shell writes when a cluster refuses what was planned
- * (endWithoutResults), go through these builders, so conditions[0] — the
+ * The request's status, built in one place: every status decide() writes
+ * goes through these builders (what a cluster refused of a plan comes back
+ * to decide() as an observation: refusals.ts), so conditions[0] — the
  * requester's contract: Unknown/Running until a terminal reason — and the
  * Progressing condition are set the same way everywhere (the role of
  * cert-manager's reporter). Pure: the time is an argument.
@@ -10,9 +10,10 @@ import { finished, inProgress, Phase, Reason, rfc3339, type TerminalReason } fro
 import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
 import { pipelineStatusOf } from '../tekton/pipelinerun.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 
-import type { Action, EventSpec, Observation } from './observation.js';
+import type { Action, EventSpec } from './actions.js';
+import type { Observation } from './observation.js';
 
 export function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, approval?: InternalRequestStatus['approval']): Action {
   const pipeline = pipelineStatusOf(pr);
@@ -49,10 +50,7 @@ export function reject(req: InternalRequest, o: Observation, message: string, co
 }
 
 /**
- * The request ends unsuccessfully (Rejected, or Failed), with no results:
- * also used by the controller when the clusters refuse what decide() planned
- * (a PipelineRun the internal cluster will not store, results the remote one
- * will not).
+ * The request ends unsuccessfully (Rejected, or Failed), with no results.
  */
 export function endWithoutResults(req: InternalRequest, reason: typeof Reason.Failed | typeof Reason.Rejected, message: string, now: Date, code: ErrorCode): Action & { type: 'writeStatus' } {
   const status: InternalRequestStatus = {
@@ -65,17 +63,21 @@ export function endWithoutResults(req: InternalRequest, reason: typeof Reason.Fa
   return { type: 'writeStatus', status, event: { type: 'Warning', reason, message }, code };
 }
 
-export function finish(
-  req: InternalRequest,
-  o: Observation,
-  reason: TerminalReason,
-  message: string,
-  results: Record<string, string>,
-  code?: ErrorCode,
-  startTime?: string,
-  completionTime?: string,
-  extra: InternalRequestStatus = {},
-): Action {
+/** What a finished request's status carries besides its outcome. */
+export interface Outcome {
+  /** The results to give back (none: the status has none). */
+  results?: Record<string, string> | undefined;
+  /** The error code of a failure, in the status and the Event. */
+  code?: ErrorCode | undefined;
+  /** When the run started and ended (default: as recorded, else now). */
+  startTime?: string | undefined;
+  completionTime?: string | undefined;
+  /** More status fields (which run ran what, which request was followed). */
+  extra?: InternalRequestStatus;
+}
+
+export function finish(req: InternalRequest, o: Observation, reason: TerminalReason, message: string, outcome: Outcome = {}): Action {
+  const { results = {}, code, startTime, completionTime, extra = {} } = outcome;
   const s: InternalRequestStatus = {
     ...req.status,
     ...extra,

@@ -7,22 +7,24 @@
  *   read fresh, kept (current() answers with it until the cache shows as
  *   new a copy) and its key requeued: it is decided again by the next
  *   reconcile of the key, never by a call back into the one that wrote;
- * - results that the remote cluster refuses (too large, invalid): the outcome
- *   is written without them rather than retried for ever;
+ * - results that the remote cluster refuses (too large, invalid): the
+ *   refusal is recorded (refusals.ts) and the key requeued; decide() then
+ *   plans the outcome without them rather than a retry for ever;
  * - after a write: the object written is remembered until the cache catches
  *   up (current()), metrics for started/finished, and the request's Event.
  *
  * It knows a remote only through the small StatusTarget interface, so it can
  * be exercised with a plain object (test/unit/status-writer.test.ts).
  */
+import type { Refusals } from './refusals.js';
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
-import { Phase, phaseOf, Reason } from '../api/conditions.js';
+import { Phase, phaseOf } from '../api/conditions.js';
 import { describeError, isRefusedObject, statusCode } from '../kube/client.js';
-import type { EventSpec } from './observation.js';
-import { endWithoutResults } from './status-report.js';
+import type { EventSpec } from './actions.js';
 import type { Attestation } from '../tekton/chains.js';
 import { slimRequest } from '../requests/cached-requests.js';
+import { rvNewer } from '../kube/resource-version.js';
 
 /** How many times a status write is retried on a conflict, each on a fresh read. */
 export const CONFLICT_RETRIES = 5;
@@ -77,8 +79,10 @@ export interface StatusWriterOptions {
   now: () => Date;
   metrics?: StatusMetrics | undefined;
   events?: EventsMode | undefined;
-  /** A write conflicted (409): the request was read fresh (see conflicted()); look at the key again. */
+  /** A write conflicted (409), or was refused: look at the key again. */
   requeue(key: string): void;
+  /** Where a refusal of results is recorded for the next observation (refusals.ts). */
+  refusals: Pick<Refusals, 'resultsRefused'>;
 }
 
 /** How long a write of ours is remembered at most, for a cache that does not show its request (see current()). */
@@ -89,9 +93,7 @@ const CONFLICT_KEPT_MS = 60_000;
 /** Whether the cached copy (resourceVersion `cached`) is not newer than the one we wrote over (`basedOn`), given the one we wrote (`ours`). */
 function notNewer(cached: string | undefined, basedOn: string, ours: string | undefined): boolean {
   if (cached === basedOn) return true;
-  const n = /^\d{1,19}$/;
-  if (!cached || !ours || !n.test(cached) || !n.test(ours)) return false;
-  return BigInt(cached) < BigInt(ours);
+  return rvNewer(ours, cached) === true;
 }
 
 export class StatusWriter {
@@ -115,10 +117,7 @@ export class StatusWriter {
     const c = this.conflicted(key);
     if (c) {
       // The fresh read after a conflict, until the cache shows as new a copy.
-      const n = /^\d{1,19}$/;
-      const rv = cached?.metadata.resourceVersion;
-      const theirs = c.request.metadata.resourceVersion;
-      const newer = cached && cached.metadata.uid === c.request.metadata.uid && rv && theirs && n.test(rv) && n.test(theirs) && BigInt(rv) > BigInt(theirs);
+      const newer = cached && cached.metadata.uid === c.request.metadata.uid && rvNewer(cached.metadata.resourceVersion, c.request.metadata.resourceVersion) === true;
       if (!newer) return c.request;
       this.conflicts.delete(key);
     }
@@ -179,12 +178,14 @@ export class StatusWriter {
         this.opts.requeue(key);
         return false;
       }
-      if (status.results && Object.keys(status.results).length && isRefusedObject(e)) {
+      if (status.results && Object.keys(status.results).length && isRefusedObject(e) && request.metadata.uid) {
         // The results do not fit (the remote cluster's size limits or
-        // validation): record the outcome without them rather than retry forever.
-        const msg = `the results of the PipelineRun could not be stored on the request: ${describeError(e)}`;
-        const end = endWithoutResults(request, Reason.Failed, msg, this.opts.now(), 'PIPELINERUN_FAILED');
-        return this.write(remote, key, request, end.status, end.event, attempt);
+        // validation): a fact for decide(), which writes the outcome
+        // without them rather than retry for ever.
+        this.opts.log.info({ request: key, err: describeError(e) }, 'the remote cluster refused the results; deciding again');
+        this.opts.refusals.resultsRefused(key, request.metadata.uid, describeError(e), this.opts.now().getTime());
+        this.opts.requeue(key);
+        return false;
       }
       throw e;
     }

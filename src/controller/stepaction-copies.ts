@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import { describeError, statusCode, type ResourceClient } from '../kube/client.js';
 import { LABEL_STEPACTION_COPY, STEPACTION_COPY_PREFIX, type StepActionCopy } from '../tekton/stepaction-copy.js';
-import type { PipelineRun } from '../tekton/types.js';
+import type { PipelineRun } from '../tekton/tekton-types.js';
 
 /** Set on a copy by a run that found it already there: it is in use again. */
 export const ANNOTATION_USED_AT = 'internal-services.dev/used-at';

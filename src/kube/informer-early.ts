@@ -16,6 +16,7 @@
 import type { Logger } from 'pino';
 import { describeError, statusCode, type KubeObject, type ResourceClient } from './client.js';
 import { keyOf, type KeyFunction } from './informer-store.js';
+import { rvNumber } from './resource-version.js';
 
 export interface EarlyLaneOptions<T> {
   namespace?: string | undefined;
@@ -121,7 +122,7 @@ export class EarlyLane<T extends KubeObject> {
     // The cache keeps older copies from replacing what the lane showed by
     // comparing resourceVersions as numbers (etcd's revisions): without that,
     // the lane is not safe, and stops before showing anything.
-    if (!/^\d{1,19}$/.test(obj.metadata?.resourceVersion ?? '')) {
+    if (rvNumber(obj.metadata?.resourceVersion) === undefined) {
       this.log.info({ informer: this.name, resourceVersion: obj.metadata?.resourceVersion }, 'resourceVersions are not numbers here; no early lane');
       this.stop();
       return;

@@ -38,6 +38,7 @@ import type { Logger } from 'pino';
 import { describeError, statusCode, type KubeObject, type ResourceClient } from './client.js';
 import { backoffMs, HealthBook, jittered, readinessOf, type InformerHealth, type ReadinessCheck } from './informer-health.js';
 import { EarlyLane } from './informer-early.js';
+import { rvNumber } from './resource-version.js';
 import { InformerStore, keyOf, type InformerHandlers, type KeyFunction } from './informer-store.js';
 
 export { keyOf, type InformerHandlers, type KeyFunction } from './informer-store.js';
@@ -94,12 +95,6 @@ interface WatchOutcome {
   filled?: boolean;
   /** A streamed list the server does not support (rejected, or no end marker). */
   unsupported?: boolean;
-}
-
-/** An object's resourceVersion as a number, when it is one (etcd's revisions are). */
-function numericRv(obj: { metadata?: { resourceVersion?: string } }): bigint | undefined {
-  const rv = obj.metadata?.resourceVersion;
-  return rv && /^\d{1,19}$/.test(rv) ? BigInt(rv) : undefined;
 }
 
 /** The annotation of the bookmark that ends a streamed list's initial events. */
@@ -193,7 +188,7 @@ export class Informer<T extends KubeObject> {
   private readonly aheadOf = new Map<string, bigint>();
 
   private ahead(obj: T): void {
-    const rv = numericRv(obj);
+    const rv = rvNumber(obj.metadata?.resourceVersion);
     if (rv === undefined) return;
     const key = this.keyOf(obj);
     const was = this.aheadOf.get(key);
@@ -206,7 +201,7 @@ export class Informer<T extends KubeObject> {
     const key = this.keyOf(obj);
     const lane = this.aheadOf.get(key);
     if (lane === undefined) return false;
-    const rv = numericRv(obj);
+    const rv = rvNumber(obj.metadata?.resourceVersion);
     if (rv !== undefined && rv < lane) return true;
     this.aheadOf.delete(key);
     return false;

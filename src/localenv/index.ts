@@ -9,7 +9,7 @@
  *   are built from, and manifest helpers (release-info.ts: the version-info
  *   objects the Tekton Pipelines, Results and Chains releases ship); and,
  *   apart, a real kcp
- *   (kcp.ts, kcp-workspaces.ts) for what needs one.
+ *   (kcp-server.ts, kcp-workspaces.ts) for what needs one.
  * - simulated/: what stands in for pods — the simulated kubelet (plays the
  *   containers of Tekton's TaskRun pods) and the simulated Tekton executor
  *   (writes PipelineRun/TaskRun status with no Tekton at all).
@@ -18,7 +18,7 @@
  * simulated kubelet), simulated/ uses nothing of real/. Nothing here imports
  * from src/controller or src/cli. Callers import from this file.
  */
-export type { LogFn } from './log.js';
+export type { LogFn } from './progress-log.js';
 export { ensureBinaries, ensureKcpBinary, ensurePlatformBinaries, repoRoot, type EnvtestAssets, type KcpAssets } from './real/binaries.js';
 export {
   startKcp,
@@ -28,7 +28,7 @@ export {
   type KcpIdentity,
   type KcpIdentityName,
   type StartKcpOptions,
-} from './real/kcp.js';
+} from './real/kcp-server.js';
 export { startShardedKcp, shardOfWorkspace, SHARD_LABEL, type ShardedKcp, type KcpShardProcess, type StartShardedKcpOptions } from './real/kcp-sharded.js';
 export {
   applyInWorkspace,
@@ -88,14 +88,14 @@ export {
   CHAINS_IDENTITY,
   type ChainsOptions,
   type ChainsPlatform,
-} from './real/chains.js';
+} from './real/tekton-chains.js';
 export { chainsInfoObjects, pipelinesInfoObjects, publishRewrite, resultsInfoObjects, resultsVersion } from './real/release-info.js';
 export { startGitServer, type GitRepository, type GitServer } from './real/git.js';
 export { startRegistry, type Registry, type StartRegistryOptions } from './real/registry.js';
 export { pushBundle, tagManifest, digestOfTag, tarOneFile, type BundleResource, type PushedBundle } from './real/oci.js';
-export { SimulatedTektonExecutor } from './simulated/executor.js';
+export { SimulatedTektonExecutor } from './simulated/simulated-tekton-executor.js';
 export type { AutoHandle, AutoOptions } from './simulated/auto-runner.js';
-export { deterministicResults } from './simulated/results.js';
+export { deterministicResults } from './simulated/derived-results.js';
 export {
   isTerminal,
   type ChildReference,

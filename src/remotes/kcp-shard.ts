@@ -31,7 +31,7 @@ import { fromKubeConfig, type Cluster, type KubeObject, type RequestObserver } f
 import { Informer, keyOf, type InformerHandlers, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import type { RequestCache } from './remote.js';
 import type { RequestKind } from '../requests/request-kind.js';
-import { ANNOTATION_KCP_CLUSTER, slimRequest } from '../requests/cached-requests.js';
+import { ANNOTATION_KCP_CLUSTER } from '../requests/cached-requests.js';
 
 /** The annotation kcp puts on every object seen through a virtual workspace: its logical cluster. Finished requests' cached records keep it. */
 export const KCP_CLUSTER_ANNOTATION = ANNOTATION_KCP_CLUSTER;
@@ -65,6 +65,8 @@ export interface KcpShardOptions {
   informerObserver?: InformerObserver | undefined;
   apiObserver?: RequestObserver | undefined;
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
+  /** Applied to every request before the shard's cache keeps it (the controller's: src/requests/cached-requests.ts slimRequest). */
+  transform?: ((r: InternalRequest) => InternalRequest) | undefined;
 }
 
 /** One logical cluster's share of a kind's wildcard cache on one shard. */
@@ -185,7 +187,7 @@ export class KcpShard {
         this.wildcard.resource<InternalRequest>(kind.resource),
         this.requestHandlers(kind, shares),
         log,
-        { ...informerOpts, keyOf: kcpKeyOf, transform: (obj) => slimRequest(kind.builtIn ? obj : kind.toRequest(obj as never)) },
+        { ...informerOpts, keyOf: kcpKeyOf, transform: (obj) => { const r = kind.builtIn ? obj : kind.toRequest(obj as never); return this.opts.transform ? this.opts.transform(r) : r; } },
       );
       this.caches.set(kind.kind, { all, shares });
     }

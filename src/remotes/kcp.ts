@@ -31,6 +31,7 @@
  * Nothing else of the request path knows it is talking to kcp, or that kcp
  * has shards.
  */
+import type { InternalRequest } from '../api/types.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { describeError, fromKubeConfig, type Cluster, type RequestObserver } from '../kube/client.js';
@@ -57,6 +58,8 @@ export interface KcpRemotesOptions {
   informerObserver?: InformerObserver | undefined;
   apiObserver?: RequestObserver | undefined;
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
+  /** Applied to every request before a shard's cache keeps it (as RemoteSet's transform for the other remotes). */
+  transform?: ((r: InternalRequest) => InternalRequest) | undefined;
   /** How often the shards' states are looked at (log lines on a change) and the cached slice applied again (default: the smaller of pathRefreshMs and 10 s). The slice itself is watched. */
   sliceRefreshMs?: number;
   /** Workspaces whose child workspaces are tenants, by path (default: `root`); their Workspaces give each child's logical cluster. */
@@ -277,6 +280,7 @@ export class KcpRemotes implements RemoteProvider, ShardEvents {
       informerObserver: this.opts.informerObserver,
       apiObserver: this.opts.apiObserver,
       ...(this.opts.informer ? { informer: this.opts.informer } : {}),
+      transform: this.opts.transform,
     };
     return this.opts.shardFactory ? this.opts.shardFactory(url, this, opts) : new KcpShard(url, this, opts);
   }

@@ -2,7 +2,7 @@
  * Remote providers, in the shape of multicluster-runtime's: a provider says
  * which remote clusters to serve and hands them to a sink as they come,
  * change and go; the controller is the sink (RemoteSet, set.ts). One file a
- * provider, all built by the CLI the same way (src/cli/controller.ts):
+ * provider, all built by the CLI the same way (src/cli/controller-command.ts):
  *
  * - kubeconfig.ts: one remote from one kubeconfig (--remote-kubeconfig);
  * - secrets.ts: one remote per kubeconfig Secret (--remote-secret,

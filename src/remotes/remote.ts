@@ -93,8 +93,6 @@ export class Remote {
   /** The request kinds served on this remote, by Kind; the first is the one `client` and `requests` name. */
   readonly kinds: ReadonlyMap<string, KindCache>;
   readonly events: EventRecorder;
-  /** The remote refused a TTL delete (403): logged once. */
-  ttlDenied = false;
 
   private readonly spec: RemoteSpec;
   private readonly handlers: (kind: RequestKind) => InformerHandlers<InternalRequest>;

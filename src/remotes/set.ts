@@ -1,18 +1,19 @@
 /**
  * The remotes served, as they come and go: RemoteSet is the sink
  * (provider.ts) the controller gives every provider: the remotes by name, each with
- *   its cache of requests (remote.ts), add/replace/remove, and the index of
- *   requests by idempotency key. What happens to a request key is the
- *   controller's business: RemoteSet only says which keys to look at
- *   (hooks.enqueue) and when a remote has a full list (hooks.resynced).
+ *   its cache of requests (remote.ts), add/replace/remove, and the indexes
+ *   of requests it is given (in the shape of multicluster-runtime's
+ *   IndexField: a name and a function from an object to its value; the
+ *   controller indexes idempotency keys). What happens to a request key is
+ *   the controller's business: RemoteSet only says which keys to look at
+ *   (hooks.enqueue) and when a remote has a full list (hooks.resynced), and
+ *   keeps what its caches hold in the form it is given (opts.transform).
  */
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
 import type { InformerObserver } from '../kube/informer.js';
-import { idempotencyKeyOf } from '../requests/idempotency.js';
-import { slimRequest } from '../requests/cached-requests.js';
 import { Remote, splitKey, type RemoteSpec } from './remote.js';
-import { kindLabel, type RequestKind } from '../requests/request-kind.js';
+import { checkKinds, kindLabel, type RequestKind } from '../requests/request-kind.js';
 import type { RemoteSink } from './provider.js';
 
 export interface RemoteSetHooks {
@@ -28,7 +29,21 @@ export interface RemoteSetHooks {
   started(): boolean;
 }
 
+/** An index of the cached requests, per remote, namespace and kind. */
+export interface RequestIndex {
+  /** What look-ups name it by (RemoteSet.indexed). */
+  name: string;
+  /** The value a request is indexed under; undefined: not indexed. */
+  extract(r: InternalRequest): string | undefined;
+  /** A change to one request brings back the others under the same value (e.g. the requests that follow it). */
+  related?: boolean;
+}
+
 export interface RemoteSetOptions {
+  /** Indexes kept over every remote's requests. */
+  indexes?: readonly RequestIndex[];
+  /** Applied to every request before a cache keeps it (e.g. to drop what is never read again). */
+  transform?: (r: InternalRequest) => InternalRequest;
   log: Logger;
   /** Name of this instance in Events. */
   instance: string;
@@ -40,8 +55,8 @@ export interface RemoteSetOptions {
 export class RemoteSet implements RemoteSink {
   /** The remote clusters, by name. */
   readonly byName = new Map<string, Remote>();
-  /** remote/namespace/idempotency key[/Kind] -> keys of the requests that carry it (a key is shared within one kind only). */
-  private readonly byIdempotencyKey = new Map<string, Set<string>>();
+  /** index name -> remote/namespace/value[/Kind] -> keys of the requests indexed under it (a value is shared within one kind only). */
+  private readonly indexed = new Map<string, Map<string, Set<string>>>();
 
   private kinds: readonly RequestKind[] | undefined;
 
@@ -59,17 +74,19 @@ export class RemoteSet implements RemoteSink {
 
   /**
    * Serves these request kinds on every remote from now on (and on those
-   * added later); see Remote.setKinds. The idempotency index forgets the
-   * kinds that go or change; a changed kind's cache lists again and fills it.
+   * added later); see Remote.setKinds. The indexes forget the kinds that go
+   * or change; a changed kind's cache lists again and fills them. Throws on
+   * kinds that cannot be served together (checkKinds).
    */
   async setKinds(kinds: readonly RequestKind[]): Promise<void> {
+    checkKinds(kinds);
     const before = new Map((this.kinds ?? []).map((k) => [k.kind, k]));
     this.kinds = kinds;
     const now = new Map(kinds.map((k) => [k.kind, k]));
     const gone = [...before].filter(([name, k]) => now.get(name) !== k).map(([name]) => name);
     for (const name of gone) {
       const suffix = `/${name}`;
-      for (const k of [...this.byIdempotencyKey.keys()]) if (k.endsWith(suffix)) this.byIdempotencyKey.delete(k);
+      for (const byValue of this.indexed.values()) for (const k of [...byValue.keys()]) if (k.endsWith(suffix)) byValue.delete(k);
     }
     await Promise.all([...this.byName.values()].map((r) => r.setKinds(kinds)));
   }
@@ -99,41 +116,50 @@ export class RemoteSet implements RemoteSink {
     const old = this.byName.get(spec.name);
     if (old) void this.drop(old, 'replaced');
     const name = spec.name;
-    // Requests with an idempotency key are indexed by it; a request that
-    // changes brings back the others with its key (the ones that follow it).
+    // Requests are kept in the indexes given; a request that changes brings
+    // back the others under the same value of a `related` index (the ones
+    // that follow it).
+    const indexes = this.opts.indexes ?? [];
     const handlers = (kind: RequestKind) => {
-      const idem = (r: InternalRequest) => {
-        const k = idempotencyKeyOf(r);
-        return k ? idempotencyIndexKey(name, r.metadata.namespace ?? '', k, kind) : undefined;
+      const valueKey = (ix: RequestIndex, r: InternalRequest) => {
+        const v = ix.extract(r);
+        return v ? indexKey(name, r.metadata.namespace ?? '', v, kind) : undefined;
       };
-      const index = (r: InternalRequest, add: boolean) => {
-        const k = idem(r);
-        if (!k) return;
-        const set = this.byIdempotencyKey.get(k) ?? new Set<string>();
-        if (add) set.add(remote.keyOf(r, kind));
-        else set.delete(remote.keyOf(r, kind));
-        if (set.size) this.byIdempotencyKey.set(k, set);
-        else this.byIdempotencyKey.delete(k);
+      const index = (r: InternalRequest, add: boolean, only?: RequestIndex) => {
+        for (const ix of only ? [only] : indexes) {
+          const k = valueKey(ix, r);
+          if (!k) continue;
+          const byValue = this.indexed.get(ix.name) ?? new Map<string, Set<string>>();
+          this.indexed.set(ix.name, byValue);
+          const set = byValue.get(k) ?? new Set<string>();
+          if (add) set.add(remote.keyOf(r, kind));
+          else set.delete(remote.keyOf(r, kind));
+          if (set.size) byValue.set(k, set);
+          else byValue.delete(k);
+        }
       };
-      const enqueueWithFollowers = (r: InternalRequest) => {
+      const enqueueWithRelated = (r: InternalRequest) => {
         if (this.byName.get(name) !== remote) return; // replaced or removed meanwhile
         this.hooks.enqueue(remote.keyOf(r, kind));
-        const k = idem(r);
-        if (k) for (const other of this.byIdempotencyKey.get(k) ?? []) this.hooks.enqueue(other);
+        for (const ix of indexes) {
+          if (!ix.related) continue;
+          const k = valueKey(ix, r);
+          if (k) for (const other of this.indexed.get(ix.name)?.get(k) ?? []) this.hooks.enqueue(other);
+        }
       };
       return {
         onAdd: (r: InternalRequest) => {
           index(r, true);
-          if (this.hooks.worthALook?.(r) ?? true) enqueueWithFollowers(r);
+          if (this.hooks.worthALook?.(r) ?? true) enqueueWithRelated(r);
         },
         onUpdate: (o: InternalRequest, n: InternalRequest) => {
-          if (idem(o) !== idem(n)) index(o, false);
+          for (const ix of indexes) if (valueKey(ix, o) !== valueKey(ix, n)) index(o, false, ix);
           index(n, true);
-          enqueueWithFollowers(n);
+          enqueueWithRelated(n);
         },
         onDelete: (r: InternalRequest) => {
           index(r, false);
-          enqueueWithFollowers(r);
+          enqueueWithRelated(r);
         },
         // Every full list of a kind (the first included): look at every
         // request again, and sweep PipelineRuns whose request is gone (a key
@@ -146,7 +172,7 @@ export class RemoteSet implements RemoteSink {
     };
     const remote: Remote = new Remote(spec, handlers, this.opts.log, {
       ...this.opts.informer,
-      transform: slimRequest,
+      ...(this.opts.transform ? { transform: this.opts.transform } : {}),
       instance: this.opts.instance,
       ...(this.kinds ? { kinds: this.kinds } : {}),
     });
@@ -172,7 +198,7 @@ export class RemoteSet implements RemoteSink {
   private drop(r: Remote, why: 'removed' | 'replaced'): Promise<void> {
     if (this.byName.get(r.name) === r) this.byName.delete(r.name);
     const prefix = `${r.name}/`;
-    for (const k of [...this.byIdempotencyKey.keys()]) if (k.startsWith(prefix)) this.byIdempotencyKey.delete(k);
+    for (const byValue of this.indexed.values()) for (const k of [...byValue.keys()]) if (k.startsWith(prefix)) byValue.delete(k);
     this.hooks.dropped(r);
     if (why === 'removed') this.opts.log.info({ remote: r.name, origin: r.origin }, 'remote cluster removed; its PipelineRuns are left as they are');
     return r.stop();
@@ -188,9 +214,9 @@ export class RemoteSet implements RemoteSink {
     return this.byName.get(splitKey(key).remote)?.cached(key);
   }
 
-  /** Keys of the requests of a namespace, of one kind, that carry an idempotency key. */
-  sameKey(remote: string, namespace: string, key: string, kind?: RequestKind): Iterable<string> {
-    return this.byIdempotencyKey.get(idempotencyIndexKey(remote, namespace, key, kind)) ?? [];
+  /** Keys of the requests of a remote's namespace, of one kind, under a value of an index. */
+  indexedUnder(index: string, remote: string, namespace: string, value: string, kind?: RequestKind): Iterable<string> {
+    return this.indexed.get(index)?.get(indexKey(remote, namespace, value, kind)) ?? [];
   }
 
   /** Stops every remote's cache and connection. */
@@ -199,8 +225,8 @@ export class RemoteSet implements RemoteSink {
   }
 }
 
-/** The index key of an idempotency key: per remote, namespace and kind. */
-function idempotencyIndexKey(remote: string, namespace: string, key: string, kind: RequestKind | undefined): string {
+/** Where a value of an index is kept: per remote, namespace and kind. */
+function indexKey(remote: string, namespace: string, value: string, kind: RequestKind | undefined): string {
   const k = kindLabel(kind);
-  return k ? `${remote}/${namespace}/${key}/${k}` : `${remote}/${namespace}/${key}`;
+  return k ? `${remote}/${namespace}/${value}/${k}` : `${remote}/${namespace}/${value}`;
 }

@@ -2,7 +2,8 @@
  * The names and plain values Tekton Results' part of the controller shares
  * with decide(): the annotations Results' watcher sets on a run and the one a
  * requester sets to ask for logs, and what is known of a run's archive and
- * of fetched logs. No I/O (that is results-archive.ts).
+ * of fetched logs. No I/O (that is results-client.ts, results-archive.ts and
+ * run-logs.ts).
  */
 export const ANNOTATION_RESULTS_RECORD = 'results.tekton.dev/record';
 export const ANNOTATION_RESULTS_LOG = 'results.tekton.dev/log';

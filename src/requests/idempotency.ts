@@ -63,3 +63,6 @@ export function followOf(key: string | undefined, earlier: readonly Earlier[]): 
   }
   return first.state === 'succeeded' ? { kind: 'copy', earlier: first } : { kind: 'follow', earlier: first };
 }
+
+/** The name of the index of requests by idempotency key (src/remotes/set.ts RequestIndex). */
+export const IDEMPOTENCY_INDEX = 'idempotency-key';

@@ -35,7 +35,7 @@
  */
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { MAX_ATTESTATION_ENVELOPE_BYTES, type InternalRequestStatus } from '../api/types.js';
-import type { PipelineRun } from './types.js';
+import type { PipelineRun } from './tekton-types.js';
 
 export const CHAINS_SIGNED = 'chains.tekton.dev/signed';
 export const CHAINS_RETRIES = 'chains.tekton.dev/retries';

@@ -31,7 +31,7 @@ import { refVerdict, type RefAnswer, type RefLookup } from '../policy/exact-ref.
 import { isFullSha } from '../policy/canonical.js';
 import type { Resolution } from './resolve.js';
 import { stepActionCopy, STEPACTION_COPY_PREFIX, type StepActionCopy } from './stepaction-copy.js';
-import type { ParamValue } from './types.js';
+import type { ParamValue } from './tekton-types.js';
 
 /** A reference to resolve: a resolver and its params, with values final (substituted). */
 export interface RemoteRef {

@@ -1,5 +1,5 @@
 /** Checking a request's params against the Pipeline's declared params. */
-import type { ParamValue, Pipeline } from './types.js';
+import type { ParamValue, Pipeline } from './tekton-types.js';
 
 export type ParamCheck =
   | { ok: true; params: Array<{ name: string; value: ParamValue }> }

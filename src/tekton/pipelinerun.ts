@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { InternalRequest, InternalRequestStatus } from '../api/types.js';
 import type { Provenance, RemoteRef } from './graph.js';
 import { resolutionRequest, type ResolutionRequest } from './resolve.js';
-import type { ParamValue, Pipeline, PipelineRun } from './types.js';
+import type { ParamValue, Pipeline, PipelineRun } from './tekton-types.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { requestKey } from '../api/request-key.js';
 import { parseDuration } from '../util/duration.js';

@@ -21,7 +21,7 @@ import { startEnvironment, type Environment, ensureNamespace, grantRequester, in
 import { RESOLUTION_REQUEST, resolutionRequest } from '../../src/tekton/resolve.js';
 import { ANNOTATION_SOURCES } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { createRequest, NS, onlyPipelineRunOf, releaseRun, messageOf, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const TENANT = 'release-team';

@@ -20,7 +20,7 @@ import { stringify } from 'yaml';
 import { startEnvironment, type Environment, applyObjects, chainsVersion, grantRequester, installProject, CHAINS_IDENTITY, CHAINS_NAMESPACE, type GitRepository } from '../../src/localenv/index.js';
 import { chainsKeys, sha256Hex, sshFingerprint, CHAINS_PIPELINERUN_FINALIZER } from '../../src/tekton/chains.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { startCli, expectCode } from './cli-run.js';
 import {
   api,

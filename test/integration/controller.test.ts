@@ -17,7 +17,7 @@ import {
   installProject,
   SimulatedTektonExecutor,
 } from '../../src/localenv/index.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import { TODAYS_PAYLOAD } from '../unit/fixtures.js';
 import { pino } from 'pino';

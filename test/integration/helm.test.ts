@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { controllerCommand, type ControllerFlags } from '../../src/cli/controller.js';
+import { controllerCommand, type ControllerFlags } from '../../src/cli/controller-command.js';
 import {
   startEnvironment,
   type ControlPlane,
@@ -157,7 +157,7 @@ function deploymentOf(objects: Obj[]): { d: Obj; pod: any; c: any } {
 }
 
 /**
- * The controller's own command-line parser (src/cli/controller.ts) reading the
+ * The controller's own command-line parser (src/cli/controller-command.ts) reading the
  * rendered container's args, in the environment the pod would have (its env
  * entries; POD_NAMESPACE and POD_NAME from the downward API).
  */

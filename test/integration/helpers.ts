@@ -9,7 +9,7 @@ import { LABEL_REQUEST_UID, OWNED_SELECTOR } from '../../src/tekton/pipelinerun.
 import { repoRoot } from '../../src/api/crd-render.js';
 import { type Environment, applyObjects, grantRequester, installProject, KCP_PROVIDER_PATH, startEnvironment } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestSpec } from '../../src/api/types.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { phaseOf } from '../../src/api/conditions.js';
 
 export const NS = 'internal-services';

@@ -49,7 +49,7 @@ import {
   freePorts,
 } from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { api, getRequest, messageOf, NS, PR, reasonOf, sample, setRunConfig, simulatedStep, testPipeline, waitFor } from './helpers.js';
 
 const ROOT = repoRoot();

@@ -27,7 +27,7 @@ import {
   type Environment, type KcpWorkspace, type ShardedKcp,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
 import { LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
 import { IR, NS, onlyPipelineRunOf, pipelineRunsFor, releaseRun, runKcpController, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';

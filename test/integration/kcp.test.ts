@@ -1,5 +1,5 @@
 /**
- * The request API on a REAL kcp (hack/kcp, src/localenv/real/kcp.ts): the
+ * The request API on a REAL kcp (hack/kcp, src/localenv/real/kcp-server.ts): the
  * provider workspace root:internal-services holds config/kcp/provider; of
  * three tenant workspaces, two bind the export (tenant-a accepting the
  * Events claim, tenant-b not) and one does not. The controller's identity

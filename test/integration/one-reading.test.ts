@@ -35,7 +35,7 @@ import { type Environment, type GitRepository } from '../../src/localenv/index.j
 import type { InternalRequestSpec } from '../../src/api/types.js';
 import { connect } from '../../src/kube/client.js';
 import { LABEL_STEPACTION_COPY, stepActionCopyName, type StepActionCopy } from '../../src/tekton/stepaction-copy.js';
-import { STEPACTION, type PipelineRun } from '../../src/tekton/types.js';
+import { STEPACTION, type PipelineRun } from '../../src/tekton/tekton-types.js';
 import { sweepStepActionCopies } from '../../src/controller/stepaction-copies.js';
 import { createRequest, messageOf, NS, resolveDirectly, setRunConfigAndWait, simulatedStep, startController, waitFor, waitForPhase, watchMade, type ControllerProcess, type Made, tektonStack } from './helpers.js';
 import { buildTools } from '../trusted-tools.js';

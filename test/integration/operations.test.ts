@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../../src/localenv/index.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import {
   api, createRequest, httpStatus, NS, PR, pipelineRunsFor, releaseRun, runCli, simulatedStep, startController, testPipeline, waitFor, waitForPhase,
   type ControllerProcess, scrape, sample, Relay, kubeconfigVia,

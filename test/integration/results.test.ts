@@ -15,7 +15,7 @@ import { request as httpsRequest } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../../src/localenv/index.js';
-import { ResultsApi } from '../../src/controller/results-archive.js';
+import { ResultsApi } from '../../src/controller/results-client.js';
 import { createRequest, NS, pipelineRunsFor, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForPhase, setRunConfig, type ControllerProcess } from './helpers.js';
 import { expectCode, startCli } from './cli-run.js';
 import { freePorts } from '../../src/localenv/real/processes.js';

@@ -18,7 +18,7 @@ import {
   grantRequester,
   installProject,
 } from '../../src/localenv/index.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { outcomeOfResolution, resolutionRequest, RESOLUTION_REQUEST, type Resolution, type ResolutionRequest } from '../../src/tekton/resolve.js';
 import { startResolution } from '../../src/tekton/resolution-start.js';
 import { fromKubeConfig } from '../../src/kube/client.js';

@@ -1,12 +1,13 @@
 /**
  * The map of docs/architecture.md, kept true: the rooms of src/ import only
  * what the map allows, nothing imports in a circle (type-only imports
- * included), and a file over ~400 lines says at its top why.
+ * included), no two files of src/ share a name, and a file over ~400 lines
+ * says at its top why.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { repoRoot } from '../../src/util/repo.js';
 
 const ROOT = repoRoot();
@@ -113,6 +114,17 @@ test('architecture: no import circles in src/ (type-only imports included)', () 
   assert.deepEqual(circles, []);
 });
 
+test('architecture: every basename under src/ is unique (one name, one concept)', () => {
+  const where = new Map<string, string[]>();
+  for (const f of tsFiles(join(ROOT, 'src'))) {
+    const name = basename(f);
+    where.set(name, [...(where.get(name) ?? []), relative(ROOT, f)]);
+  }
+  assert.ok(where.size > 50, 'the files of src/ were read');
+  const twice = [...where].filter(([, files]) => files.length > 1).map(([name, files]) => `${name}: ${files.sort().join(', ')}`);
+  assert.deepEqual(twice.sort(), []);
+});
+
 test('architecture: a file of src/ or bench/ over 400 lines says at its top why', () => {
   const long: string[] = [];
   for (const dir of ['src', 'bench']) {
@@ -175,4 +187,44 @@ test('architecture: the Tekton version verdicts (advisories, supported ranges) d
     }
   }
   assert.deepEqual(wrong, []);
+});
+
+test('architecture: the recipes of docs/architecture.md name only files and symbols that exist', () => {
+  const doc = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+  const start = doc.indexOf('## Where a change goes');
+  assert.ok(start > 0, 'docs/architecture.md has its recipes');
+  const recipes = doc.slice(start).split(/\n### /).slice(1);
+  assert.ok(recipes.length >= 8, `recipes found: ${recipes.length}`);
+  const srcFiles = tsFiles(join(ROOT, 'src'));
+  const byBase = new Map<string, string[]>();
+  for (const f of srcFiles) byBase.set(basename(f), [...(byBase.get(basename(f)) ?? []), f]);
+  const wrong: string[] = [];
+  let paths = 0;
+  let symbols = 0;
+  for (const recipe of recipes) {
+    const title = recipe.split('\n')[0]!;
+    const spans = [...recipe.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const files: string[] = [];
+    for (const span of spans) {
+      if (!/^[\w./-]+\.(ts|md|yaml|mjs|sh|json)$/.test(span)) continue;
+      paths++;
+      const found = span.includes('/') ? (existsSync(join(ROOT, span)) ? [join(ROOT, span)] : []) : (byBase.get(span) ?? []);
+      if (found.length !== 1) wrong.push(`${title}: ${span} ${found.length ? 'names several files' : 'does not exist'}`);
+      else if (span.endsWith('.ts')) files.push(found[0]!);
+    }
+    const texts = files.map((f) => readFileSync(f, 'utf8'));
+    let here = 0;
+    for (const span of spans) {
+      const m = /^([A-Za-z_$][\w$]*)(\(\))?$/.exec(span);
+      if (!m) continue;
+      const name = m[1]!;
+      const declared = new RegExp(`(?:function|class|interface|type|const|let|enum)\\s+${name}\\b|^\\s*(?:export\\s+)?(?:readonly\\s+|private\\s+|public\\s+|static\\s+|async\\s+|get\\s+)*${name}\\??\\s*[(:<=]|type: '${name}'`, 'm');
+      symbols++;
+      here++;
+      if (!texts.some((t) => declared.test(t))) wrong.push(`${title}: ${span} is declared in none of ${files.map((f) => relative(ROOT, f)).join(', ') || '(no file named)'}`);
+    }
+    if (!here) wrong.push(`${title}: names no symbol to check`);
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(paths > 30 && symbols > 40, `checked ${paths} paths and ${symbols} symbols`);
 });

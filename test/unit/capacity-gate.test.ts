@@ -8,7 +8,7 @@ import type { InternalRequest } from '../../src/api/types.js';
 import { CapacityGate } from '../../src/controller/capacity-gate.js';
 import * as views from '../../src/controller/health-views.js';
 import { LABEL_REQUEST_NAMESPACE, LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { done, pipelineRun, request, runningStatus } from './fixtures.js';
 
 const queued: InternalRequest['status'] = { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Queued', message: 'waiting for a slot', lastTransitionTime: '2026-11-22T09:00:00Z' }] };

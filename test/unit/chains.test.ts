@@ -6,6 +6,7 @@
  * them (DSSE over the statement, ECDSA P-256, SHA-256, DER); the real ones
  * are checked in test/integration/chains.test.ts.
  */
+import { Refusals } from '../../src/controller/refusals.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
@@ -20,7 +21,7 @@ import { verifyAttestation, VerifyExit } from '../../src/cli/request/verify.js';
 import { CliError } from '../../src/cli/request/args-output.js';
 import { ANNOTATION_SOURCES } from '../../src/tekton/pipelinerun.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { config, done, NOW, NS, pipelineRun, request, observation } from './fixtures.js';
 
 // A fixed key, with the fingerprint `ssh-keygen -lf` gives for it.
@@ -302,7 +303,7 @@ test('the relay is one merge patch of status.attestation, remembered until the c
     },
     events: { record: async (_o: InternalRequest, _t: string, reason: string) => void events.push(reason) },
   };
-  const w = new StatusWriter({ log: pino({ level: 'silent' }), now: () => NOW, events: 'all', requeue: () => {} });
+  const w = new StatusWriter({ log: pino({ level: 'silent' }), now: () => NOW, events: 'all', requeue: () => {}, refusals: new Refusals() });
   const pr = signedRun();
   const s = chainsStateOf(pr);
   assert.ok(s.state === 'signed');

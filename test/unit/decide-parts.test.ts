@@ -29,7 +29,7 @@ test('status-report: conditions[0] is Unknown/Running until a terminal reason, w
     ['running', (running(req, o, `${NS}/ir-u-1`, pipelineRun('u-1', runningStatus())) as { status: ReturnType<typeof waiting>['status'] }).status, 'Unknown', 'Running', Phase.Running],
     ['rejected', (reject(req, o, 'no', 'REQUEST_INVALID') as { status: ReturnType<typeof waiting>['status'] }).status, 'False', 'Rejected', 'Rejected'],
     ['failed', endWithoutResults(req, Reason.Failed, 'broke', NOW, 'PIPELINERUN_FAILED').status, 'False', 'Failed', 'Failed'],
-    ['succeeded', (finish(req, o, Reason.Succeeded, 'ok', { a: '1' }) as { status: ReturnType<typeof waiting>['status'] }).status, 'True', SUCCEEDED, SUCCEEDED],
+    ['succeeded', (finish(req, o, Reason.Succeeded, 'ok', { results: { a: '1' } }) as { status: ReturnType<typeof waiting>['status'] }).status, 'True', SUCCEEDED, SUCCEEDED],
   ];
   for (const [name, status, s, reason, progressing] of rows) {
     const [first, second] = status?.conditions ?? [];

@@ -427,3 +427,34 @@ test('kcp workspaces in rules: a glob over paths grants the workspaces under it,
   assert.equal(outside.status.conditions?.[0]?.reason, 'Rejected');
   assert.match(outside.status.conditions?.[0]?.message ?? '', /remote "root:partners:team-x"/);
 });
+
+test('what a cluster refused of the last plan is decided here: the PipelineRun refused → Rejected naming why, and no second create', () => {
+  const plain = decide(observe({}));
+  assert.deepEqual(types(plain), ['createPipelineRun', 'writeStatus'], 'without a refusal: the run is created');
+  const a = decide(observe({ refused: { run: 'admission webhook "quota" denied the request: too many runs' } }));
+  assert.deepEqual(types(a), ['writeStatus'], 'not created again');
+  const c = statusOf(a).status.conditions?.[0];
+  assert.deepEqual([c?.status, c?.reason], ['False', 'Rejected']);
+  assert.equal(c?.message, 'the internal cluster refused the PipelineRun for this request: admission webhook "quota" denied the request: too many runs');
+});
+
+test('what a cluster refused of the last plan is decided here: results refused → Failed without them, the run still named; then the run is removed', () => {
+  const pr = pipelineRun('u-1', done(true, { results: [{ name: 'sig', value: 'x'.repeat(100) }] }));
+  const ok = statusOf(decide(observe({ pipelineRuns: [pr] })));
+  assert.equal(ok.status.conditions?.[0]?.reason, 'Succeeded', 'without a refusal: Succeeded with its results');
+  const a = decide(observe({ pipelineRuns: [pr], refused: { results: 'etcdserver: request is too large' } }));
+  assert.deepEqual(types(a), ['writeStatus', 'deletePipelineRun']);
+  const w = statusOf(a);
+  assert.deepEqual([w.status.conditions?.[0]?.status, w.status.conditions?.[0]?.reason], ['False', 'Failed']);
+  assert.equal(w.status.conditions?.[0]?.message, 'the results of the PipelineRun could not be stored on the request: etcdserver: request is too large');
+  assert.equal(w.status.results, undefined);
+  assert.equal(w.status.pipelineRun, `${NS}/ir-u-1`);
+});
+
+test('what a cluster refused of the last plan is decided here: a remote that refused deletes lately is not asked again (ttlSecondsAfterFinished)', () => {
+  const fin = request({}, {}, { conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded', message: 'm', lastTransitionTime: '2026-11-22T09:59:30Z' }] });
+  const ttl = config({ allowList: ['team-a'], ttlSecondsAfterFinished: 60 });
+  const now = new Date('2026-11-22T10:00:31Z');
+  assert.deepEqual(types(decide(observe({ request: fin, config: ttl, now }))), ['deleteRequest']);
+  assert.deepEqual(decide(observe({ request: fin, config: ttl, now, deletesDenied: true })), []);
+});

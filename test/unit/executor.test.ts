@@ -2,10 +2,11 @@
  * The action executor on its own: a plain object stands for the internal
  * cluster (resource(ref) gives a recording client per resource), another for
  * the remote (its name, Event recorder, the cache of each request kind it
- * serves, ttlDenied), and a real StatusWriter writes statuses through it, so
+ * serves), and a real StatusWriter writes statuses through it, so
  * that what each action sends, and which answers of the API server count as
  * done, are exercised without a cluster.
  */
+import { DELETES_DENIED_MS, Refusals } from '../../src/controller/refusals.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
@@ -18,7 +19,7 @@ import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/requests/requ
 import { StatusWriter } from '../../src/controller/status-writer.js';
 import type { Cluster, KubeObject, ResourceRef } from '../../src/kube/client.js';
 import type { ResolutionRequest } from '../../src/tekton/resolve.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { ANNOTATION_STEPACTION_SOURCE, LABEL_STEPACTION_COPY, type StepActionCopy } from '../../src/tekton/stepaction-copy.js';
 import { ANNOTATION_USED_AT } from '../../src/controller/stepaction-copies.js';
 import { NOW, NS, pipelineRun, request } from './fixtures.js';
@@ -124,7 +125,6 @@ function setup() {
   ]);
   const remote = {
     name: 'prod',
-    ttlDenied: false,
     client: irClient,
     events: {
       async record(obj: InternalRequest, type: string, reason: string) {
@@ -135,7 +135,8 @@ function setup() {
   };
 
   const seen = { created: [] as Array<[PipelineRun, PipelineRun]>, deleted: [] as PipelineRun[], requeued: [] as Array<[string, number]>, checks: [] as Array<[string, string, string]>, requeuedNow: [] as string[] };
-  const writer = new StatusWriter({ log, now: () => NOW, events: 'all', requeue: (key) => void seen.requeuedNow.push(key) });
+  const refusals = new Refusals();
+  const writer = new StatusWriter({ log, now: () => NOW, events: 'all', requeue: (key) => void seen.requeuedNow.push(key), refusals });
   const executor = new Executor({
     internal: internal as unknown as Cluster,
     namespace: NS,
@@ -147,10 +148,11 @@ function setup() {
     requeueAfter: (key, ms) => void seen.requeued.push([key, ms]),
     checkCommit: (key, owner, check) => void seen.checks.push([key, owner, check.commit]),
     lookUpRef: (key, owner, lookup) => void seen.checks.push([key, owner, lookup.ref]),
+    refusals,
   });
   const act = (key: string, req: InternalRequest | undefined, action: Action, attempt = 0) => executor.act(remote as unknown as Remote, key, req, action, attempt);
   const warnings = () => lines.filter((l) => l.level === 40);
-  return { executor, act, asked, client, irClient, srClient, remote, events, seen, writer, lines, warnings };
+  return { executor, act, asked, client, irClient, srClient, remote, events, seen, writer, lines, warnings, refusals };
 }
 
 const running: NonNullable<InternalRequest['status']> = { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running', message: 'running', lastTransitionTime: NOW.toISOString() }], pipelineRun: `${NS}/ir-u-1` };
@@ -198,30 +200,17 @@ test('createPipelineRun: 409 (made by an earlier attempt) counts as done; any ot
   assert.deepEqual(seen.created, []);
 });
 
-test('createPipelineRun refused by the internal cluster (422): the request is Rejected, the plan stops', async () => {
-  const { act, client, irClient, seen } = setup();
+test('createPipelineRun refused by the internal cluster (422): nothing is written here; the refusal is recorded for decide(), the plan stops and the key comes back', async () => {
+  const { act, client, irClient, srClient, seen, refusals } = setup();
   client('pipelineruns').fail.create = [{ code: 422, message: 'spec.params: Invalid value' }, { code: 422 }];
-  assert.equal(await act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), false);
+  const req = request();
+  assert.equal(await act(KEY, req, { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), false);
   assert.deepEqual(seen.created, []);
-  assert.deepEqual(irClient.ops(), ['replaceStatus']);
-  const body = irClient.calls[0]!.args[2] as InternalRequest;
-  const c = body.status?.conditions?.[0];
-  assert.deepEqual([c?.status, c?.reason], ['False', 'Rejected']);
-  assert.equal(c?.message, 'the internal cluster refused the PipelineRun for this request: spec.params: Invalid value');
+  assert.deepEqual([irClient.ops(), srClient.ops()], [[], []], 'no status write from the executor');
+  assert.deepEqual(seen.requeued, [[KEY, 0]]);
+  assert.match(refusals.of(KEY, req.metadata.uid)?.run ?? '', /spec\.params: Invalid value/);
   // Without the request (deleted meanwhile) there is nothing to reject: the error stands.
   await assert.rejects(act(KEY, undefined, { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), /HTTP 422/);
-});
-
-test('createPipelineRun refused for a request of another kind: the Rejected status goes through that kind\'s client and body', async () => {
-  const { act, client, irClient, srClient } = setup();
-  client('pipelineruns').fail.create = [{ code: 422, message: 'spec.params: Invalid value' }];
-  const req = request();
-  assert.equal(await act(SIGNING_KEY, req, { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') }), false);
-  assert.deepEqual(irClient.calls, [], 'never through the InternalRequest client');
-  assert.deepEqual(srClient.ops(), ['replaceStatus']);
-  const body = srClient.calls[0]!.args[2] as { kind?: string; status?: InternalRequest['status'] };
-  assert.equal(body.kind, 'SigningRequest');
-  assert.equal(body.status?.conditions?.[0]?.reason, 'Rejected');
 });
 
 test('deletePipelineRun: deleted with its uid as precondition, and handed to deleted(); 409 (a newer object of that name) counts as done', async () => {
@@ -276,7 +265,7 @@ test('deleteResolution, deleteApproval: 404 and 409 count as done; createApprova
 });
 
 test('deleteRequest: through the client of the request\'s kind, with its uid; 404 and 409 count as done', async () => {
-  const { act, irClient, srClient, remote, warnings } = setup();
+  const { act, irClient, srClient, warnings, refusals } = setup();
   const req = request({}, { namespace: 'team-a', name: 'req', uid: 'u-1' });
   assert.equal(await act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttlSecondsAfterFinished' }), true);
   assert.equal(await act(SIGNING_KEY, req, { type: 'deleteRequest', request: req, why: 'ttlSecondsAfterFinished' }), true);
@@ -286,22 +275,23 @@ test('deleteRequest: through the client of the request\'s kind, with its uid; 40
   assert.equal(await act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
   assert.equal(await act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
   await assert.rejects(act(KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), /HTTP 500/);
-  assert.equal(remote.ttlDenied, false);
+  assert.equal(refusals.deletesDeniedOn('prod', NOW.getTime()), false);
   assert.deepEqual(warnings(), []);
 });
 
-test('deleteRequest refused (403): said once per remote, ttlDenied set, and not retried', async () => {
-  const { act, srClient, remote, warnings } = setup();
+test('deleteRequest refused (403): said once per remote, recorded for decide() (which does not ask again for a while)', async () => {
+  const { act, srClient, warnings, refusals } = setup();
   const req = request();
   srClient.fail.delete = [{ code: 403, message: 'forbidden' }, { code: 403, message: 'forbidden' }];
+  assert.equal(refusals.deletesDeniedOn('prod', NOW.getTime()), false);
   assert.equal(await act(SIGNING_KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
-  assert.equal(remote.ttlDenied, true);
+  assert.equal(refusals.deletesDeniedOn('prod', NOW.getTime()), true);
+  assert.equal(refusals.deletesDeniedOn('prod', NOW.getTime() + DELETES_DENIED_MS), false, 'asked again after a while');
   assert.equal(warnings().length, 1);
   assert.match(warnings()[0]!.msg, /may not delete signingrequests on this remote cluster; apply config\/rbac\/remote-ttl there/);
   assert.equal(warnings()[0]!['remote'], 'prod');
   assert.equal(await act(SIGNING_KEY, req, { type: 'deleteRequest', request: req, why: 'ttl' }), true);
   assert.equal(warnings().length, 1, 'the second refusal is not logged again');
-  assert.equal(remote.ttlDenied, true);
 });
 
 test('writeStatus of the built-in kind: the request with its new status, through the remote\'s InternalRequest client', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { InternalRequest } from '../../src/api/types.js';
 import type { Observation } from '../../src/controller/observation.js';
 import { effectiveConfig } from '../../src/controller/config.js';
-import type { Pipeline, PipelineRun } from '../../src/tekton/types.js';
+import type { Pipeline, PipelineRun } from '../../src/tekton/tekton-types.js';
 import { pipelineRunName, LABEL_REQUEST_UID, ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 
 export const NS = 'internal-services';

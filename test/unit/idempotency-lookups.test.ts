@@ -13,7 +13,7 @@ import { earlierOf, KeyLocks, type FollowerSources } from '../../src/controller/
 import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from '../../src/requests/idempotency.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/requests/request-kind.js';
 import type { KubeObject } from '../../src/kube/client.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { NS, pipelineRun, request } from './fixtures.js';
 
 const IDEM = 'pr-123-sign';

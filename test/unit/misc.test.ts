@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crdFiles, internalRequestCrd } from '../../src/api/crd.js';
 import { renderCrdYaml, repoRoot } from '../../src/api/crd-render.js';
-import { apiExport, internalRequestSchema, kcpProviderFiles } from '../../src/api/kcp.js';
+import { apiExport, internalRequestSchema, kcpProviderFiles } from '../../src/api/kcp-export.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { parseDuration } from '../../src/util/duration.js';
 import { WorkQueue } from '../../src/kube/queue.js';

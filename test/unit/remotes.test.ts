@@ -4,6 +4,8 @@
  * from an array (the remote is polled every few milliseconds), so that
  * remotes can be added, replaced and removed while their request keys flow.
  */
+import { IDEMPOTENCY_INDEX, idempotencyKeyOf } from '../../src/requests/idempotency.js';
+import { slimRequest } from '../../src/requests/cached-requests.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
@@ -49,7 +51,7 @@ function remoteSet() {
       dropped: (r) => seen.dropped.push(r),
       started: () => true,
     },
-    { log, instance: 'test', informer: { resyncPeriodMs: 60_000, observer: undefined } },
+    { log, instance: 'test', informer: { resyncPeriodMs: 60_000, observer: undefined }, indexes: [{ name: IDEMPOTENCY_INDEX, extract: idempotencyKeyOf, related: true }], transform: slimRequest },
   );
   return { set, seen };
 }
@@ -135,14 +137,14 @@ test('requests with the same idempotency key: a change to one brings back the ot
   try {
     set.addRemote(spec('a', a.cluster));
     await until('the first list', () => seen.resynced.includes('a'));
-    assert.deepEqual([...set.sameKey('a', 'team-a', 'k1')].sort(), ['a/team-a/first', 'a/team-a/second']);
+    assert.deepEqual([...set.indexedUnder(IDEMPOTENCY_INDEX, 'a', 'team-a', 'k1')].sort(), ['a/team-a/first', 'a/team-a/second']);
     seen.keys.length = 0;
     a.state.requests = a.state.requests.map((r) => (r.metadata.name === 'first' ? { ...r, metadata: { ...r.metadata, resourceVersion: '11' } } : r));
     await until('the change', () => seen.keys.includes('a/team-a/first'));
     assert.ok(seen.keys.includes('a/team-a/second'), 'the follower is looked at again');
     assert.ok(!seen.keys.includes('a/team-a/unrelated'));
     await set.removeRemote('a');
-    assert.deepEqual([...set.sameKey('a', 'team-a', 'k1')], [], 'the index of a removed remote is dropped');
+    assert.deepEqual([...set.indexedUnder(IDEMPOTENCY_INDEX, 'a', 'team-a', 'k1')], [], 'the index of a removed remote is dropped');
   } finally {
     await set.stopAll();
   }

@@ -1,13 +1,13 @@
 /**
  * The requester's CLI with --kind (src/cli/request/kind.ts, discovery.ts,
- * fields.ts, and the typed side of create.ts and approval.ts): parsing the
+ * fields.ts, and the typed side of create.ts and approve-deny.ts): parsing the
  * flag, choosing the resource API discovery found, the spec from --field and
  * --spec-file, and what a typed kind refuses.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1APIGroup, V1APIResourceList } from '@kubernetes/client-node';
-import { approvalKindOf, definedResource } from '../../src/cli/request/approval.js';
+import { approvalKindOf, definedResource } from '../../src/cli/request/approve-deny.js';
 import { buildRequest, buildTypedRequest, idempotencyLabelValue, requestSubcommands, typedRequestBody } from '../../src/cli/request/commands.js';
 import { groupVersions, resolveKind, type Discovery } from '../../src/cli/request/discovery.js';
 import { parseField, parseFields, parseFieldValue, parseSpecText, typedSpec } from '../../src/cli/request/fields.js';

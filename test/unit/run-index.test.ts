@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RunIndex } from '../../src/controller/run-index.js';
 import { ANNOTATION_REQUEST_KIND, LABEL_REQUEST_REMOTE } from '../../src/tekton/pipelinerun.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { done, NS, pipelineRun, runningStatus } from './fixtures.js';
 
 /** How long the index keeps what the cache never showed (run-index.ts OVERLAY_TTL_MS). */

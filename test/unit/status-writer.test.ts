@@ -4,6 +4,7 @@
  * compare-before-write, conflict handling, the results-too-large fallback
  * and what follows a write are exercised without a cluster.
  */
+import { Refusals } from '../../src/controller/refusals.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
@@ -47,8 +48,9 @@ function fakeRemote(answers: Array<'ok' | { code: number; message?: string }> = 
   return { target, calls };
 }
 
-function writer(opts: { events?: EventsMode; requeued?: string[]; metrics?: { started: string[]; finished: string[] } } = {}) {
+function writer(opts: { events?: EventsMode; requeued?: string[]; metrics?: { started: string[]; finished: string[] }; refusals?: Refusals } = {}) {
   return new StatusWriter({
+    refusals: opts.refusals ?? new Refusals(),
     log,
     now: () => NOW,
     events: opts.events,
@@ -166,18 +168,21 @@ test('a conflict on a request deleted meanwhile, a 404, and a conflict past the 
   }
 });
 
-test('results the remote refuses (too large): the outcome is written without them, Failed with the reason', async () => {
+test('results the remote refuses (too large): nothing more is written here; the refusal is recorded for decide() and the key comes back', async () => {
   const { target, calls } = fakeRemote([{ code: 413, message: 'request entity too large' }]);
   const metrics = { started: [] as string[], finished: [] as string[] };
+  const refusals = new Refusals();
+  const requeued: string[] = [];
   const req = request({}, {}, running);
-  assert.equal(await writer({ metrics }).write(target, KEY, req, succeeded, undefined, 0), true);
-  assert.equal(calls.replaceStatus.length, 2);
-  const second = calls.replaceStatus[1]!.status!;
-  assert.equal(second.results, undefined);
-  assert.equal(second.conditions?.[0]?.status, 'False');
-  assert.equal(second.conditions?.[0]?.reason, 'Failed');
-  assert.match(second.conditions?.[0]?.message ?? '', /results of the PipelineRun could not be stored/);
-  assert.deepEqual(metrics.finished, ['default:Failed']);
+  assert.equal(await writer({ metrics, refusals, requeued }).write(target, KEY, req, succeeded, undefined, 0), false, 'the rest of the plan does not run');
+  assert.equal(calls.replaceStatus.length, 1, 'one write, refused');
+  assert.deepEqual(requeued, [KEY]);
+  assert.match(refusals.of(KEY, req.metadata.uid)?.results ?? '', /too large/);
+  assert.equal(refusals.of(KEY, 'another-uid'), undefined, 'a request of the same name with another uid starts clean');
+  assert.deepEqual(metrics.finished, [], 'nothing finished yet');
+  // A refusal of a status without results to drop is an ordinary error.
+  const { target: t2 } = fakeRemote([{ code: 413, message: 'request entity too large' }]);
+  await assert.rejects(writer().write(t2, KEY, request(), running, undefined, 0), /too large/);
 });
 
 test('any other refusal is not retried here: it goes to the work queue', async () => {

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ANNOTATION_USED_AT, copiesReferencedBy, COPY_GRACE_MS, staleCopies } from '../../src/controller/stepaction-copies.js';
-import type { PipelineRun } from '../../src/tekton/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 
 const now = Date.parse('2026-11-26T12:00:00Z');
 const ago = (ms: number) => new Date(now - ms).toISOString();

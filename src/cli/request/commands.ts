@@ -4,7 +4,7 @@
  * for InternalRequests and, with --kind, for requests of typed kinds (kind.ts,
  * discovery.ts; a typed kind's spec comes from fields.ts).
  * One module per group of verbs: create.ts, wait.ts, get.ts (get, list),
- * cancel.ts, logs.ts, verify.ts (the attestation of Tekton Chains), approval.ts
+ * cancel.ts, logs.ts, verify.ts (the attestation of Tekton Chains), approve-deny.ts
  * (approve, deny); what they share (options, output,
  * running an action to an exit code) is in command-base.ts, the pure parts in
  * args-output.ts, the waiting in waiter.ts.
@@ -14,7 +14,7 @@
  * result. Exit codes: see ExitCode in args-output.ts.
  */
 import { Command } from 'commander';
-import { decideCommand } from './approval.js';
+import { decideCommand } from './approve-deny.js';
 import { cancelCommand } from './cancel.js';
 import { createCommand } from './create.js';
 import { getCommand, listCommand } from './get.js';

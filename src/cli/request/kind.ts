@@ -5,7 +5,7 @@
  * PLURAL.VERSION.GROUP, or a bare Kind, plural, singular or short name.
  *
  * Pure: parsing the flag, and choosing among the resources that API discovery
- * (discovery.ts) or the RequestDefinitions (approval.ts) found. The names of
+ * (discovery.ts) or the RequestDefinitions (approve-deny.ts) found. The names of
  * InternalRequest itself never need a look-up, so the default costs nothing.
  */
 import { API_VERSION_PATTERN } from '../../api/request-definition.js';

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from './binaries.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 import { CONTROLLER_NAMESPACE } from './identities.js';
 import type { Environment } from './environment.js';
 import { applyManifests, applyObjects, ensureNamespace, ensureServiceAccount, loadManifests, type Manifest } from './manifests.js';

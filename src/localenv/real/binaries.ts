@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { repoRoot } from '../../util/repo.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 
 export interface EnvtestAssets {
   /** Directory holding kube-apiserver, etcd and kubectl. */

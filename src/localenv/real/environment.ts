@@ -14,11 +14,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { ensureBinaries, type EnvtestAssets } from './binaries.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
-import { startResults, type ResultsOptions, type ResultsPlatform } from './results.js';
+import { startResults, type ResultsOptions, type ResultsPlatform } from './tekton-results.js';
 import { startTekton, type TektonHost, type TektonOptions, type TektonPlatform } from './tekton.js';
-import { startChains, type ChainsOptions, type ChainsPlatform } from './chains.js';
+import { startChains, type ChainsOptions, type ChainsPlatform } from './tekton-chains.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
 import { startRegistry, type Registry } from './registry.js';
@@ -70,7 +70,7 @@ export interface StartEnvironmentOptions {
   results?: boolean | ResultsOptions;
   /** Also run a real OCI registry (distribution) on 127.0.0.1, e.g. for Tekton's bundles resolver. */
   registry?: boolean;
-  /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See chains.ts. */
+  /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See tekton-chains.ts. */
   chains?: boolean | ChainsOptions;
   /** More kube-apiserver flags per cluster, e.g. `{ 'remote-2': ['--feature-gates=WatchList=false'] }` for a server without streamed lists. */
   apiserverFlags?: Partial<Record<PlaneName, readonly string[]>>;

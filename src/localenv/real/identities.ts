@@ -6,7 +6,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RESOLVERS_NAMESPACE, TEKTON_IDENTITIES, TEKTON_NAMESPACE } from './tekton.js';
 import { RESULTS_IDENTITIES, RESULTS_NAMESPACE } from './results-names.js';
-import { CHAINS_IDENTITY, CHAINS_NAMESPACE } from './chains.js';
+import { CHAINS_IDENTITY, CHAINS_NAMESPACE } from './tekton-chains.js';
 
 /** The namespace and ServiceAccount the controller runs as, on both clusters. */
 export const CONTROLLER_NAMESPACE = 'internal-services';
@@ -46,7 +46,7 @@ export interface ControlPlaneIdentities {
   approver?: Identity;
   /** internal only: user "bystander", group system:authenticated; nothing granted. */
   bystander?: Identity;
-  /** internal only: the ServiceAccounts Tekton Results' API server and watcher run as (results.ts). */
+  /** internal only: the ServiceAccounts Tekton Results' API server and watcher run as (tekton-results.ts). */
   resultsApi?: Identity;
   resultsWatcher?: Identity;
 }

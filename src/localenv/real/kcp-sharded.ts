@@ -16,7 +16,7 @@
  * proxy's identity towards the shards) and a serving CA (every server's
  * certificate; the only CA a kubeconfig here trusts). People authenticate with
  * static tokens (kcp's --token-auth-file, given to every shard and the proxy),
- * as with the single kcp (kcp.ts), so the returned object is a Kcp whose url
+ * as with the single kcp (kcp-server.ts), so the returned object is a Kcp whose url
  * is the front-proxy's: kcp-workspaces.ts works on it unchanged.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -30,8 +30,8 @@ import { ensureKcpBinary } from './binaries.js';
 import { httpsGet, summarizeReadyz } from './control-plane.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, waitUntilReady, writePidFile } from './processes.js';
 import { makeCa, makeLeaf, openssl } from './pki.js';
-import { makeIdentity, SPECS, type Kcp, type KcpIdentities, type KcpIdentity } from './kcp.js';
-import type { LogFn } from '../log.js';
+import { makeIdentity, SPECS, type Kcp, type KcpIdentities, type KcpIdentity } from './kcp-server.js';
+import type { LogFn } from '../progress-log.js';
 
 /** The label put on every Shard object: its name, so that a Workspace can be placed with `spec.location.selector`. */
 export const SHARD_LABEL = 'internal-services.test/shard';

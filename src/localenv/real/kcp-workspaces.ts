@@ -1,5 +1,5 @@
 /**
- * What a test or a mode does with a running kcp (kcp.ts): create workspaces,
+ * What a test or a mode does with a running kcp (kcp-server.ts): create workspaces,
  * apply objects in one, publish the request API in a provider workspace
  * (config/kcp/provider), bind it from a tenant workspace
  * (config/kcp/tenant), grant requesters, let the controller read the
@@ -11,7 +11,7 @@ import { CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node
 import { repoRoot } from './binaries.js';
 import { applyObjects, loadManifests, statusCode, type Manifest } from './manifests.js';
 import { waitUntilReady } from './processes.js';
-import type { Kcp, KcpIdentity } from './kcp.js';
+import type { Kcp, KcpIdentity } from './kcp-server.js';
 
 /** Where the harness publishes the request API (config/kcp/tenant/apibinding.yaml names it). */
 export const KCP_PROVIDER_PATH = 'root:internal-services';

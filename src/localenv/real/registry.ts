@@ -17,7 +17,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { ensurePlatformBinaries } from './binaries.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 import { freePorts, ManagedProcess, waitUntilReady } from './processes.js';
 import { digestOfTag, pushBundle, tagManifest, type BundleResource, type PushedBundle } from './oci.js';
 

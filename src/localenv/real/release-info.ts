@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { repoRoot } from './binaries.js';
-import { chainsConfigDir, chainsVersion } from './chains.js';
+import { chainsConfigDir, chainsVersion } from './tekton-chains.js';
 import type { Manifest } from './manifests.js';
 
 const run = promisify(execFile);

@@ -26,7 +26,7 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import type { EnvtestAssets } from './binaries.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 import { applyManifests, applyObjects, ensureNamespace, loadManifests, statusMessage, type Manifest } from './manifests.js';
 import { freePortsBelow, ManagedProcess, waitUntilReady } from './processes.js';
 import { SimulatedKubelet } from '../simulated/kubelet.js';

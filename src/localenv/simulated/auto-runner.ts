@@ -7,8 +7,8 @@
  */
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { statusCode } from '../../kube/client.js';
-import type { LogFn } from '../log.js';
-import { deterministicResults } from './results.js';
+import type { LogFn } from '../progress-log.js';
+import { deterministicResults } from './derived-results.js';
 import {
   GROUP,
   isRecord,

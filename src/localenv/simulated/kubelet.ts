@@ -37,7 +37,7 @@ import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch, type KubeConfig, typ
 import { statusCode } from '../../kube/client.js';
 import { rfc3339 } from '../../api/conditions.js';
 import { parseDuration } from '../../util/duration.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 
 /** Tekton labels every pod it creates for a TaskRun with this. */
 export const TEKTON_POD_SELECTOR = 'app.kubernetes.io/managed-by=tekton-pipelines';

@@ -18,7 +18,7 @@ import { createServer, type Server } from 'node:https';
 import { CoreV1Api, type KubeConfig, type V1Container, type V1Pod } from '@kubernetes/client-node';
 import { statusCode } from '../../kube/client.js';
 import { RESULT_ENV_PREFIX } from './kubelet.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 
 export const SIMULATED_NODE = 'simulated-node';
 /** A step's log lines, in its env (after Tekton's param substitution). */

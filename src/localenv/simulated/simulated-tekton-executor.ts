@@ -10,7 +10,7 @@
  */
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { statusCode } from '../../kube/client.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 import { AutoRunner, type AutoHandle, type AutoOptions } from './auto-runner.js';
 import {
   API_VERSION,

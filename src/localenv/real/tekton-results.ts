@@ -36,7 +36,7 @@ import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 import { ensurePlatformBinaries, platformVersion } from './binaries.js';
 import type { Identity } from './identities.js';
 import { applyObjects, ensureNamespace } from './manifests.js';

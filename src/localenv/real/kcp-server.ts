@@ -18,7 +18,7 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { ensureKcpBinary } from './binaries.js';
 import { httpsGet, summarizeReadyz } from './control-plane.js';
 import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
-import type { LogFn } from '../log.js';
+import type { LogFn } from '../progress-log.js';
 
 /** The controller's user on kcp: a plain user (not a ServiceAccount name: kcp treats those specially). */
 export const KCP_CONTROLLER_USERNAME = 'internal-services-controller';

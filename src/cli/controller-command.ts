@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { CommitChecker, DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES } from '../git/commit-checker.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { connect, type Cluster } from '../kube/client.js';
-import { ResultsApi } from '../controller/results-archive.js';
+import { ResultsApi } from '../controller/results-client.js';
 import { Controller } from '../controller/controller.js';
 import { EVENTS_MODES, type EventsMode } from '../controller/status-writer.js';
 import { ConfigError } from '../errors.js';
