@@ -215,7 +215,7 @@ export class Controller {
         approvals: this.approvals,
         taskRuns,
         trust: approvalTrust(opts.internal, opts.namespace),
-        followers: {
+        sameKeyRequests: {
           sameKey: (remote: string, namespace: string, key: string, kind?: RequestKind) => this.remotes.indexedUnder(IDEMPOTENCY_INDEX, remote, namespace, key, kind),
           currentRequest,
           pipelineRunsFor: (key: string) => this.runs.forRequest(key),

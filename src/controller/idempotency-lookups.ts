@@ -10,7 +10,7 @@ import type { PipelineRun } from '../tekton/tekton-types.js';
 import type { RequestKind } from '../requests/request-kind.js';
 import { ANNOTATION_SPEC_HASH, idempotencyKeyOf, specHash, type Earlier } from '../requests/idempotency.js';
 
-export interface FollowerSources {
+export interface SameKeyRequests {
   /** Keys of the requests of a remote namespace that carry an idempotency key. */
   sameKey(remote: string, namespace: string, key: string, kind?: RequestKind): Iterable<string>;
   /** The request of a key as we last know it. */
@@ -26,7 +26,7 @@ export interface FollowerSources {
  * read from the cluster (the client of its kind) for its results.
  */
 export async function earlierOf(
-  src: FollowerSources,
+  src: SameKeyRequests,
   remote: { name: string; client: { tryGet(ns: string, name: string): Promise<InternalRequest | undefined> }; kind?: RequestKind },
   req: InternalRequest,
 ): Promise<Earlier[]> {

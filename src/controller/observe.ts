@@ -50,7 +50,8 @@ export interface ObserveSources {
   approvals: Pick<Informer<InternalRequestApproval>, 'list'>;
   taskRuns: ResourceClient<TaskRun>;
   trust: ApprovalTrust;
-  followers: Parameters<typeof earlierOf>[0];
+  /** Where the requests that share an idempotency key are found (idempotency-lookups.ts). */
+  sameKeyRequests: Parameters<typeof earlierOf>[0];
   capacity(): CapacityView;
   archive?: Pick<ResultsArchive, 'known'>;
   logs: Pick<LogRelay, 'known'>;
@@ -101,7 +102,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     if (out.done && !out.succeeded) failedTasks = await once(memo, `failedTasks/${ours.metadata.uid}/${ours.metadata.resourceVersion}`, () => failedTasksOf(src.taskRuns, ns, ours, src.log));
   }
   const resolutions = [...src.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
-  const earlier = needPipeline && request && idempotencyKeyOf(request) ? await once(memo, `earlier/${uid}/${request.metadata.resourceVersion}`, () => earlierOf(src.followers, { name: remote.name, client: kind.client, kind: kind.kind }, request)) : undefined;
+  const earlier = needPipeline && request && idempotencyKeyOf(request) ? await once(memo, `earlier/${uid}/${request.metadata.resourceVersion}`, () => earlierOf(src.sameKeyRequests, { name: remote.name, client: kind.client, kind: kind.kind }, request)) : undefined;
   const approvals = [...src.approvals.list()].filter((a) => requestKeyOf({ metadata: a.metadata }) === key);
   const decided = approvals.find((a) => a.metadata.labels?.[LABEL_REQUEST_UID] === uid && a.status?.decision?.result === 'Approved');
   const approvalTrustNow = needPipeline && decided ? await once(memo, `trust/${decided.metadata.uid}/${decided.metadata.resourceVersion}`, () => src.trust.check(decided)) : undefined;

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InternalRequest } from '../../src/api/types.js';
-import { earlierOf, KeyLocks, type FollowerSources } from '../../src/controller/idempotency-lookups.js';
+import { earlierOf, KeyLocks, type SameKeyRequests } from '../../src/controller/idempotency-lookups.js';
 import { ANNOTATION_SPEC_HASH, LABEL_IDEMPOTENCY_KEY, specHash, type Earlier } from '../../src/requests/idempotency.js';
 import { INTERNAL_REQUEST_KIND, type RequestKind } from '../../src/requests/request-kind.js';
 import type { KubeObject } from '../../src/kube/client.js';
@@ -37,7 +37,7 @@ function keyed(name: string, created: string, status?: Status, spec: Partial<Int
 function sources(others: InternalRequest[], runs: Record<string, PipelineRun[]> = {}) {
   const byKey = new Map(others.map((r) => [`default/team-a/${r.metadata.name}`, r]));
   const asked: Array<{ remote: string; namespace: string; key: string; kind: string | undefined }> = [];
-  const src: FollowerSources = {
+  const src: SameKeyRequests = {
     sameKey(remote, namespace, key, kind) {
       asked.push({ remote, namespace, key, kind: kind?.kind });
       return byKey.keys();

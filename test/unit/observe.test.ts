@@ -44,7 +44,7 @@ function sources(o: { runs?: PipelineRun[]; approvals?: InternalRequestApproval[
         return { trusted: true };
       },
     } as never,
-    followers: {
+    sameKeyRequests: {
       sameKey: () => {
         asked.sameKey++;
         return [];
