@@ -17,7 +17,7 @@ export interface Metrics {
   commitChecks: CommitCheckerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; deletesDenied?(): Record<string, number>; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -185,6 +185,16 @@ export function createMetrics(): Metrics {
     name: 'internal_services_pipelineruns_pruned_unarchived_total',
     help: 'Finished PipelineRuns deleted before Tekton Results had stored them, because resultsStoreTimeout ran out (their records or logs may be missing from Results)',
     registers: [registry],
+  });
+  new Gauge({
+    name: 'internal_services_remote_deletes_denied',
+    help: '1 while a remote cluster refuses the deletes of finished requests that ttlSecondsAfterFinished asks for (the controller lacks config/rbac/remote-ttl there; it asks again every 10 minutes), else 0',
+    labelNames: ['remote'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [remote, v] of Object.entries(sources?.deletesDenied?.() ?? {})) this.set({ remote }, v);
+    },
   });
   new Gauge({
     name: 'internal_services_leader',

@@ -81,11 +81,16 @@ export function progressingCondition(req: Pick<InternalRequest, 'status'>): Cond
 /** Marks objects known to be finished requests (the cache's compact records): isFinished need not look at their status. */
 export const FINISHED: unique symbol = Symbol('internal-services.finished');
 
-/** True once the request has its final outcome (Succeeded True or False). */
+/**
+ * True once the request has its final outcome: Succeeded True, or False
+ * with a reason other than Running. False/Running is in progress: what the
+ * incumbent Go controller writes while a run goes (its own HasCompleted
+ * reads it so, and a requester reads only the reason: Running = wait).
+ */
 export function isFinished(req: Pick<InternalRequest, 'status'>): boolean {
   if ((req as { [FINISHED]?: true })[FINISHED] === true) return true;
   const c = succeededCondition(req);
-  return c !== undefined && c.status !== 'Unknown';
+  return c !== undefined && (c.status === 'True' || (c.status === 'False' && c.reason !== Reason.Running));
 }
 
 /**
@@ -96,7 +101,7 @@ export function isFinished(req: Pick<InternalRequest, 'status'>): boolean {
 export function phaseOf(req: Pick<InternalRequest, 'status'>): Phase | TerminalReason | undefined {
   const s = succeededCondition(req);
   if (s?.status === 'True') return Reason.Succeeded;
-  if (s?.status === 'False') return s.reason === Reason.Rejected ? Reason.Rejected : Reason.Failed;
+  if (s?.status === 'False' && s.reason !== Reason.Running) return s.reason === Reason.Rejected ? Reason.Rejected : Reason.Failed;
   if (!s) return undefined;
   const p = progressingCondition(req);
   if (p?.status === 'True' && (PHASES as readonly string[]).includes(p.reason)) return p.reason as Phase;

@@ -328,6 +328,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     waiting: () => controller.views.waitingByPhase(),
     pastTimeout: () => controller.views.pipelineRunsPastTimeout(),
     awaitingResults: () => controller.views.awaitingResults(),
+    deletesDenied: () => controller.views.deletesDenied(),
     tekton: () => tektonVersion.metrics(),
     kcpShards: () => kcp?.shardViews() ?? [],
     tektonComponents: () => tektonVersion.componentStatus(),

@@ -102,7 +102,7 @@ function conditionOf(r: InternalRequest | undefined): { status?: string; reason?
 
 function isFinal(r: InternalRequest | undefined): boolean {
   const c = conditionOf(r);
-  return c.status === 'True' || c.status === 'False';
+  return c.status === 'True' || (c.status === 'False' && c.reason !== 'Running');
 }
 
 function judge(s: Scenario, r: InternalRequest | undefined, view: RequesterView, declaredResults: string[], image: string): Verdict {

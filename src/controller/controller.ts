@@ -22,6 +22,7 @@ import { RemoteSet } from '../remotes/set.js';
 import { checkKinds, INTERNAL_REQUEST_KIND, type RequestKind } from '../requests/request-kind.js';
 import { IDEMPOTENCY_INDEX, idempotencyKeyOf } from '../requests/idempotency.js';
 import { slimRequest } from '../requests/cached-requests.js';
+import { incumbentKeyOf } from '../requests/incumbent.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
 import { PIPELINE, PIPELINERUN, TASKRUN, type Pipeline, type PipelineRun, type Task, type TaskRun } from '../tekton/tekton-types.js';
 import { CapacityGate } from './capacity-gate.js';
@@ -31,7 +32,7 @@ import { RequestDefinitions } from './definitions.js';
 import { Executor } from './executor.js';
 import { HealthViews } from './health-views.js';
 import { Housekeeping } from './housekeeping.js';
-import { internalCaches } from './internal-caches.js';
+import { internalCaches, type InternalCaches } from './internal-caches.js';
 import { worthALook } from './listing.js';
 import type { ControllerOptions } from './options.js';
 import { Reconciler } from './reconciler.js';
@@ -46,15 +47,9 @@ import { Workers } from './workers.js';
 export class Controller {
   /** The remote clusters, by name (the sink of the remote providers: addRemote, removeRemote). */
   readonly remotes: RemoteSet;
-  readonly pipelineRuns: Informer<PipelineRun>;
-  readonly pipelines: Informer<Pipeline>;
+  /** The internal cluster's caches (internal-caches.ts): our PipelineRuns, Pipelines, Tasks, approvals, ResolutionRequests, the incumbent's runs. */
+  readonly caches: InternalCaches;
   readonly configs: Informer<InternalServicesConfig>;
-  /** Our ResolutionRequests (one per reference of a request being checked). */
-  readonly resolutions: Informer<ResolutionRequest>;
-  /** Approvals this controller made (requests whose rule requires one). */
-  readonly approvals: Informer<InternalRequestApproval>;
-  /** Tasks installed in the controller's namespace (their step refs are checked too). */
-  readonly tasks: Informer<Task>;
   readonly queue: WorkQueue;
   /** One key at a time: observe, decide, act (reconciler.ts). */
   readonly reconciler: Reconciler;
@@ -93,13 +88,7 @@ export class Controller {
 
     const refusals = new Refusals();
     this.writer = new StatusWriter({ log, now, metrics: opts.metrics, events: opts.events, requeue: enqueue, refusals });
-    this.capacity = new CapacityGate({
-      pipelineRuns: () => this.runs.all(),
-      pipelineRunsSynced: () => this.pipelineRuns.synced,
-      remotes: () => this.remotes.values(),
-      capacity: () => this.config().capacity,
-      enqueue,
-    });
+    this.capacity = new CapacityGate({ pipelineRuns: () => this.runs.all(), pipelineRunsSynced: () => this.caches.pipelineRuns.synced, remotes: () => this.remotes.values(), capacity: () => this.config().capacity, enqueue });
     const executor = new Executor({
       internal: opts.internal,
       namespace: opts.namespace,
@@ -131,17 +120,13 @@ export class Controller {
         dropped: (remote) => this.housekeeping.forgetRemote(remote.name),
         started: () => this.started,
       },
-      {
-        log,
-        instance: opts.instance ?? 'internal-services',
-        informer: inf,
-        kinds,
-        // Requests that carry an idempotency key follow each other: a change to one brings the others back.
-        indexes: [{ name: IDEMPOTENCY_INDEX, extract: idempotencyKeyOf, related: true }],
-        transform: slimRequest,
-      },
+      // Requests that carry an idempotency key follow each other: a change to one brings the others back.
+      { log, instance: opts.instance ?? 'internal-services', informer: inf, kinds, indexes: [{ name: IDEMPOTENCY_INDEX, extract: idempotencyKeyOf, related: true }], transform: slimRequest },
     );
-    ({ pipelineRuns: this.pipelineRuns, pipelines: this.pipelines, tasks: this.tasks, approvals: this.approvals, resolutions: this.resolutions } = internalCaches(opts.internal, opts.namespace, log, inf, {
+    // The remote the incumbent Go controller served: its runs there are followed, not made again (requests/incumbent.ts).
+    const incumbentRemote = opts.incumbentRemote ?? opts.remoteName;
+    const incumbentKey = (pr: PipelineRun) => (incumbentRemote ? incumbentKeyOf(incumbentRemote, pr) : undefined);
+    this.caches = internalCaches(opts.internal, opts.namespace, log, inf, {
       pipelineRun: (pr, deleted) => {
         const { key, freed } = this.runs.observed(pr, deleted);
         if (!key) return;
@@ -150,25 +135,12 @@ export class Controller {
       },
       enqueue,
       resynced: () => this.housekeeping.sweep(),
-    }));
-    this.runs = new RunIndex(this.pipelineRuns, opts.namespace);
+      incumbentRun: (pr) => void (incumbentKey(pr) && enqueue(incumbentKey(pr)!)),
+    });
+    this.runs = new RunIndex(this.caches.pipelineRuns, opts.namespace);
     this.configSource = new ConfigSource({ internal: opts.internal, namespace: opts.namespace, log, defaultRemote: opts.remoteName, informer: inf, changed: () => this.housekeeping.requeueLive(), debugOff: () => this.housekeeping.sweep() });
     this.configs = this.configSource.informer;
-    this.housekeeping = new Housekeeping({
-      internal: opts.internal,
-      namespace: opts.namespace,
-      log,
-      now,
-      queue: this.queue,
-      remotes: () => this.remotes.values(),
-      runs: this.runs,
-      pipelineRuns: this.pipelineRuns,
-      resolutions: this.resolutions,
-      writer: this.writer,
-      capacity: this.capacity,
-      refusals,
-      config: () => this.config(),
-    });
+    this.housekeeping = new Housekeeping({ internal: opts.internal, namespace: opts.namespace, log, now, queue: this.queue, remotes: () => this.remotes.values(), runs: this.runs, pipelineRuns: this.caches.pipelineRuns, resolutions: this.caches.resolutions, writer: this.writer, capacity: this.capacity, refusals, config: () => this.config(), otherKeys: () => [...this.caches.incumbentRuns.list()].flatMap((pr) => incumbentKey(pr) ?? []) });
     this.views = new HealthViews({
       namespace: opts.namespace,
       remotes: () => this.remotes.values(),
@@ -176,10 +148,11 @@ export class Controller {
       metricsNameOf: (r) => this.remotes.get(r)?.metricsName ?? r,
       internal: () => this.internalInformers,
       caches: () => [...[...this.remotes.values()].flatMap((r) => r.informers()), ...this.internalInformers],
-      pipelineRuns: () => this.pipelineRuns.list(),
+      pipelineRuns: () => this.caches.pipelineRuns.list(),
       config: () => ({ present: this.configSource.present, problems: this.configSource.problems() }),
       awaitingResults: () => archive?.waiting() ?? 0,
       extraReadiness: () => (this.definitions ? [this.definitions.readiness()] : []),
+      deletesDenied: (now) => refusals.deletesDeniedRemotes(now),
     });
     if (opts.definitions !== false) {
       this.definitions = new RequestDefinitions({
@@ -209,10 +182,10 @@ export class Controller {
         now,
         log,
         runs: this.runs,
-        pipelines: this.pipelines,
-        tasks: this.tasks,
-        resolutions: this.resolutions,
-        approvals: this.approvals,
+        pipelines: this.caches.pipelines,
+        tasks: this.caches.tasks,
+        resolutions: this.caches.resolutions,
+        approvals: this.caches.approvals,
         taskRuns,
         trust: approvalTrust(opts.internal, opts.namespace),
         sameKeyRequests: {
@@ -228,6 +201,7 @@ export class Controller {
         ...(opts.tektonVersion ? { tektonVersion: opts.tektonVersion } : {}),
         refuseResolversOnAdvisory: opts.refuseResolversOnAdvisory === true,
         refusals,
+        ...(incumbentRemote ? { incumbent: { remote: incumbentRemote, runs: () => this.caches.incumbentRuns.list() } } : {}),
       },
     });
     this.workers = new Workers(this.queue, this.reconciler, log, m.reconciled);
@@ -235,7 +209,8 @@ export class Controller {
 
   /** The caches of the internal cluster. */
   private get internalInformers() {
-    return [this.pipelineRuns, this.pipelines, this.configs, this.resolutions, this.tasks, this.approvals];
+    const c = this.caches;
+    return [c.pipelineRuns, c.pipelines, this.configs, c.resolutions, c.tasks, c.approvals, c.incumbentRuns];
   }
 
   /**
@@ -272,7 +247,7 @@ export class Controller {
     const n = this.opts.workers ?? 4;
     const listing = [...this.remotes.values()].filter((r) => !r.requests.synced);
     const synced = () =>
-      this.log.info({ workers: n, remotes: [...this.remotes.names()], requests: [...this.remotes.values()].reduce((a, r) => a + r.size, 0), pipelineRuns: this.pipelineRuns.size }, 'caches synced');
+      this.log.info({ workers: n, remotes: [...this.remotes.names()], requests: [...this.remotes.values()].reduce((a, r) => a + r.size, 0), pipelineRuns: this.caches.pipelineRuns.size }, 'caches synced');
     if (listing.length) {
       this.log.info({ workers: n, listing: listing.map((r) => r.name), requests: listing.reduce((a, r) => a + r.size, 0) }, 'starting workers; requests are decided as they are listed');
       void this.remotesSynced().then(() => {

@@ -34,6 +34,7 @@ import type { Action } from './actions.js';
 import { policyTenant, type Observation } from './observation.js';
 import { finish, reject, running, runningMessage, waiting } from './status-report.js';
 import { graphContext, Resolutions } from './resolutions.js';
+import { incumbentRunOf } from '../requests/incumbent.js';
 import { approvalGate, deleteApproval } from './approval-gate.js';
 import { archiveOf, logsAnswer, relayChains, removeDone } from './retention.js';
 
@@ -43,12 +44,18 @@ export function decide(o: Observation): Action[] {
   const uid = req?.metadata.uid;
   const gone = `its ${kindOf(o).kind} was deleted`;
 
+  // The incumbent Go controller's run of this request (requests/incumbent.ts)
+  // is followed to its end as if it were ours: no second run is made.
+  const incumbent = req ? incumbentRunOf(req, o.incumbentRuns ?? []) : {};
+
   // PipelineRuns whose request is gone (deleted, or re-created under the same
-  // name with a new uid): stop them, and once Tekton reports them stopped
-  // (cancellation runs finally tasks and ends the pods), remove them unless
-  // debugging. Tekton's update of the run brings the key back here.
-  for (const pr of o.pipelineRuns) {
+  // name with a new uid; the incumbent's runs of an earlier request of the
+  // name): stop them, and once Tekton reports them stopped (cancellation
+  // runs finally tasks and ends the pods), remove them unless debugging.
+  // Tekton's update of the run brings the key back here.
+  for (const pr of [...o.pipelineRuns, ...(o.incumbentRuns ?? [])]) {
     if (uid && requestUidOf(pr) === uid) continue;
+    if (pr === incumbent.run || incumbent.ambiguous?.includes(pr)) continue;
     const out = runOutcomeOf(pr);
     if (!out.done) {
       if (!out.cancelled) actions.push({ type: 'cancelPipelineRun', pipelineRun: pr, why: gone });
@@ -64,7 +71,7 @@ export function decide(o: Observation): Action[] {
   }
   if (!req || !uid) return actions;
 
-  const ours = o.pipelineRuns.find((pr) => requestUidOf(pr) === uid && pr.metadata.name === pipelineRunName(uid));
+  const ours = o.pipelineRuns.find((pr) => requestUidOf(pr) === uid && pr.metadata.name === pipelineRunName(uid)) ?? incumbent.run;
   const generation = req.metadata.generation;
 
   // 1. A finished request is left alone; only our own leftover PipelineRun is
@@ -114,6 +121,15 @@ export function decide(o: Observation): Action[] {
       actions.push(reject(req, o, `the internal cluster refused the PipelineRun for this request: ${o.refused.run}`, 'REQUEST_INVALID'));
       actions.push(...new Resolutions(o, uid).cleanup());
       return actions;
+    }
+    // The incumbent made more than one run for this request before it wrote
+    // which (the runs carry no uid): none is followed and none is made; a
+    // person deletes the ones that are not this request's.
+    if (incumbent.ambiguous) {
+      const names = incumbent.ambiguous.map((pr) => `${o.namespace}/${pr.metadata.name}`).sort().join(', ');
+      const msg = `the previous controller made ${incumbent.ambiguous.length} PipelineRuns for this request (${names}) and did not record which is its own; delete the ones that are not, and the other is followed to its end`;
+      if (showsPhase(req, Phase.Following, msg)) return actions;
+      return [...actions, waiting(req, o, Phase.Following, msg, {}, { type: 'Warning', reason: Phase.Following, message: msg })];
     }
     // 2. A remote whose rules cannot be known yet (a kcp workspace whose
     //    path cannot be read): its requests wait, pending, saying why;

@@ -139,6 +139,8 @@ export interface ViewSources {
   awaitingResults(): number;
   /** More readiness lines (the RequestDefinitions'). */
   extraReadiness(): ReadinessCheck[];
+  /** The remotes that refused a delete of a finished request lately (refusals.ts). */
+  deletesDenied(now: number): Iterable<string>;
 }
 
 /**
@@ -190,6 +192,18 @@ export class HealthViews {
 
   awaitingResults(): number {
     return this.s.awaitingResults();
+  }
+
+  /**
+   * Per remote (by its metric label): 1 while it refuses the deletes that
+   * ttlSecondsAfterFinished asks for (config/rbac/remote-ttl not applied
+   * there), else 0.
+   */
+  deletesDenied(now = Date.now()): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const r of this.s.remoteNames()) out[this.s.metricsNameOf(r)] ??= 0;
+    for (const r of this.s.deletesDenied(now)) out[this.s.metricsNameOf(r)] = 1;
+    return out;
   }
 
   /** The remotes whose cache of a kind cannot list it now (a RequestDefinition's status). */

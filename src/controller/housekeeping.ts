@@ -37,6 +37,8 @@ export interface HousekeepingDeps {
   capacity: Pick<CapacityGate, 'forgetRemote'>;
   refusals: Pick<Refusals, 'forgetRemote' | 'expire'>;
   config: () => EffectiveConfig;
+  /** More request keys a sweep looks at (the incumbent's runs). */
+  otherKeys?: () => Iterable<string>;
 }
 
 export class Housekeeping {
@@ -67,6 +69,7 @@ export class Housekeeping {
     if (!this.d.pipelineRuns.synced) return;
     const mine = (key: string) => !only || key.startsWith(`${only.name}/`);
     for (const key of this.d.runs.requestKeys()) if (mine(key)) this.d.queue.add(key);
+    for (const key of this.d.otherKeys?.() ?? []) if (mine(key)) this.d.queue.add(key);
     if (this.d.resolutions.synced) {
       for (const rr of this.d.resolutions.list()) {
         const key = requestKeyOf({ metadata: rr.metadata ?? {} });

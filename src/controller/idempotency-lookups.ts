@@ -44,7 +44,7 @@ export async function earlierOf(
     const older = created < (req.metadata.creationTimestamp ?? '') || (created === req.metadata.creationTimestamp && (other.metadata.uid ?? '') < (req.metadata.uid ?? ''));
     let state: Earlier['state'];
     if (c?.status === 'True') state = 'succeeded';
-    else if (c?.status === 'False') state = c.reason === Reason.Rejected ? 'rejected' : 'failed';
+    else if (c?.status === 'False' && c.reason !== Reason.Running) state = c.reason === Reason.Rejected ? 'rejected' : 'failed';
     else if (hasRun || older) state = 'active';
     else continue; // a later one that has not run: it follows this one, not the other way round
     const e: Earlier & { rank: number; created: string } = { name: other.metadata.name ?? '', uid: other.metadata.uid ?? '', sameSpec: hash === mine, state, rank: hasRun || state === 'succeeded' ? 0 : 1, created };

@@ -1,7 +1,9 @@
 /**
  * The caches of the internal cluster the controller decides on: our
  * PipelineRuns, ResolutionRequests and approvals (by label), and the
- * Pipelines and Tasks installed in the controller's namespace (slimmed).
+ * Pipelines and Tasks installed in the controller's namespace (slimmed);
+ * and the incumbent Go controller's PipelineRuns there (by its label), so
+ * that a request it started is followed, not run again (requests/incumbent.ts).
  * The InternalServicesConfig has its own (config-source.ts).
  */
 import type { Logger } from 'pino';
@@ -13,6 +15,7 @@ import { RESOLUTION_REQUEST, type ResolutionRequest } from '../tekton/resolve.js
 import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun, type Task } from '../tekton/tekton-types.js';
 import { slimMeta } from '../requests/cached-requests.js';
 import { withoutChainsPayloads } from '../tekton/chains.js';
+import { INCUMBENT_SELECTOR } from '../requests/incumbent.js';
 
 export interface InternalCaches {
   pipelineRuns: Informer<PipelineRun>;
@@ -20,6 +23,8 @@ export interface InternalCaches {
   tasks: Informer<Task>;
   approvals: Informer<InternalRequestApproval>;
   resolutions: Informer<ResolutionRequest>;
+  /** The incumbent controller's PipelineRuns in the controller's namespace. */
+  incumbentRuns: Informer<PipelineRun>;
 }
 
 export interface InternalCacheHandlers {
@@ -29,6 +34,8 @@ export interface InternalCacheHandlers {
   enqueue(key: string): void;
   /** A full list of PipelineRuns or ResolutionRequests: sweep. */
   resynced(): void;
+  /** One of the incumbent's PipelineRuns was added, changed or deleted. */
+  incumbentRun(pr: PipelineRun): void;
 }
 
 export function internalCaches(internal: Cluster, namespace: string, log: Logger, inf: Pick<InformerOptions, 'resyncPeriodMs' | 'observer' | 'watchTimeoutSeconds' | 'backoffMaxMs'>, on: InternalCacheHandlers): InternalCaches {
@@ -56,5 +63,11 @@ export function internalCaches(internal: Cluster, namespace: string, log: Logger
     onDelete: onRr,
     onResync: () => on.resynced(),
   }, log, owned);
-  return { pipelineRuns, pipelines, tasks, approvals, resolutions };
+  const incumbentRuns = new Informer<PipelineRun>('internal/incumbent-pipelineruns', internal.resource<PipelineRun>(PIPELINERUN), {
+    onAdd: (pr) => on.incumbentRun(pr),
+    onUpdate: (_o, pr) => on.incumbentRun(pr),
+    onDelete: (pr) => on.incumbentRun(pr),
+    onResync: () => on.resynced(),
+  }, log, { ...inf, namespace, labelSelector: INCUMBENT_SELECTOR, transform: (pr: PipelineRun) => withoutChainsPayloads(slimMeta(pr)) });
+  return { pipelineRuns, pipelines, tasks, approvals, resolutions, incumbentRuns };
 }

@@ -99,6 +99,13 @@ export interface Observation {
    * the PipelineRun (internal cluster), the results (remote cluster).
    */
   refused?: RequestRefusals;
+  /**
+   * The incumbent Go controller's PipelineRuns labelled with this request's
+   * namespace and name (on the remote it served): which is this request's
+   * is decided by incumbentRunOf() (requests/incumbent.ts); the others
+   * belong to an earlier request of that name, which is gone.
+   */
+  incumbentRuns?: PipelineRun[];
   /** The remote refused a delete of a finished request lately (ttlSecondsAfterFinished): none is planned for a while. */
   deletesDenied?: true;
   now: Date;

@@ -10,6 +10,7 @@
  * commit checks, Results, logs) is only read here as it stands, and started
  * by the executor when decide() says it is needed.
  */
+import { incumbentRequestOf } from '../requests/incumbent.js';
 import type { Refusals } from './refusals.js';
 import type { Logger } from 'pino';
 import type { InternalRequest, InternalRequestApproval } from '../api/types.js';
@@ -18,13 +19,13 @@ import type { ResourceClient } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
 import { LABEL_REQUEST_UID, runOutcomeOf, requestKeyOf, requestUidOf } from '../tekton/pipelinerun.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
-import type { Pipeline, Task, TaskRun } from '../tekton/tekton-types.js';
+import type { Pipeline, PipelineRun, Task, TaskRun } from '../tekton/tekton-types.js';
 import type { CommitChecker } from '../git/commit-checker.js';
 import type { RefLookups } from '../git/ref-lookups.js';
 import type { EffectiveConfig } from './config.js';
 import type { CapacityView } from '../policy/capacity.js';
 import type { Observation } from './observation.js';
-import type { Remote } from '../remotes/remote.js';
+import { splitKey, type Remote } from '../remotes/remote.js';
 import type { RunIndex } from './run-index.js';
 import type { ApprovalTrust } from './trust.js';
 import type { LiveReads, Seen } from './live-reads.js';
@@ -60,6 +61,8 @@ export interface ObserveSources {
   tektonVersion?: () => TektonVersionState;
   refuseResolversOnAdvisory: boolean;
   refusals: Pick<Refusals, 'of' | 'deletesDeniedOn'>;
+  /** The incumbent Go controller's runs, on the remote it served (requests/incumbent.ts). */
+  incumbent?: { remote: string; runs(): Iterable<PipelineRun> };
 }
 
 /**
@@ -117,6 +120,10 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   const refused = needPipeline && tekton ? resolverRefusal(tekton, { refuseResolversOnAdvisory: src.refuseResolversOnAdvisory }) : undefined;
   const now = src.now();
   const clustersRefused = src.refusals.of(key, uid);
+  const k = splitKey(key);
+  const incumbentRuns = src.incumbent && remote.name === src.incumbent.remote && !k.kind
+    ? [...src.incumbent.runs()].filter((pr) => { const r = incumbentRequestOf(pr); return r?.namespace === k.namespace && r.name === k.name; })
+    : [];
   const observation: Observation = {
     namespace: ns,
     remote: remote.name,
@@ -140,6 +147,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(uid ? { commits: src.commits.answersFor(uid), refs: src.refs.answersFor(uid) } : {}),
     ...(refused ? { resolversRefused: refused } : {}),
     ...(clustersRefused ? { refused: clustersRefused } : {}),
+    ...(incumbentRuns.length ? { incumbentRuns } : {}),
     ...(request && isFinished(request) && src.refusals.deletesDeniedOn(remote.name, now.getTime()) ? { deletesDenied: true as const } : {}),
   };
   return { observation, ...(uid ? { uid } : {}), ...(pipelineName ? { pipelineName } : {}) };

@@ -42,6 +42,8 @@ export interface ControllerOptions {
    * builds and which add them with addRemote/removeRemote.
    */
   remoteName?: string;
+  /** The remote the incumbent Go controller served (default: remoteName): its in-flight runs there are followed to the end, not made again (docs/migrating.md). */
+  incumbentRemote?: string;
   internal: Cluster;
   /** The controller's namespace on the internal cluster. */
   namespace: string;

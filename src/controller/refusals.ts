@@ -55,6 +55,11 @@ export class Refusals {
     return at !== undefined && now - at < DELETES_DENIED_MS;
   }
 
+  /** The remotes whose deletes were refused less than DELETES_DENIED_MS ago. */
+  deletesDeniedRemotes(now: number): string[] {
+    return [...this.deletesDenied].filter(([, at]) => now - at < DELETES_DENIED_MS).map(([r]) => r);
+  }
+
   forgetRemote(name: string): void {
     this.deletesDenied.delete(name);
     for (const k of [...this.byRequest.keys()]) if (k.startsWith(`${name}/`)) this.byRequest.delete(k);

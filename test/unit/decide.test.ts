@@ -6,6 +6,8 @@ import type { InternalRequest, InternalRequestStatus } from '../../src/api/types
 import { effectiveConfig } from '../../src/controller/config.js';
 import { assertPhase, config, done, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD, observation } from './fixtures.js';
 import { inProgress, Phase } from '../../src/api/conditions.js';
+import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/requests/incumbent.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 
 const observe = (o: Partial<Observation>): Observation => observation(o);
 const types = (a: Action[]) => a.map((x) => x.type);
@@ -457,4 +459,66 @@ test('what a cluster refused of the last plan is decided here: a remote that ref
   const now = new Date('2026-11-22T10:00:31Z');
   assert.deepEqual(types(decide(observe({ request: fin, config: ttl, now }))), ['deleteRequest']);
   assert.deepEqual(decide(observe({ request: fin, config: ttl, now, deletesDenied: true })), []);
+});
+
+// ---------------------------------------------------------------- the incumbent Go controller's runs (issue 45)
+
+/** A PipelineRun as the incumbent makes it (requests/incumbent.ts): generateName internalrequest-, its two labels, no uid of the request. */
+function goRun(name: string, created: string, status?: PipelineRun['status'], who = { ns: 'team-a', name: 'req' }): PipelineRun {
+  return {
+    apiVersion: 'tekton.dev/v1',
+    kind: 'PipelineRun',
+    metadata: { name, namespace: NS, uid: `go-${name}`, creationTimestamp: created, labels: { [INCUMBENT_LABEL_NAME]: who.name, [INCUMBENT_LABEL_NAMESPACE]: who.ns, 'pipelines.appstudio.openshift.io/type': 'release' } },
+    spec: { pipelineRef: { name: 'sign' } },
+    ...(status ? { status } : {}),
+  };
+}
+const goRunning = (pipelineRun?: string): InternalRequest['status'] => ({ conditions: [{ type: 'Succeeded', status: 'False', reason: 'Running', message: '', lastTransitionTime: '2026-11-22T09:59:10Z' }], ...(pipelineRun ? { pipelineRun } : {}) });
+
+test('incumbent: a request the Go controller is running (False/Running, its run named) is followed: Running in our shape, no second run', () => {
+  const run = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] } as never);
+  const req = request({}, {}, goRunning(`${NS}/internalrequest-abcde`));
+  const a = decide(observe({ request: req, incumbentRuns: [run] }));
+  assert.deepEqual(types(a), ['writeStatus'], 'no createPipelineRun');
+  const w = statusOf(a);
+  assert.deepEqual([w.status.conditions?.[0]?.status, w.status.conditions?.[0]?.reason], ['Unknown', 'Running'], 'rewritten in this controller\'s shape');
+  assert.equal(w.status.pipelineRun, `${NS}/internalrequest-abcde`);
+  // Without the incumbent's run in view, the same request would have been run again: that is what the observation prevents.
+  assert.ok(types(decide(observe({ request: request() }))).includes('createPipelineRun'));
+});
+
+test('incumbent: its run finished while both controllers were down: the outcome and results are written, then the run removed', () => {
+  const run = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', done(true, { results: [{ name: 'sig', value: 'abc' }] }));
+  const a = decide(observe({ request: request({}, {}, goRunning(`${NS}/internalrequest-abcde`)), incumbentRuns: [run] }));
+  assert.deepEqual(types(a), ['writeStatus', 'deletePipelineRun']);
+  const w = statusOf(a);
+  assert.equal(w.status.conditions?.[0]?.reason, 'Succeeded');
+  assert.deepEqual(w.status.results, { sig: 'abc' });
+  assert.equal((a[1] as Extract<Action, { type: 'deletePipelineRun' }>).pipelineRun.metadata.name, 'internalrequest-abcde');
+});
+
+test('incumbent: the window between its create and its status patch: the one run made after the request is followed; an older one (an earlier request of the name) is stopped', () => {
+  const mine = goRun('internalrequest-new01', '2026-11-22T09:59:01Z', { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] } as never);
+  const older = goRun('internalrequest-old01', '2026-11-21T08:00:00Z', { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] } as never);
+  const a = decide(observe({ request: request(), incumbentRuns: [older, mine] }));
+  assert.deepEqual(types(a).sort(), ['cancelPipelineRun', 'writeStatus']);
+  assert.equal((a.find((x) => x.type === 'cancelPipelineRun') as Extract<Action, { type: 'cancelPipelineRun' }>).pipelineRun.metadata.name, 'internalrequest-old01');
+  assert.equal(statusOf(a).status.pipelineRun, `${NS}/internalrequest-new01`);
+});
+
+test('incumbent: two runs made after the request and none named: neither followed nor a third made; the message names them', () => {
+  const one = goRun('internalrequest-aaaaa', '2026-11-22T09:59:01Z');
+  const two = goRun('internalrequest-bbbbb', '2026-11-22T09:59:02Z');
+  const a = decide(observe({ request: request(), incumbentRuns: [one, two] }));
+  assert.deepEqual(types(a), ['writeStatus']);
+  const w = statusOf(a);
+  assert.equal(w.status.conditions?.[0]?.reason, 'Running', 'the requester waits');
+  assert.match(w.status.conditions?.[1]?.message ?? '', /made 2 PipelineRuns for this request \(internal-services\/internalrequest-aaaaa, internal-services\/internalrequest-bbbbb\)/);
+});
+
+test('incumbent: the request is deleted: its run is cancelled, and removed once stopped', () => {
+  const running = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] } as never);
+  assert.deepEqual(types(decide(observe({ request: undefined, incumbentRuns: [running] }))), ['cancelPipelineRun']);
+  const stopped = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', done(false));
+  assert.deepEqual(types(decide(observe({ request: undefined, incumbentRuns: [stopped] }))), ['deletePipelineRun']);
 });

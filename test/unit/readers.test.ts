@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { isFinished, phaseOf } from '../../src/api/conditions.js';
 import { goApi, goApiVerdict, kubectlWait, readAll, requesterLoop, type ReadCondition, type ReadRequest } from '../../src/api/readers.js';
 
 const s = (status: string, reason: string): ReadCondition => ({ type: 'Succeeded', status, reason });
@@ -25,8 +26,11 @@ const table: Array<[string, ReadRequest, string, string | undefined, string]> = 
   ['Unknown/AwaitingApproval (the old shape)', r(s('Unknown', 'AwaitingApproval')), 'failed', undefined, 'wait'],
   ['Unknown/Pending (the old shape)', r(s('Unknown', 'Pending')), 'failed', undefined, 'wait'],
   ['Unknown/Following (the old shape)', r(s('Unknown', 'Following')), 'failed', undefined, 'wait'],
+  // The incumbent Go controller's in-progress shape (its MarkRunning): the
+  // requester loop and Go's own API wait; kubectl wait on Succeeded=False
+  // would not. This controller reads it as in progress (isFinished, phaseOf).
+  ['False/Running (the incumbent Go controller\'s shape while a run goes)', r(s('False', 'Running')), 'wait', 'wait', 'failed'],
   // Odd combinations no reader can agree on.
-  ['False/Running', r(s('False', 'Running')), 'wait', 'wait', 'failed'],
   ['True/Running', r(s('True', 'Running')), 'wait', 'succeeded', 'succeeded'],
   ['empty reason, True', r(s('True', '')), 'wait', 'succeeded', 'succeeded'],
   // Succeeded not first: the requester loop reads another condition.
@@ -51,4 +55,20 @@ test('Go API helpers one by one', () => {
   assert.deepEqual(goApi(r(s('True', 'Running'))), { hasSucceeded: true, hasFailed: false, isRunning: false });
   assert.deepEqual(goApi(r(s('Unknown', 'Queued'))), { hasSucceeded: false, hasFailed: false, isRunning: false });
   assert.deepEqual(goApi(r({ type: 'Progressing', status: 'True', reason: 'Running' }, s('False', 'Failed'))), { hasSucceeded: false, hasFailed: true, isRunning: false }, 'the Go API finds the condition by type');
+});
+
+test('the incumbent\'s in-progress shape is in progress here too: not finished, phase Running; its outcomes are finished', () => {
+  const cases: Array<[string, string, boolean, string | undefined]> = [
+    ['False', 'Running', false, 'Running'],
+    ['Unknown', 'Running', false, 'Running'],
+    ['True', 'Succeeded', true, 'Succeeded'],
+    ['False', 'Failed', true, 'Failed'],
+    ['False', 'Rejected', true, 'Rejected'],
+    ['False', 'PipelineRunTimeout', true, 'Failed'],
+  ];
+  for (const [status, reason, finished, phase] of cases) {
+    const req = { status: { conditions: [{ type: 'Succeeded', status, reason, message: '', lastTransitionTime: '2026-11-27T00:00:00Z' }] } } as never;
+    assert.equal(isFinished(req), finished, `${status}/${reason}: finished`);
+    assert.equal(phaseOf(req), phase, `${status}/${reason}: phase`);
+  }
 });

@@ -1,0 +1,182 @@
+/**
+ * A switch from the incumbent Go controller (konflux-ci/internal-services,
+ * issue 45, first step): requests it left in flight are followed to their
+ * end, none run twice. Real kube-apiservers and real Tekton (pods
+ * simulated); the incumbent itself cannot be run in CI, so its writes come
+ * from a STAND-IN that makes exactly what its source (HEAD ac3f07f) makes:
+ *
+ * - the PipelineRun: tekton/pipeline_run.go NewInternalRequestPipelineRun,
+ *   WithInternalRequest, WithOwner, WithPipelineRef — `generateName:
+ *   internalrequest-` in its namespace, the request's labels plus
+ *   `internal-services.appstudio.openshift.io/name` and `…/namespace` and
+ *   `pipelines.appstudio.openshift.io/type: release`, operator-lib's owner
+ *   annotations, the request's params, its pipelineRef with, for the
+ *   cluster resolver, `namespace` set to the request's namespace;
+ * - the request: its finalizer (adapter.go EnsureFinalizerIsAdded), then
+ *   `Succeeded` False/Running (MarkRunning), then `status.pipelineRun`
+ *   (registerInternalRequestPipelineRunStatus), each a separate write.
+ *
+ * Cases: a request it is running; one whose run ended while both
+ * controllers were down; one in the window between its create and its
+ * status patch. Counted: PipelineRuns per request across both naming
+ * schemes, and the controller's PipelineRun creates in the internal
+ * apiserver's audit log.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { applyObjects, ensureNamespace, installProject, startEnvironment, type Environment } from '../../src/localenv/index.js';
+import type { InternalRequest } from '../../src/api/types.js';
+import type { PipelineRun } from '../../src/tekton/tekton-types.js';
+import { INCUMBENT_FINALIZER, INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/requests/incumbent.js';
+import { AuditReader, type AuditEvent } from '../../bench/audit.js';
+import { IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+
+/** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
+const TENANT = NS;
+let env: Environment;
+let internalAdmin: KubeConfig;
+let remoteAdmin: KubeConfig;
+let audit: AuditReader;
+let controller: ControllerProcess | undefined;
+const seenEvents: AuditEvent[] = [];
+
+const remote = () => remoteAdmin.makeApiClient(CustomObjectsApi);
+const internal = () => internalAdmin.makeApiClient(CustomObjectsApi);
+const get = (name: string) => remote().getNamespacedCustomObject({ ...IR, namespace: TENANT, name }) as Promise<InternalRequest>;
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** The request a release pipeline sends today (spec.pipeline.pipelineRef), created by the requester's side. */
+async function requestOf(name: string): Promise<InternalRequest> {
+  return (await remote().createNamespacedCustomObject({
+    ...IR,
+    namespace: TENANT,
+    body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace: TENANT, labels: { release: name } }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'hold' }] } }, params: { image: name } } },
+  })) as InternalRequest;
+}
+
+/** STAND-IN for the incumbent's createInternalRequestPipelineRun (tekton/pipeline_run.go). */
+async function incumbentCreatesRun(req: InternalRequest): Promise<PipelineRun> {
+  const ref = req.spec.pipeline!.pipelineRef as { resolver: string; params: Array<{ name: string; value: string }> };
+  return (await internal().createNamespacedCustomObject({
+    ...PR,
+    namespace: NS,
+    body: {
+      apiVersion: 'tekton.dev/v1',
+      kind: 'PipelineRun',
+      metadata: {
+        generateName: 'internalrequest-',
+        namespace: NS,
+        labels: { ...req.metadata.labels, [INCUMBENT_LABEL_NAME]: req.metadata.name, [INCUMBENT_LABEL_NAMESPACE]: req.metadata.namespace, 'pipelines.appstudio.openshift.io/type': 'release' },
+        annotations: { 'operator-sdk/primary-resource': `${req.metadata.namespace}/${req.metadata.name}`, 'operator-sdk/primary-resource-type': 'InternalRequest.appstudio.redhat.com' },
+      },
+      spec: {
+        params: Object.entries(req.spec.params ?? {}).map(([name, value]) => ({ name, value })),
+        pipelineRef: { resolver: ref.resolver, params: [...ref.params, { name: 'namespace', value: req.metadata.namespace }] },
+        taskRunTemplate: {},
+      },
+    },
+  })) as PipelineRun;
+}
+
+/** STAND-IN for EnsureFinalizerIsAdded (a merge patch of the request). */
+const incumbentAddsFinalizer = (name: string) => remote().patchNamespacedCustomObject({ ...IR, namespace: TENANT, name, body: { metadata: { finalizers: [INCUMBENT_FINALIZER] } } }, merge);
+/** STAND-IN for MarkRunning's status patch, and then registerInternalRequestPipelineRunStatus's (status.pipelineRun). */
+async function incumbentMarksRunning(name: string, run?: PipelineRun): Promise<void> {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  await remote().patchNamespacedCustomObjectStatus({ ...IR, namespace: TENANT, name, body: { status: { startTime: now, conditions: [{ type: 'Succeeded', status: 'False', reason: 'Running', message: '', lastTransitionTime: now }] } } }, merge);
+  if (run) await remote().patchNamespacedCustomObjectStatus({ ...IR, namespace: TENANT, name, body: { status: { pipelineRun: `${NS}/${run.metadata.name}` } } }, merge);
+}
+
+/** The runs of a request under both naming schemes: ours (`ir-<uid>`, labelled with its uid) and the incumbent's (its two labels). */
+async function runsOf(req: InternalRequest): Promise<string[]> {
+  const all = await listPipelineRuns(internalAdmin);
+  return all
+    .filter((pr) => pr.metadata.labels?.['internal-services.appstudio.redhat.com/request-uid'] === req.metadata.uid || (pr.metadata.labels?.[INCUMBENT_LABEL_NAME] === req.metadata.name && pr.metadata.labels?.[INCUMBENT_LABEL_NAMESPACE] === req.metadata.namespace))
+    .map((pr) => pr.metadata.name!);
+}
+
+/** PipelineRun creates by the controller's identity so far (audit log). */
+function controllerCreates(): number {
+  seenEvents.push(...audit.readNew());
+  return seenEvents.filter((e) => e.user?.username === env.internal.identities.controller.username && e.objectRef?.resource === 'pipelineruns' && !e.objectRef.subresource && e.verb === 'create' && (e.responseStatus?.code ?? 0) < 300).length;
+}
+
+async function finished(name: string): Promise<InternalRequest> {
+  return waitFor(`${name} finished`, async () => {
+    const r = await get(name);
+    const reason = r.status?.conditions?.[0]?.reason;
+    return reason && reason !== 'Running' ? r : undefined;
+  }, 90_000, 250);
+}
+
+before(async () => {
+  env = await startEnvironment({ tekton: true, audit: true });
+  await installProject(env);
+  internalAdmin = env.internal.identities.admin.kubeConfig();
+  remoteAdmin = env.remote.identities.admin.kubeConfig();
+  audit = new AuditReader('internal', env.internal.auditLogPath!);
+  await ensureNamespace(remoteAdmin, TENANT);
+  // Gated: a run ends when the test releases it.
+  await applyObjects(internalAdmin, [testPipeline('hold', {
+      params: [{ name: 'image', type: 'string' }],
+      tasks: [{ name: 't', params: [{ name: 'image', value: '$(params.image)' }], taskSpec: { params: [{ name: 'image', type: 'string' }], results: [{ name: 'image' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_image: '$(params.image)' })] } }],
+      results: [{ name: 'image', value: '$(tasks.t.results.image)' }],
+    })] as never);
+  await setRunConfig(internalAdmin, { allowList: [TENANT], sources: { cluster: true } });
+}, { timeout: 600_000 });
+
+after(async () => {
+  await controller?.kill('SIGKILL');
+  await env?.stop();
+});
+
+describe('switching from the incumbent Go controller (its writes from a stand-in of its source, real Tekton, pods simulated)', () => {
+  test('requests it left in flight are followed to the end: one PipelineRun each, none made here', { timeout: 300_000 }, async () => {
+    // Before the switch, the incumbent runs: (a) a request it is running, (b) one whose run will end
+    // while no controller runs, (c) one in the window between its create and its status patch.
+    const a = await requestOf('go-running');
+    const runA = await incumbentCreatesRun(a);
+    await incumbentAddsFinalizer('go-running');
+    await incumbentMarksRunning('go-running', runA);
+    const b = await requestOf('go-ended');
+    const runB = await incumbentCreatesRun(b);
+    await incumbentAddsFinalizer('go-ended');
+    await incumbentMarksRunning('go-ended', runB);
+    const c = await requestOf('go-window');
+    const runC = await incumbentCreatesRun(c);
+    await incumbentAddsFinalizer('go-window');
+    // The incumbent is stopped here. (b)'s run ends while no controller runs.
+    await releaseRun(env, runB.metadata.name!);
+    await waitFor('the ended run done', async () => {
+      const pr = (await internal().getNamespacedCustomObject({ ...PR, namespace: NS, name: runB.metadata.name! })) as PipelineRun;
+      return pr.status?.conditions?.some((x) => x.type === 'Succeeded' && x.status !== 'Unknown');
+    }, 60_000, 250);
+
+    controller = await startController(env);
+    // (b): its outcome and results are written back, in this controller's shape.
+    const doneB = await finished('go-ended');
+    assert.equal(doneB.status?.conditions?.[0]?.reason, 'Succeeded', doneB.status?.conditions?.[0]?.message);
+    assert.deepEqual(doneB.status?.results, { image: 'go-ended' });
+    assert.equal(doneB.status?.pipelineRun, `${NS}/${runB.metadata.name}`);
+    // (a) and (c): followed, Running in this controller's shape (Unknown/Running), naming the incumbent's run.
+    for (const [name, run] of [['go-running', runA], ['go-window', runC]] as const) {
+      const r = await waitFor(`${name} followed`, async () => {
+        const x = await get(name);
+        return x.status?.conditions?.[0]?.status === 'Unknown' && x.status.pipelineRun ? x : undefined;
+      }, 60_000, 250);
+      assert.deepEqual([r.status?.conditions?.[0]?.reason, r.status?.pipelineRun], ['Running', `${NS}/${run.metadata.name}`]);
+    }
+    for (const run of [runA, runC]) await releaseRun(env, run.metadata.name!);
+    for (const name of ['go-running', 'go-window']) {
+      const r = await finished(name);
+      assert.equal(r.status?.conditions?.[0]?.reason, 'Succeeded', r.status?.conditions?.[0]?.message);
+      assert.deepEqual(r.status?.results, { image: name });
+    }
+    // One PipelineRun per request across both naming schemes, the incumbent's, removed once the outcome is written (debug off).
+    for (const req of [a, b, c]) await waitFor(`${req.metadata.name}'s run removed`, async () => (await runsOf(req)).length === 0, 60_000, 500);
+    const creates = controllerCreates();
+    console.log(`incumbent handover: 3 requests, 3 PipelineRuns (the incumbent's), ${creates} made by this controller`);
+    assert.equal(creates, 0, 'no PipelineRun created by this controller');
+  });
+});
