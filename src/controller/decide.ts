@@ -34,7 +34,7 @@ import type { Action } from './actions.js';
 import { policyTenant, type Observation } from './observation.js';
 import { finish, reject, running, runningMessage, waiting } from './status-report.js';
 import { graphContext, Resolutions } from './resolutions.js';
-import { incumbentRunOf } from '../requests/incumbent.js';
+import { incumbentRequestOf, incumbentRunOf } from '../requests/incumbent.js';
 import { approvalGate, deleteApproval } from './approval-gate.js';
 import { archiveOf, logsAnswer, relayChains, removeDone } from './retention.js';
 
@@ -46,14 +46,15 @@ export function decide(o: Observation): Action[] {
 
   // The incumbent Go controller's run of this request (requests/incumbent.ts)
   // is followed to its end as if it were ours: no second run is made.
-  const incumbent = req ? incumbentRunOf(req, o.incumbentRuns ?? []) : {};
+  const incumbentRuns = (o.incumbentRuns ?? []).filter((pr) => incumbentRequestOf(pr));
+  const incumbent = req ? incumbentRunOf(req, incumbentRuns) : {};
 
   // PipelineRuns whose request is gone (deleted, or re-created under the same
   // name with a new uid; the incumbent's runs of an earlier request of the
   // name): stop them, and once Tekton reports them stopped (cancellation
   // runs finally tasks and ends the pods), remove them unless debugging.
   // Tekton's update of the run brings the key back here.
-  for (const pr of [...o.pipelineRuns, ...(o.incumbentRuns ?? [])]) {
+  for (const pr of [...o.pipelineRuns, ...incumbentRuns]) {
     if (uid && requestUidOf(pr) === uid) continue;
     if (pr === incumbent.run || incumbent.ambiguous?.includes(pr)) continue;
     const out = runOutcomeOf(pr);

@@ -21,16 +21,20 @@
 import type { InternalRequest } from '../api/types.js';
 import { requestKey } from '../api/request-key.js';
 import type { PipelineRun } from '../tekton/tekton-types.js';
+import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE, LABEL_REQUEST_UID } from '../tekton/pipelinerun.js';
 
-export const INCUMBENT_LABEL_NAME = 'internal-services.appstudio.openshift.io/name';
-export const INCUMBENT_LABEL_NAMESPACE = 'internal-services.appstudio.openshift.io/namespace';
 export const INCUMBENT_FINALIZER = 'internal-services.appstudio.openshift.io/pipelinerun-cleanup';
 /** The incumbent's runs, as a label selector (any value). */
 export const INCUMBENT_SELECTOR = INCUMBENT_LABEL_NAME;
 
-/** The request (namespace, name) an incumbent run was made for; undefined when it is not one. */
+/**
+ * The request (namespace, name) an incumbent run was made for; undefined
+ * when it is not one. A run of this controller's (it carries the request
+ * uid label) is never the incumbent's, whatever else it is labelled with.
+ */
 export function incumbentRequestOf(pr: Pick<PipelineRun, 'metadata'>): { namespace: string; name: string } | undefined {
   const l = pr.metadata.labels ?? {};
+  if (l[LABEL_REQUEST_UID] !== undefined) return undefined;
   const name = l[INCUMBENT_LABEL_NAME];
   const namespace = l[INCUMBENT_LABEL_NAMESPACE];
   return name && namespace ? { namespace, name } : undefined;

@@ -138,16 +138,25 @@ export interface BuildOptions {
 }
 
 /**
- * Label keys of a request that are not copied to its PipelineRun: ours, and
- * those Tekton and Kubernetes give a meaning to (a request must not be able
- * to pose as another request's run, or steer Tekton, through a label).
+ * Label keys of a request that are not copied to its PipelineRun: ours, the
+ * two the incumbent Go controller marks its runs with (its runs are followed
+ * by them: src/requests/incumbent.ts; the rest of its prefix is the
+ * requester's, e.g. the release service's `…/pipelinerun-uid`), and those Tekton and Kubernetes give a
+ * meaning to (a request must not be able to pose as another request's run,
+ * or steer Tekton, through a label).
  */
+/** The labels the incumbent Go controller marks its PipelineRuns with: the request's name and namespace (src/requests/incumbent.ts). */
+export const INCUMBENT_LABEL_NAME = 'internal-services.appstudio.openshift.io/name';
+export const INCUMBENT_LABEL_NAMESPACE = 'internal-services.appstudio.openshift.io/namespace';
+
 export function reservedLabel(key: string): boolean {
   const slash = key.indexOf('/');
   const prefix = slash >= 0 ? key.slice(0, slash) : '';
   return (
     key === LABEL_MANAGED_BY ||
     prefix === 'internal-services.appstudio.redhat.com' ||
+    key === INCUMBENT_LABEL_NAME ||
+    key === INCUMBENT_LABEL_NAMESPACE ||
     [/(^|\.)tekton\.dev$/, /(^|\.)kubernetes\.io$/, /(^|\.)k8s\.io$/].some((re) => re.test(prefix))
   );
 }

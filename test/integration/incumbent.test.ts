@@ -28,7 +28,8 @@ import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } fr
 import { applyObjects, ensureNamespace, installProject, startEnvironment, type Environment } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
-import { INCUMBENT_FINALIZER, INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/requests/incumbent.js';
+import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
+import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
 import { IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 

@@ -6,7 +6,7 @@ import type { InternalRequest, InternalRequestStatus } from '../../src/api/types
 import { effectiveConfig } from '../../src/controller/config.js';
 import { assertPhase, config, done, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD, observation } from './fixtures.js';
 import { inProgress, Phase } from '../../src/api/conditions.js';
-import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/requests/incumbent.js';
+import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 
 const observe = (o: Partial<Observation>): Observation => observation(o);
@@ -521,4 +521,17 @@ test('incumbent: the request is deleted: its run is cancelled, and removed once 
   assert.deepEqual(types(decide(observe({ request: undefined, incumbentRuns: [running] }))), ['cancelPipelineRun']);
   const stopped = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', done(false));
   assert.deepEqual(types(decide(observe({ request: undefined, incumbentRuns: [stopped] }))), ['deletePipelineRun']);
+});
+
+test('incumbent: a request cannot pose as the incumbent\'s run of another request: the labels are not copied, and a run of ours is never the incumbent\'s', () => {
+  const attacker = request({}, { name: 'evil', uid: 'u-evil', labels: { [INCUMBENT_LABEL_NAME]: 'req', [INCUMBENT_LABEL_NAMESPACE]: 'team-a', 'release': 'x' } });
+  const a = decide(observe({ request: attacker }));
+  const pr = (a.find((x) => x.type === 'createPipelineRun') as Extract<Action, { type: 'createPipelineRun' }>).pipelineRun;
+  assert.equal(pr.metadata.labels?.[INCUMBENT_LABEL_NAME], undefined, 'the incumbent\'s labels are reserved');
+  assert.equal(pr.metadata.labels?.['release'], 'x', 'other labels are copied');
+  // Even labelled so by someone else, a run that carries our request-uid label is not followed as the incumbent's.
+  const posing = { ...pr, metadata: { ...pr.metadata, creationTimestamp: '2026-11-22T09:59:30Z', labels: { ...pr.metadata.labels, [INCUMBENT_LABEL_NAME]: 'req', [INCUMBENT_LABEL_NAMESPACE]: 'team-a' } } };
+  const victim = decide(observe({ request: request(), incumbentRuns: [posing] }));
+  assert.ok(types(victim).includes('createPipelineRun'), 'the victim runs its own');
+  assert.ok(!types(victim).includes('cancelPipelineRun'), 'and the other request\'s run is not touched as the incumbent\'s');
 });
