@@ -21,7 +21,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import {
-  applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, kcpManifests, startEnvironment, startShardedKcp,
+  applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, grantWorkspaceReader, installKcpProvider, installProject, kcpManifests, startEnvironment, startShardedKcp,
   shardOfWorkspace, SHARD_LABEL, KCP_PROVIDER_PATH,
   type Environment, type KcpWorkspace, type ShardedKcp,
 } from '../../src/localenv/index.js';
@@ -75,7 +75,7 @@ before(async () => {
   internalAdmin = env.internal.identities.admin.kubeConfig();
   audit = new AuditReader('internal', env.internal.auditLogPath!);
   await applyObjects(internalAdmin, [testPipeline('quick', { tasks: [{ name: 't', taskSpec: { steps: [simulatedStep('s')] } }] })] as never);
-  const paths = ['root:part-a', 'root:part-b', 'root:part-c', 'root:part-d', 'root:part-late'];
+  const paths = ['root:part-a', 'root:part-b', 'root:part-c', 'root:part-d', 'root:part-late', 'root:part-org:held'];
   await setRunConfig(internalAdmin, { allowList: paths.map((p) => `${p}/${TEAM}`) });
   await createWorkspace(kcp, KCP_PROVIDER_PATH, 90_000, { label: SHARD_LABEL, value: 'root' });
   await installKcpProvider(kcp);
@@ -162,6 +162,31 @@ describe('partitions: two controllers, each given a partition\'s slice, serve di
     }, 120_000, 500);
     assert.equal(r.status?.conditions?.[0]?.reason, 'Succeeded');
     assert.ok(!servedBy(controllers.root).has(late.cluster), 'not served by the root controller');
+  });
+});
+
+describe('a partition whose workspace\'s path cannot be read (real sharded kcp)', () => {
+  test('its requests wait (WaitingForWorkspace), never Rejected; once the parent is readable, decided under the path and run', { timeout: 300_000 }, async () => {
+    // root:part-org without config/kcp/parent: its Workspaces cannot be listed by the controller's identity.
+    await createWorkspace(kcp, 'root:part-org', 90_000, { label: SHARD_LABEL, value: 'root' });
+    const held = await tenant('root:part-org:held', 'shard-1');
+    await controllers['shard-1'].kill('SIGKILL');
+    controllers['shard-1'] = runKcpController(env, kcp, ['--metrics-bind-address', '0', '--kcp-endpoint-slice', SLICE['shard-1'], '--kcp-refresh-interval', '2s', '--kcp-workspace-parent', 'root', 'root:part-org']);
+    await controllers['shard-1'].waitForLog((l) => l.msg === 'kcp: a workspace whose path cannot be read yet; served held: its requests wait, nothing of it is decided until its path is known' && l.cluster === held.cluster, 120_000);
+    await create(held, 'waits');
+    const waiting = await waitFor('the request waits', async () => {
+      const r = await get(held, 'waits');
+      return r.status?.conditions?.find((c) => c.type === 'Progressing')?.reason === 'WaitingForWorkspace' ? r : undefined;
+    }, 60_000, 250);
+    assert.deepEqual([waiting.status?.conditions?.[0]?.status, waiting.status?.conditions?.[0]?.reason], ['Unknown', 'Running'], 'the requester waits; nothing is Rejected under a guessed name');
+    assert.ok(!servedBy(controllers.root).has(held.cluster), 'the other partition does not serve it');
+    await grantWorkspaceReader(kcp, 'root:part-org');
+    const done = await waitFor('decided under its path and run', async () => {
+      const r = await get(held, 'waits');
+      const reason = r.status?.conditions?.[0]?.reason;
+      return reason && reason !== 'Running' ? r : undefined;
+    }, 120_000, 500);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', done.status?.conditions?.[0]?.message);
   });
 });
 
