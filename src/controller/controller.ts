@@ -135,7 +135,10 @@ export class Controller {
       },
       enqueue,
       resynced: () => this.housekeeping.sweep(),
-      incumbentRun: (pr) => void (incumbentKey(pr) && enqueue(incumbentKey(pr)!)),
+      incumbentRun: (pr) => {
+        const key = incumbentKey(pr);
+        if (key) enqueue(key);
+      },
     });
     this.runs = new RunIndex(this.caches.pipelineRuns, opts.namespace);
     this.configSource = new ConfigSource({ internal: opts.internal, namespace: opts.namespace, log, defaultRemote: opts.remoteName, informer: inf, changed: () => this.housekeeping.requeueLive(), debugOff: () => this.housekeeping.sweep() });
