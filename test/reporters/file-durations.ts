@@ -9,10 +9,39 @@
  */
 import { appendFileSync } from 'node:fs';
 import { relative } from 'node:path';
+import { inspect } from 'node:util';
 
 interface TestEvent {
   type: string;
-  data?: { file?: string; nesting?: number; details?: { duration_ms?: number } };
+  data?: { file?: string; name?: string; nesting?: number; details?: { duration_ms?: number; error?: unknown } };
+}
+
+/**
+ * A failed test, repeated after the table: a CI log is often read from its
+ * end, and the spec reporter's account of a failure can be thousands of
+ * lines above it.
+ */
+export interface FailureRow {
+  failure: string;
+  file: string;
+  error: string;
+}
+
+/** The error's own text, its head and tail kept within `limit` characters (node wraps it in ERR_TEST_FAILURE; its cause is the test's). */
+export function failureText(error: unknown, limit = 4000): string {
+  const inner = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  const text = inspect(inner, { depth: 4, breakLength: 120 });
+  if (text.length <= limit) return text;
+  // The head names the assertion; the tail is where a child process's output says why it stopped.
+  const head = Math.floor(limit / 3);
+  return `${text.slice(0, head)}\n… (${text.length - limit} characters left out; the whole is in the log above) …\n${text.slice(text.length - (limit - head))}`;
+}
+
+export function failureList(rows: FailureRow[]): string {
+  if (!rows.length) return '';
+  const lines = [`\nFailed tests (${rows.length}), repeated from above:`];
+  for (const r of rows) lines.push(`\n✖ ${r.file}: ${r.failure}`, ...r.error.split('\n').map((l) => `    ${l}`));
+  return `${lines.join('\n')}\n`;
 }
 
 interface FileTimes {
@@ -45,6 +74,7 @@ export function durationTable(unsorted: DurationRow[]): string {
 
 export default async function* fileDurations(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
   const files = new Map<string, FileTimes>();
+  const failures: FailureRow[] = [];
   for await (const event of source) {
     const file = event.data?.file;
     if (!file) continue;
@@ -56,14 +86,17 @@ export default async function* fileDurations(source: AsyncIterable<TestEvent>): 
     t.last = now;
     // Tests, not suites or the file itself: the innermost level that reports pass/fail with a duration.
     if (event.type === 'test:pass' && isLeaf(event)) t.passed++;
-    if (event.type === 'test:fail' && isLeaf(event)) t.failed++;
+    if (event.type === 'test:fail' && isLeaf(event)) {
+      t.failed++;
+      failures.push({ failure: event.data?.name ?? '(unnamed)', file: relative(process.cwd(), file), error: failureText(event.data?.details?.error) });
+    }
   }
   const out = process.env['TEST_DURATIONS_FILE'];
   if (out) {
-    appendFileSync(out, durationRows(files).map((r) => `${JSON.stringify(r)}\n`).join(''));
+    appendFileSync(out, [...durationRows(files), ...failures].map((r) => `${JSON.stringify(r)}\n`).join(''));
     return;
   }
-  yield `\nPer-file durations (wall time, files one at a time):\n${durationTable(durationRows(files))}\n`;
+  yield `\nPer-file durations (wall time, files one at a time):\n${durationTable(durationRows(files))}\n${failureList(failures)}`;
 }
 
 /** A test, not a describe() block: node reports suites with details.type "suite". */
