@@ -42,6 +42,12 @@ export type Action =
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }
+  /**
+   * Remove another controller's finalizer from the request on the remote
+   * cluster (the incumbent's: requests/incumbent.ts), only from the version
+   * observed and only that entry (a JSON patch that tests it first).
+   */
+  | { type: 'removeFinalizer'; request: InternalRequest; finalizer: string; why: string }
   /** Delete the (finished) request on the remote cluster: ttlSecondsAfterFinished. */
   | { type: 'deleteRequest'; request: InternalRequest; why: string }
   /** Ask Tekton Results (again) whether it stored this finished run; the key comes back with the answer. */

@@ -34,7 +34,7 @@ import type { Action } from './actions.js';
 import { policyTenant, type Observation } from './observation.js';
 import { finish, reject, running, runningMessage, waiting } from './status-report.js';
 import { graphContext, Resolutions } from './resolutions.js';
-import { incumbentRequestOf, incumbentRunOf } from '../requests/incumbent.js';
+import { holdsIncumbentFinalizer, INCUMBENT_FINALIZER, incumbentRequestOf, incumbentRunOf } from '../requests/incumbent.js';
 import { approvalGate, deleteApproval } from './approval-gate.js';
 import { archiveOf, logsAnswer, relayChains, removeDone } from './retention.js';
 
@@ -70,6 +70,11 @@ export function decide(o: Observation): Action[] {
   for (const a of o.approvals ?? []) {
     if (!uid || requestUidOf(a) !== uid) actions.push(deleteApproval(a, gone));
   }
+  // The incumbent Go controller's finalizer holds a deleted request until its
+  // run is stopped (requests/incumbent.ts): released once every run of the
+  // request is done or asked to stop, as the incumbent itself does.
+  const dying = o.request?.metadata.deletionTimestamp ? o.request : undefined;
+  if (dying && !actions.some((a) => a.type === 'cancelPipelineRun')) actions.push(...releaseIncumbent(o, dying, 'the request is being deleted and nothing of it runs any more'));
   if (!req || !uid) return actions;
 
   const ours = o.pipelineRuns.find((pr) => requestUidOf(pr) === uid && pr.metadata.name === pipelineRunName(uid)) ?? incumbent.run;
@@ -78,6 +83,7 @@ export function decide(o: Observation): Action[] {
   // 1. A finished request is left alone; only our own leftover PipelineRun is
   //    cleaned up (e.g. after a restart between the status write and the delete).
   if (isFinished(req)) {
+    actions.push(...releaseIncumbent(o, req, 'the request is finished'));
     const answer = logsAnswer(o, req);
     if (answer) return [...actions, ...answer];
     // With Tekton Chains, what it signed is relayed first; the run stays until then.
@@ -331,6 +337,16 @@ export function decide(o: Observation): Action[] {
   //    once the request is finished, after the relay in 1.).
   if (!o.config.debug && !o.config.chains.enabled) actions.push(...removeDone(o, ours, 'it finished and its outcome was recorded'));
   return actions;
+}
+
+/**
+ * The removal of the incumbent's finalizer from a request it saw (an
+ * InternalRequest: it served no other kind), unless the remote refused one
+ * lately (config/rbac/remote-incumbent not applied there).
+ */
+function releaseIncumbent(o: Observation, r: InternalRequest, why: string): Action[] {
+  if (o.kind || o.finalizersDenied || !holdsIncumbentFinalizer(r)) return [];
+  return [{ type: 'removeFinalizer', request: r, finalizer: INCUMBENT_FINALIZER, why: `the previous controller's finalizer: ${why}` }];
 }
 
 /** The request's kind: the built-in InternalRequest unless the observation names another. */

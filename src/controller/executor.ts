@@ -38,7 +38,7 @@ export interface ExecutorOptions {
   /** Look at a request again after this long. */
   requeueAfter(key: string, ms: number): void;
   /** What the clusters refused, for the next observation. */
-  refusals: Pick<Refusals, 'runRefused' | 'deleteDenied'>;
+  refusals: Pick<Refusals, 'runRefused' | 'deleteDenied' | 'finalizerDenied'>;
   /** Start looking for a commit in its repository for a request (owner: its uid); the key comes back with the answer. */
   checkCommit(key: string, owner: string, check: CommitCheck): void;
   /** Start looking up an exact ref for a request (owner: its uid); the key comes back with the answer. */
@@ -157,6 +157,37 @@ export class Executor {
             // (config/rbac/remote-ttl): a fact for decide(), which does not
             // ask again for a while; said once.
             if (this.opts.refusals.deleteDenied(remote.name, this.opts.now().getTime())) log.warn({ request: key, remote: remote.name, err: describeError(e) }, `ttlSecondsAfterFinished is set, but the controller may not delete ${kind.kind.resource.plural} on this remote cluster; apply config/rbac/remote-ttl there`);
+            return true;
+          }
+          throw e;
+        }
+        return true;
+      }
+      case 'removeFinalizer': {
+        const r = action.request;
+        const at = r.metadata.finalizers?.indexOf(action.finalizer) ?? -1;
+        if (at < 0) return true;
+        try {
+          // Only from the incarnation observed, and only that entry: if the
+          // list changed meanwhile, the apiserver refuses the whole patch and
+          // the change brings the key back.
+          await kind.client.patchJson(r.metadata.namespace ?? '', r.metadata.name ?? '', [
+            { op: 'test', path: '/metadata/uid', value: r.metadata.uid },
+            { op: 'test', path: `/metadata/finalizers/${at}`, value: action.finalizer },
+            { op: 'remove', path: `/metadata/finalizers/${at}` },
+          ]);
+          log.info({ request: key, finalizer: action.finalizer, why: action.why }, 'finalizer removed');
+        } catch (e) {
+          const code = statusCode(e);
+          if (code === 404) return true;
+          if (code === 409 || code === 422) {
+            this.opts.requeueAfter(key, 1000);
+            return true;
+          }
+          if (code === 403) {
+            // Granted only where the administrators chose it (config/rbac/remote-incumbent):
+            // a fact for decide(), which does not ask again for a while; said once.
+            if (this.opts.refusals.finalizerDenied(remote.name, this.opts.now().getTime())) log.warn({ request: key, remote: remote.name, finalizer: action.finalizer, err: describeError(e) }, `requests on this remote cluster carry the previous controller's finalizer, which holds them when they are deleted, and the controller may not remove it; apply config/rbac/remote-incumbent there (docs/migrating.md)`);
             return true;
           }
           throw e;

@@ -33,6 +33,7 @@ import type { EffectiveConfig } from './config.js';
 import type { Action } from './actions.js';
 import { idempotencyKeyOf } from '../requests/idempotency.js';
 import { ANNOTATION_LOGS } from '../requests/archive-names.js';
+import { holdsIncumbentFinalizer } from '../requests/incumbent.js';
 
 /** Whether a request may be decided before its kind's cache has the full list (see above). */
 export function decidableWhileListing(req: InternalRequest | undefined, config: Pick<EffectiveConfig, 'capacity'>): boolean {
@@ -78,7 +79,8 @@ export async function confirmingRead(client: Pick<ResourceClient<InternalRequest
 
 /**
  * Whether a request newly shown by a cache needs a look at all. A finished
- * one needs one only for a pending logs ask or a TTL (and for a PipelineRun
+ * one needs one only for a pending logs ask, a TTL or the incumbent's
+ * finalizer to release (and for a PipelineRun
  * of it still there, which the internal cache's sweep brings): with a long
  * history, its list does not queue 100,000 keys that would each be decided
  * to do nothing.
@@ -90,5 +92,5 @@ export function logsAsked(req: InternalRequest): boolean {
 }
 
 export function worthALook(req: InternalRequest, config: Pick<EffectiveConfig, 'ttlSecondsAfterFinished'>, asked: (req: InternalRequest) => boolean = logsAsked): boolean {
-  return !isFinished(req) || req.metadata.deletionTimestamp !== undefined || config.ttlSecondsAfterFinished !== undefined || asked(req);
+  return !isFinished(req) || req.metadata.deletionTimestamp !== undefined || config.ttlSecondsAfterFinished !== undefined || asked(req) || holdsIncumbentFinalizer(req);
 }

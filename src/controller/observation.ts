@@ -108,6 +108,8 @@ export interface Observation {
   incumbentRuns?: PipelineRun[];
   /** The remote refused a delete of a finished request lately (ttlSecondsAfterFinished): none is planned for a while. */
   deletesDenied?: true;
+  /** The remote refused the removal of the incumbent's finalizer lately (config/rbac/remote-incumbent not applied): none is planned for a while. */
+  finalizersDenied?: true;
   now: Date;
 }
 

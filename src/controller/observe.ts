@@ -10,7 +10,7 @@
  * commit checks, Results, logs) is only read here as it stands, and started
  * by the executor when decide() says it is needed.
  */
-import { incumbentRequestOf } from '../requests/incumbent.js';
+import { holdsIncumbentFinalizer, incumbentRequestOf } from '../requests/incumbent.js';
 import type { Refusals } from './refusals.js';
 import type { Logger } from 'pino';
 import type { InternalRequest, InternalRequestApproval } from '../api/types.js';
@@ -60,7 +60,7 @@ export interface ObserveSources {
   refs: Pick<RefLookups, 'answersFor'>;
   tektonVersion?: () => TektonVersionState;
   refuseResolversOnAdvisory: boolean;
-  refusals: Pick<Refusals, 'of' | 'deletesDeniedOn'>;
+  refusals: Pick<Refusals, 'of' | 'deletesDeniedOn' | 'finalizersDeniedOn'>;
   /** The incumbent Go controller's runs, on the remote it served (requests/incumbent.ts). */
   incumbent?: { remote: string; runs(): Iterable<PipelineRun> };
 }
@@ -149,6 +149,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(clustersRefused ? { refused: clustersRefused } : {}),
     ...(incumbentRuns.length ? { incumbentRuns } : {}),
     ...(request && isFinished(request) && src.refusals.deletesDeniedOn(remote.name, now.getTime()) ? { deletesDenied: true as const } : {}),
+    ...(request && holdsIncumbentFinalizer(request) && src.refusals.finalizersDeniedOn(remote.name, now.getTime()) ? { finalizersDenied: true as const } : {}),
   };
   return { observation, ...(uid ? { uid } : {}), ...(pipelineName ? { pipelineName } : {}) };
 }

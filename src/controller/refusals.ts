@@ -5,11 +5,12 @@
  * (Rejected), the remote cluster refusing the results of a finished run on
  * the request (Failed, without them), a remote cluster refusing the
  * controller's deletes of finished requests (ttlSecondsAfterFinished: not
- * tried again for a while). The executor and the status writer record
+ * tried again for a while), or its removal of the incumbent Go controller's
+ * finalizer (requests/incumbent.ts: likewise). The executor and the status writer record
  * them and bring the key back; observe() reads them.
  */
 
-/** A remote that refused a delete is not asked again for this long (a grant made meanwhile is used after it). */
+/** A remote that refused a delete (or a finalizer's removal) is not asked again for this long (a grant made meanwhile is used after it). */
 export const DELETES_DENIED_MS = 10 * 60_000;
 /** A refusal about a request is kept this long (long past its decision, which comes at once). */
 const KEPT_MS = 60 * 60_000;
@@ -24,6 +25,7 @@ export interface RequestRefusals {
 export class Refusals {
   private readonly byRequest = new Map<string, RequestRefusals & { uid: string; at: number }>();
   private readonly deletesDenied = new Map<string, number>();
+  private readonly finalizersDenied = new Map<string, number>();
 
   /** The internal cluster refused the PipelineRun of request `uid` at `key`. */
   runRefused(key: string, uid: string, message: string, now: number): void {
@@ -40,6 +42,19 @@ export class Refusals {
     const first = !this.deletesDenied.has(remote);
     this.deletesDenied.set(remote, now);
     return first;
+  }
+
+  /** A remote refused to let the controller remove a finalizer from a request (patch); true when it is the first refusal known. */
+  finalizerDenied(remote: string, now: number): boolean {
+    const first = !this.finalizersDenied.has(remote);
+    this.finalizersDenied.set(remote, now);
+    return first;
+  }
+
+  /** Whether a finalizer's removal on this remote was refused less than DELETES_DENIED_MS ago. */
+  finalizersDeniedOn(remote: string, now: number): boolean {
+    const at = this.finalizersDenied.get(remote);
+    return at !== undefined && now - at < DELETES_DENIED_MS;
   }
 
   /** What was refused about this request (its uid: a replaced request starts clean). */
@@ -62,6 +77,7 @@ export class Refusals {
 
   forgetRemote(name: string): void {
     this.deletesDenied.delete(name);
+    this.finalizersDenied.delete(name);
     for (const k of [...this.byRequest.keys()]) if (k.startsWith(`${name}/`)) this.byRequest.delete(k);
   }
 

@@ -316,6 +316,18 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
   }
 
   /**
+   * JSON patch (RFC 6902) of the object: with `test` operations, applied only
+   * if the object still holds what they test (the apiserver refuses the whole
+   * patch otherwise, 422).
+   */
+  async patchJson(namespace: string, name: string, ops: JsonPatchOp[]): Promise<T> {
+    return (await this.cluster.custom.patchNamespacedCustomObject(
+      { ...this.ref, namespace, name, body: ops },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    )) as T;
+  }
+
+  /**
    * Deletes; 404 counts as done. With uid, only that incarnation of the name
    * is deleted; with resourceVersion, only that version of it (409 otherwise).
    */
@@ -335,6 +347,9 @@ export class ResourceClient<T extends KubeObject = KubeObject> {
     }
   }
 }
+
+/** One operation of a JSON patch (RFC 6902), as far as the controller uses them. */
+export type JsonPatchOp = { op: 'test'; path: string; value: unknown } | { op: 'remove'; path: string };
 
 /** HTTP status of an API error, undefined for network-level failures. */
 export function statusCode(e: unknown): number | undefined {

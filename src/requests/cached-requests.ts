@@ -57,6 +57,8 @@ interface PackedOutcome {
 /** What a record keeps only when a request has it (rare, or too irregular to pack). */
 interface Extra {
   deletionTimestamp?: string;
+  /** Finalizers still on it (another controller's, such as the incumbent's, to be released: incumbent.ts). */
+  finalizers?: string[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   creationTimestamp?: string;
@@ -172,6 +174,7 @@ export class FinishedRequest {
     const finished = packTime(c.lastTransitionTime);
     if (Number.isNaN(finished) && c.lastTransitionTime !== undefined) extra.lastTransitionTime = c.lastTransitionTime;
     if (md.deletionTimestamp) extra.deletionTimestamp = md.deletionTimestamp;
+    if (md.finalizers?.length) extra.finalizers = md.finalizers.map((f) => strings.get(f, () => f));
     const att = req.status?.attestation;
     if (att) extra.attestation = { state: att.state, ...(att.digest ? { digest: att.digest } : {}) };
     // What idempotent retries need to find it and compare with it.
@@ -238,6 +241,10 @@ export class FinishedRequest {
     return this.extra?.deletionTimestamp;
   }
 
+  get finalizers(): string[] | undefined {
+    return this.extra?.finalizers;
+  }
+
   get labels(): Record<string, string> | undefined {
     return this.extra?.labels;
   }
@@ -276,6 +283,7 @@ export class FinishedRequest {
         ...(md.generation !== undefined ? { generation: md.generation } : {}),
         ...(md.creationTimestamp !== undefined ? { creationTimestamp: md.creationTimestamp } : {}),
         ...(md.deletionTimestamp !== undefined ? { deletionTimestamp: md.deletionTimestamp } : {}),
+        ...(md.finalizers ? { finalizers: [...md.finalizers] } : {}),
         ...(md.labels ? { labels: { ...md.labels } } : {}),
         ...(md.annotations ? { annotations: { ...md.annotations } } : {}),
       },

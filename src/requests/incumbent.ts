@@ -24,6 +24,11 @@ import type { PipelineRun } from '../tekton/tekton-types.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE, LABEL_REQUEST_UID } from '../tekton/pipelinerun.js';
 
 export const INCUMBENT_FINALIZER = 'internal-services.appstudio.openshift.io/pipelinerun-cleanup';
+/** Whether the incumbent's finalizer is on the request (it stays until a controller removes it: the request cannot go before). */
+export function holdsIncumbentFinalizer(req: Pick<InternalRequest, 'metadata'>): boolean {
+  return req.metadata.finalizers?.includes(INCUMBENT_FINALIZER) === true;
+}
+
 /** The incumbent's runs, as a label selector (any value). */
 export const INCUMBENT_SELECTOR = INCUMBENT_LABEL_NAME;
 

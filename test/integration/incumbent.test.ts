@@ -18,14 +18,18 @@
  *
  * Cases: a request it is running; one whose run ended while both
  * controllers were down; one in the window between its create and its
- * status patch. Counted: PipelineRuns per request across both naming
+ * status patch; its finalizer on finished requests (refused without the
+ * opt-in right, released with it) and on a request deleted while its run
+ * goes (the run cancelled first, then the deletion completes). Counted: PipelineRuns per request across both naming
  * schemes, and the controller's PipelineRun creates in the internal
  * apiserver's audit log.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import { applyObjects, ensureNamespace, installProject, startEnvironment, type Environment } from '../../src/localenv/index.js';
+import { join } from 'node:path';
+import { applyObjects, ensureNamespace, installProject, loadManifests, startEnvironment, type Environment } from '../../src/localenv/index.js';
+import { repoRoot } from '../../src/util/repo.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
@@ -179,5 +183,56 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     const creates = controllerCreates();
     console.log(`incumbent handover: 3 requests, 3 PipelineRuns (the incumbent's), ${creates} made by this controller`);
     assert.equal(creates, 0, 'no PipelineRun created by this controller');
+  });
+
+  test('its finalizer: refused without the opt-in right (said once), released with it from finished requests, and from a deleted one after its run is cancelled', { timeout: 300_000 }, async () => {
+    assert.ok(controller, 'runs after the handover test');
+    const names = ['go-running', 'go-ended', 'go-window'];
+    // Without config/rbac/remote-incumbent the remote refuses the patch: the finalizers stay, and the log says what to apply, once.
+    await controller.waitForLog((l) => String(l['msg']).includes('config/rbac/remote-incumbent'), 30_000);
+    for (const n of names) assert.deepEqual((await get(n)).metadata.finalizers, [INCUMBENT_FINALIZER], `${n} keeps it without the right`);
+    assert.equal(controller.lines.filter((l) => String(l['msg']).includes('config/rbac/remote-incumbent')).length, 1, 'said once');
+
+    // A request the incumbent finished long ago (MarkSucceeded: True/Succeeded), and one it is running when the switch happens.
+    await requestOf('go-old');
+    await incumbentAddsFinalizer('go-old');
+    const t = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    await remote().patchNamespacedCustomObjectStatus({ ...IR, namespace: TENANT, name: 'go-old', body: { status: { startTime: t, completionTime: t, conditions: [{ type: 'Succeeded', status: 'True', reason: 'Succeeded', message: '', lastTransitionTime: t }] } } }, merge);
+    const d = await requestOf('go-deleted');
+    const runD = await incumbentCreatesRun(d);
+    await incumbentAddsFinalizer('go-deleted');
+    await incumbentMarksRunning('go-deleted', runD);
+
+    // The administrators apply the opt-in right; the controller is started again (or asks again 10 minutes after the refusal).
+    await applyObjects(remoteAdmin, loadManifests(join(repoRoot(), 'config', 'rbac', 'remote-incumbent')) as never);
+    await controller.kill('SIGTERM');
+    controller = await startController(env);
+    for (const n of [...names, 'go-old']) {
+      await waitFor(`${n} released`, async () => !(await get(n)).metadata.finalizers?.length, 60_000, 250);
+    }
+    assert.equal((await get('go-old')).status?.conditions?.[0]?.reason, 'Succeeded', 'the incumbent\'s outcome stands');
+    await waitFor('go-deleted followed', async () => (await get('go-deleted')).status?.conditions?.[0]?.status === 'Unknown', 60_000, 250);
+
+    // The requester deletes the running request: its run is cancelled, then the finalizer goes and the deletion completes.
+    const started = Date.now();
+    await remote().deleteNamespacedCustomObject({ ...IR, namespace: TENANT, name: 'go-deleted' });
+    await waitFor('go-deleted gone', async () => {
+      try {
+        await get('go-deleted');
+        return false;
+      } catch (e) {
+        return (e as { code?: number }).code === 404;
+      }
+    }, 60_000, 250);
+    const goneAfter = Date.now() - started;
+    const cancelled = (await listPipelineRuns(internalAdmin)).find((pr) => pr.metadata.name === runD.metadata.name);
+    assert.ok(!cancelled || cancelled.spec.status === 'Cancelled', 'the run was asked to stop before the request went');
+    await waitFor('go-deleted\'s run removed', async () => (await runsOf(d)).length === 0, 60_000, 500);
+    // The deletion of a request the incumbent finished: at once, nothing holds it.
+    await remote().deleteNamespacedCustomObject({ ...IR, namespace: TENANT, name: 'go-old' });
+    await waitFor('go-old gone', async () => get('go-old').then(() => false, (e: { code?: number }) => e.code === 404), 10_000, 100);
+    const creates = controllerCreates();
+    console.log(`incumbent finalizer: refused once without config/rbac/remote-incumbent; with it released from 4 finished requests; a deleted running request went after ${goneAfter} ms, its run cancelled first; ${creates} PipelineRuns made by this controller`);
+    assert.equal(creates, 0);
   });
 });

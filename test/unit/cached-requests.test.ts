@@ -62,6 +62,16 @@ test('a finished request is kept as a compact record that reads like the request
   });
 });
 
+test('the record keeps the finalizers left on a finished request (the incumbent\'s, to be released), and says them when serialised', () => {
+  const req = finished();
+  req.metadata.finalizers = ['internal-services.appstudio.openshift.io/pipelinerun-cleanup'];
+  const r = slimRequest(req);
+  assert.ok(r instanceof FinishedRequest);
+  assert.deepEqual(r.metadata.finalizers, ['internal-services.appstudio.openshift.io/pipelinerun-cleanup']);
+  assert.deepEqual((JSON.parse(JSON.stringify(r)) as InternalRequest).metadata.finalizers, ['internal-services.appstudio.openshift.io/pipelinerun-cleanup']);
+  assert.equal(slimRequest(finished()).metadata.finalizers, undefined, 'none kept where there were none');
+});
+
 test('the record keeps what idempotent retries compare, failures, odd timestamps and resolver specs', () => {
   const idem = finished({ labels: { [LABEL_IDEMPOTENCY_KEY]: 'rel-7' } });
   const r = slimRequest(idem);

@@ -535,3 +535,50 @@ test('incumbent: a request cannot pose as the incumbent\'s run of another reques
   assert.ok(types(victim).includes('createPipelineRun'), 'the victim runs its own');
   assert.ok(!types(victim).includes('cancelPipelineRun'), 'and the other request\'s run is not touched as the incumbent\'s');
 });
+
+// ---------------------------------------------------------------- the incumbent's finalizer (issue 45, item 3)
+
+const held = { finalizers: ['internal-services.appstudio.openshift.io/pipelinerun-cleanup'] };
+const removals = (a: Action[]) => a.filter((x): x is Extract<Action, { type: 'removeFinalizer' }> => x.type === 'removeFinalizer');
+
+test('incumbent finalizer: a finished request it saw is released (only that finalizer); one without it, or on a remote that refused lately, is not asked about', () => {
+  for (const reason of ['Succeeded', 'Failed', 'Rejected']) {
+    const req = request({}, { ...held }, terminal(reason, reason === 'Succeeded' ? 'True' : 'False'));
+    const r = removals(decide(observe({ request: req })));
+    assert.equal(r.length, 1, reason);
+    assert.equal(r[0]!.finalizer, 'internal-services.appstudio.openshift.io/pipelinerun-cleanup');
+    assert.equal(r[0]!.request, req);
+    assert.match(r[0]!.why, /the request is finished/);
+  }
+  const other = request({}, { finalizers: ['example.com/keep-me'] }, terminal('Succeeded', 'True'));
+  assert.deepEqual(decide(observe({ request: other })), [], 'another finalizer is not ours to remove');
+  const denied = request({}, { ...held }, terminal('Succeeded', 'True'));
+  assert.deepEqual(removals(decide(observe({ request: denied, finalizersDenied: true }))), [], 'not asked again while the remote refuses');
+});
+
+test('incumbent finalizer: a request in progress keeps it (it tells of a deletion); a deleted one is released only after its run is asked to stop', () => {
+  const running = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] } as never);
+  const live = request({}, { ...held }, goRunning(`${NS}/internalrequest-abcde`));
+  assert.deepEqual(removals(decide(observe({ request: live, incumbentRuns: [running] }))), [], 'kept while it runs');
+
+  const deleting = request({}, { ...held, deletionTimestamp: '2026-11-22T10:05:00Z' }, goRunning(`${NS}/internalrequest-abcde`));
+  // First the run is cancelled; the finalizer stays, so the request cannot go before.
+  assert.deepEqual(types(decide(observe({ request: deleting, incumbentRuns: [running] }))), ['cancelPipelineRun']);
+  // Once Tekton shows it cancelling (or it is done, or there is none), the finalizer goes; a stopped run is removed.
+  const cancelling = { ...running, spec: { ...running.spec, status: 'Cancelled' } } as PipelineRun;
+  assert.deepEqual(types(decide(observe({ request: deleting, incumbentRuns: [cancelling] }))), ['removeFinalizer']);
+  const stopped = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', done(false));
+  assert.deepEqual(types(decide(observe({ request: deleting, incumbentRuns: [stopped] }))).sort(), ['deletePipelineRun', 'removeFinalizer']);
+  assert.deepEqual(types(decide(observe({ request: deleting }))), ['removeFinalizer']);
+  // The same for a run of ours: a request this controller ran, which the incumbent had seen first.
+  const ours = pipelineRun('u-1', { conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] } as never);
+  assert.deepEqual(types(decide(observe({ request: deleting, pipelineRuns: [ours] }))), ['cancelPipelineRun']);
+  // A remote that refused lately is not asked again.
+  assert.deepEqual(types(decide(observe({ request: deleting, finalizersDenied: true }))), []);
+});
+
+test('incumbent finalizer: a typed kind (the incumbent served only InternalRequests) is never asked about', () => {
+  const req = request({}, { ...held }, terminal('Succeeded', 'True'));
+  const kind = { kind: 'SigningRequest', builtIn: false } as unknown as NonNullable<Observation['kind']>;
+  assert.deepEqual(removals(decide(observe({ request: req, kind }))), []);
+});
