@@ -14,6 +14,7 @@ import { parseDuration } from '../util/duration.js';
 import { randomUUID } from 'node:crypto';
 import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
 import { LeaderElector } from '../kube/leader.js';
+import { INCUMBENT_DEPLOYMENT, INCUMBENT_LEASE, INCUMBENT_NAMESPACE, IncumbentPreflight } from '../migrate/incumbent-preflight.js';
 import { createMetrics } from '../metrics.js';
 import { readKcpKubeconfig, remoteProviders } from './remote-providers.js';
 import { loadKindModules } from './kind-modules.js';
@@ -67,6 +68,10 @@ export interface ControllerFlags {
   sourceCheckTimeout: number;
   sourceCheckMaxSize: number;
   sourceCheckCacheSize: number;
+  incumbentCheck: boolean;
+  incumbentNamespace: string;
+  incumbentDeployment: string;
+  incumbentLease: string;
 }
 
 /** A size in bytes: 1048576, 512Mi, 1Gi, 100M (Kubernetes quantity suffixes). */
@@ -188,6 +193,10 @@ export function controllerCommand(): Command {
     .addOption(
       new Option('--refuse-resolvers-on-advisory', 'refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told').env('REFUSE_RESOLVERS_ON_ADVISORY').default(false),
     )
+    .addOption(new Option('--no-incumbent-check', 'serve without first checking that the Go controller this one replaces is gone (only where none was ever installed; docs/migrating.md)'))
+    .addOption(new Option('--incumbent-namespace <name>', "namespace of the Go controller's Deployment and leader-election Lease on the internal cluster").env('INCUMBENT_NAMESPACE').default(INCUMBENT_NAMESPACE).argParser(namespaceName))
+    .addOption(new Option('--incumbent-deployment <name>', "the Go controller's Deployment: no request is served while it has replicas").env('INCUMBENT_DEPLOYMENT').default(INCUMBENT_DEPLOYMENT))
+    .addOption(new Option('--incumbent-lease <name>', "the Go controller's leader-election Lease (its --leader-election-id): no request is served while it is held").env('INCUMBENT_LEASE').default(INCUMBENT_LEASE))
     .addOption(new Option('--log-level <level>', 'log level').env('LOG_LEVEL').default('info').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .action(async (flags: ControllerFlags) => {
       await runController(flags);
@@ -333,7 +342,11 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     kcpShards: () => kcp?.shardViews() ?? [],
     tektonComponents: () => tektonVersion.componentStatus(),
   });
-  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.views.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks()], log) : undefined;
+  // Never two controllers at once: the Go controller this one replaces must be gone first (docs/migrating.md).
+  const preflight = flags.incumbentCheck
+    ? new IncumbentPreflight(internal.kc, { namespace: flags.incumbentNamespace, deployment: flags.incumbentDeployment, lease: flags.incumbentLease }, log.child({ component: 'incumbent-check' }))
+    : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.views.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks(), ...(preflight?.readiness() ?? [])], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;
@@ -347,6 +360,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     }, 9_500);
     hard.unref();
     tektonVersion.stop();
+    preflight?.stop();
     await Promise.all(providers.map((p) => p.stop()));
     await controller.stop(7_000);
     await elector?.release();
@@ -374,5 +388,6 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     });
     if (!leading) return;
   }
+  if (preflight && !(await preflight.waitUntilClear())) return;
   if (!stopping) controller.startWorkers();
 }

@@ -26,7 +26,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { applyObjects, ensureNamespace, installProject, loadManifests, startEnvironment, type Environment } from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
@@ -35,7 +35,7 @@ import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
-import { IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { IR, NS, PR, listPipelineRuns, releaseRun, runCli, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 /** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
 const TENANT = NS;
@@ -52,11 +52,11 @@ const get = (name: string) => remote().getNamespacedCustomObject({ ...IR, namesp
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** The request a release pipeline sends today (spec.pipeline.pipelineRef), created by the requester's side. */
-async function requestOf(name: string): Promise<InternalRequest> {
+async function requestOf(name: string, extraRef: Array<{ name: string; value: string }> = []): Promise<InternalRequest> {
   return (await remote().createNamespacedCustomObject({
     ...IR,
     namespace: TENANT,
-    body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace: TENANT, labels: { release: name } }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'hold' }] } }, params: { image: name } } },
+    body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace: TENANT, labels: { release: name } }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'hold' }, ...extraRef] } }, params: { image: name } } },
   })) as InternalRequest;
 }
 
@@ -234,5 +234,48 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     const creates = controllerCreates();
     console.log(`incumbent finalizer: refused once without config/rbac/remote-incumbent; with it released from 4 finished requests; a deleted running request went after ${goneAfter} ms, its run cancelled first; ${creates} PipelineRuns made by this controller`);
     assert.equal(creates, 0);
+  });
+
+  test('never two controllers at once: while the Go controller\'s Deployment has replicas or its Lease is held, nothing is served and /readyz says what to scale down; once both show it gone, requests run', { timeout: 300_000 }, async () => {
+    await controller?.kill('SIGTERM');
+    controller = undefined;
+    // STAND-IN for the incumbent's installation (its config/default and main.go names): a Deployment with a replica, its leader's Lease freshly renewed.
+    const INC_NS = 'internal-services-system';
+    const micro = () => new Date().toISOString().replace(/Z$/, '000Z');
+    await ensureNamespace(internalAdmin, INC_NS);
+    await applyObjects(internalAdmin, [
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'internal-services-controller-manager', namespace: INC_NS }, spec: { replicas: 1, selector: { matchLabels: { 'control-plane': 'controller-manager' } }, template: { metadata: { labels: { 'control-plane': 'controller-manager' } }, spec: { containers: [{ name: 'manager', image: 'quay.io/konflux-ci/internal-services:stand-in' }] } } } },
+      { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'b548bb9d.redhat.com', namespace: INC_NS }, spec: { holderIdentity: 'internal-services-controller-manager-6b9f7_1c2d', leaseDurationSeconds: 15, renewTime: micro(), acquireTime: micro() } },
+    ] as never);
+    // Started as startController does, without waiting for its workers (they wait for the check).
+    controller = runCli(['controller', '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath, '--kubeconfig', env.internal.identities.controller.kubeconfigPath, '--namespace', NS, '--metrics-bind-address', '0', '--health-probe-bind-address', '127.0.0.1:0', '--log-level', 'debug']);
+    controller.healthPort = Number(String((await controller.waitForLog((l) => l['msg'] === 'serving health probes'))['address']).split(':').pop());
+    const refused = await controller.waitForLog((l) => String(l['msg']).startsWith('not serving while the Go controller may run'), 30_000);
+    assert.match(String(refused['msg']), /has 1 replica\(s\) asked for.*scale deployment internal-services-controller-manager --replicas=0/);
+    assert.match(String(refused['msg']), /is held by "internal-services-controller-manager-6b9f7_1c2d"/);
+    const readyz = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`);
+    const body = await readyz.text();
+    assert.equal(readyz.status, 503, body);
+    assert.match(body, /\[-\]incumbent/);
+    // A request arriving meanwhile is not touched (the incumbent would be the one to serve it).
+    // (This controller asks a cluster-resolver reference to name its namespace; the incumbent added it itself.)
+    const e = await requestOf('after-switch', [{ name: 'namespace', value: NS }]);
+    await new Promise((r) => setTimeout(r, 3_000));
+    assert.equal((await get('after-switch')).status?.conditions, undefined, 'not served while the incumbent may run');
+    assert.deepEqual(await runsOf(e), []);
+
+    // The operator scales the incumbent to 0; its leader's lease runs out (15 s after its last renewal).
+    await internalAdmin.makeApiClient(AppsV1Api).patchNamespacedDeployment({ namespace: INC_NS, name: 'internal-services-controller-manager', body: { spec: { replicas: 0 } } }, merge);
+    const cleared = await controller.waitForLog((l) => String(l['msg']).startsWith('the Go controller does not run'), 60_000);
+    assert.match(String(cleared['msg']), /scaled to 0, Lease internal-services-system\/b548bb9d\.redhat\.com not held/);
+    const run = await waitFor('after-switch runs', async () => (await runsOf(e))[0], 30_000, 250).catch((err: unknown) => {
+      throw new Error(`${String(err)}; the controller said:\n${controller?.lines.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`);
+    });
+    await releaseRun(env, run);
+    const done = await finished('after-switch');
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', done.status?.conditions?.[0]?.message);
+    const ready = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`).then((r) => r.text());
+    assert.match(ready, /\[\+\]incumbent ok/);
+    console.log(`incumbent preflight: refused while its Deployment had 1 replica and its Lease was held; served ${Date.parse(String(cleared['time'])) - Date.parse(String(refused['time']))} ms after the first refusal, once scaled to 0 and the lease ran out; 1 request, 1 PipelineRun`);
   });
 });

@@ -27,6 +27,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   metrics: ['controller', 'kube', 'api', 'git'],
   log: ['controller', 'kube', 'api'],
   localenv: ['api', 'kube', 'util'],
+  migrate: ['api', 'kube', 'policy', 'requests', 'tekton', 'util', 'controller'],
   cli: ['*'],
 };
 

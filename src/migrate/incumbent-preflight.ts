@@ -1,0 +1,152 @@
+/**
+ * Never two controllers at once (docs/migrating.md): before this controller
+ * serves, the Go controller it replaces (konflux-ci/internal-services) must
+ * be gone from the internal cluster. The two elect their leaders with
+ * different Leases, so nothing else would stop both from running every new
+ * request.
+ *
+ * What is read, on the internal cluster (defaults from the incumbent's own
+ * manifests at ac3f07f: config/default's namespace and name prefix,
+ * config/manager/manager.yaml, main.go's --leader-election-id):
+ *
+ * - its Deployment `internal-services-controller-manager` in
+ *   `internal-services-system`: any replica asked for or running refuses;
+ * - its leader-election Lease `b548bb9d.redhat.com` in the same namespace
+ *   (controller-runtime keeps it in the pod's namespace): a holder whose
+ *   lease has not run out refuses (it stays held up to leaseDurationSeconds
+ *   after the pod went, unless released).
+ *
+ * Neither found: clear. Either unreadable (403): not clear, since nothing
+ * can be said; the message names the right to grant, or the flag to turn the
+ * check off where no incumbent was ever installed.
+ */
+import { AppsV1Api, CoordinationV1Api, type KubeConfig, type V1Deployment, type V1Lease } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { describeError, statusCode } from '../kube/client.js';
+import type { ReadinessCheck } from '../kube/informer-health.js';
+
+export const INCUMBENT_NAMESPACE = 'internal-services-system';
+export const INCUMBENT_DEPLOYMENT = 'internal-services-controller-manager';
+export const INCUMBENT_LEASE = 'b548bb9d.redhat.com';
+
+export interface IncumbentRefs {
+  namespace: string;
+  deployment: string;
+  lease: string;
+}
+
+/** What was read: the object, `null` when not found, or the reason it could not be read. */
+export type Read<T> = T | null | { error: string; forbidden: boolean };
+
+export interface IncumbentVerdict {
+  clear: boolean;
+  /** What was found, as an operator reads it (and what to do when not clear). */
+  message: string;
+}
+
+function failed<T>(r: Read<T>): r is { error: string; forbidden: boolean } {
+  return r !== null && typeof r === 'object' && 'error' in r && 'forbidden' in r;
+}
+
+/** The verdict on what was read; pure (the time is an input). */
+export function incumbentVerdict(refs: IncumbentRefs, deployment: Read<V1Deployment>, lease: Read<V1Lease>, now: Date): IncumbentVerdict {
+  const dep = `Deployment ${refs.namespace}/${refs.deployment}`;
+  const lz = `Lease ${refs.namespace}/${refs.lease}`;
+  const off = 'start with --no-incumbent-check only if no Go controller was ever installed on this cluster';
+  const problems: string[] = [];
+  if (failed(deployment)) {
+    problems.push(deployment.forbidden
+      ? `cannot tell whether the Go controller runs: reading its ${dep} was refused (${deployment.error}); grant get on it (config/rbac/internal/cluster_role.yaml), or ${off}`
+      : `cannot tell whether the Go controller runs: reading its ${dep} failed (${deployment.error})`);
+  } else if (deployment) {
+    const asked = deployment.spec?.replicas ?? 1;
+    const running = deployment.status?.replicas ?? 0;
+    const ready = deployment.status?.readyReplicas ?? 0;
+    if (asked > 0 || running > 0 || ready > 0) {
+      problems.push(`the Go controller's ${dep} has ${asked} replica(s) asked for, ${running} running, ${ready} ready: scale it down (kubectl -n ${refs.namespace} scale deployment ${refs.deployment} --replicas=0) and wait until its pods are gone`);
+    }
+  }
+  if (failed(lease)) {
+    problems.push(lease.forbidden
+      ? `cannot tell whether the Go controller leads: reading its ${lz} was refused (${lease.error}); grant get on it (config/rbac/internal/cluster_role.yaml), or ${off}`
+      : `cannot tell whether the Go controller leads: reading its ${lz} failed (${lease.error})`);
+  } else if (lease?.spec?.holderIdentity) {
+    const t: unknown = lease.spec.renewTime ?? lease.spec.acquireTime;
+    const renewed = t instanceof Date ? t.getTime() : Date.parse(String(t ?? ''));
+    const until = renewed + (lease.spec.leaseDurationSeconds ?? 15) * 1000;
+    if (!Number.isFinite(renewed) || until > now.getTime()) {
+      const left = Number.isFinite(renewed) ? `, held until ${new Date(until).toISOString()} unless renewed` : '';
+      problems.push(`the Go controller's ${lz} is held by ${JSON.stringify(lease.spec.holderIdentity)}${left}: its leader still acts; stop it (scale ${dep} to 0)`);
+    }
+  }
+  if (problems.length) return { clear: false, message: `not serving while the Go controller may run (two controllers would each run every new request): ${problems.join('; ')}` };
+  const seen = [deployment ? `${dep} scaled to 0` : `no ${dep}`, lease ? `${lz} not held` : `no ${lz}`];
+  return { clear: true, message: `the Go controller does not run: ${seen.join(', ')}` };
+}
+
+async function read<T>(get: () => Promise<T>): Promise<Read<T>> {
+  try {
+    return await get();
+  } catch (e) {
+    const code = statusCode(e);
+    if (code === 404) return null;
+    return { error: describeError(e), forbidden: code === 403 };
+  }
+}
+
+/** Reads the incumbent's Deployment and Lease on the internal cluster, and gives the verdict. */
+export async function checkIncumbent(kc: KubeConfig, refs: IncumbentRefs, now: () => Date = () => new Date()): Promise<IncumbentVerdict> {
+  const apps = kc.makeApiClient(AppsV1Api);
+  const coordination = kc.makeApiClient(CoordinationV1Api);
+  const [deployment, lease] = await Promise.all([
+    read(() => apps.readNamespacedDeployment({ namespace: refs.namespace, name: refs.deployment })),
+    read(() => coordination.readNamespacedLease({ namespace: refs.namespace, name: refs.lease })),
+  ]);
+  return incumbentVerdict(refs, deployment, lease, now());
+}
+
+/**
+ * The preflight as the controller runs it: checks until the incumbent is
+ * gone (every `everyMs`), saying why it waits when that changes; until then
+ * the readiness line `incumbent` fails with the same message.
+ */
+export class IncumbentPreflight {
+  private last: IncumbentVerdict | undefined;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly refs: IncumbentRefs,
+    private readonly log: Logger,
+    private readonly everyMs = 5_000,
+  ) {}
+
+  /** Resolves true once the incumbent is gone, false if stopped first. */
+  async waitUntilClear(): Promise<boolean> {
+    for (;;) {
+      if (this.stopped) return false;
+      const v = await checkIncumbent(this.kc, this.refs);
+      if (v.message !== this.last?.message) {
+        if (v.clear) this.log.info({ incumbent: this.refs }, v.message);
+        else this.log.error({ incumbent: this.refs }, v.message);
+      }
+      this.last = v;
+      if (v.clear) return true;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        setTimeout(resolve, this.everyMs).unref();
+      });
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.wake?.();
+  }
+
+  readiness(): ReadinessCheck[] {
+    const v = this.last;
+    return [{ name: 'incumbent', ok: v?.clear === true, required: true, detail: v?.message ?? 'checking whether the Go controller runs' }];
+  }
+}
