@@ -4,6 +4,7 @@ import { controllerCommand } from './controller-command.js';
 import { requestCommand } from './request/commands.js';
 import { localCommand } from './local.js';
 import { kindsCommand } from './kinds.js';
+import { migrateCommand } from './migrate.js';
 import { newProgram, runProgram } from './program.js';
 import { InternalServicesError } from '../errors.js';
 
@@ -23,4 +24,5 @@ program.addCommand(controllerCommand().exitOverride());
 program.addCommand(requestCommand());
 program.addCommand(localCommand().exitOverride());
 program.addCommand(kindsCommand());
+program.addCommand(migrateCommand());
 void runProgram(program, process.argv, report);

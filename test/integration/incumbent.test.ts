@@ -28,6 +28,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { applyObjects, ensureNamespace, installProject, loadManifests, startEnvironment, type Environment } from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
 import type { InternalRequest } from '../../src/api/types.js';
@@ -35,7 +37,7 @@ import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
-import { IR, NS, PR, listPipelineRuns, releaseRun, runCli, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, runCli, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 /** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
 const TENANT = NS;
@@ -277,5 +279,37 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     const ready = await fetch(`http://127.0.0.1:${controller.healthPort}/readyz?verbose`).then((r) => r.text());
     assert.match(ready, /\[\+\]incumbent ok/);
     console.log(`incumbent preflight: refused while its Deployment had 1 replica and its Lease was held; served ${Date.parse(String(cleared['time'])) - Date.parse(String(refused['time']))} ms after the first refusal, once scaled to 0 and the lease ran out; 1 request, 1 PipelineRun`);
+  });
+
+  test('migrate check: which requests this controller would refuse and why, and the configuration it needs; it changes nothing', { timeout: 120_000 }, async () => {
+    // No controller runs: the requests below stay as sent.
+    await controller?.kill('SIGTERM');
+    controller = undefined;
+    // The Go controller's configuration, in its namespace: any git URL (an empty allowedGitResolverURLs), its allowList.
+    await ensureNamespace(internalAdmin, 'internal-services-system');
+    await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: 'internal-services-system' }, spec: { allowList: [TENANT], allowedGitResolverURLs: [] } }] as never);
+    // Requests sent yesterday: one from a git repository (any was fine there), one naming a service account, one from a namespace the Go controller did not serve either.
+    const git = { resolver: 'git', params: [{ name: 'url', value: 'https://github.com/example/release-catalog.git' }, { name: 'revision', value: 'main' }, { name: 'pathInRepo', value: 'pipelines/hold.yaml' }] };
+    await remote().createNamespacedCustomObject({ ...IR, namespace: TENANT, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'from-git', namespace: TENANT }, spec: { pipeline: { pipelineRef: git }, params: { image: 'x' } } } });
+    await remote().createNamespacedCustomObject({ ...IR, namespace: TENANT, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'with-sa', namespace: TENANT }, spec: { request: 'hold', params: { image: 'x' }, serviceAccount: 'releaser' } } });
+    await ensureNamespace(remoteAdmin, 'team-unlisted');
+    await remote().createNamespacedCustomObject({ ...IR, namespace: 'team-unlisted', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'elsewhere', namespace: 'team-unlisted' }, spec: { request: 'hold', params: { image: 'x' } } } });
+    const versions = async () => JSON.stringify([
+      ...((await remote().listClusterCustomObject({ ...IR })) as { items: InternalRequest[] }).items.map((r) => `${r.metadata.namespace}/${r.metadata.name}@${r.metadata.resourceVersion}`).sort(),
+      ...((await internal().listClusterCustomObject({ group: 'appstudio.redhat.com', version: 'v1alpha1', plural: 'internalservicesconfigs' })) as { items: InternalRequest[] }).items.map((c) => `${c.metadata.namespace}/${c.metadata.name}@${c.metadata.resourceVersion}`),
+    ]);
+    const before = await versions();
+    const run = await promisify(execFile)(process.execPath, [CLI, 'migrate', 'check', '--kubeconfig', env.internal.identities.admin.kubeconfigPath, '--remote-kubeconfig', env.remote.identities.admin.kubeconfigPath, '--namespace', NS]).catch((e: { stdout?: string; stderr?: string; message: string }) => assert.fail(`migrate check failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`));
+    const text = run.stdout;
+    console.log(`--- migrate check (real apiservers; pods SIMULATED elsewhere in this file) ---\n${text}---`);
+    assert.match(text, /the Go controller's configuration: internal-services-system\/config/);
+    assert.match(text, /this controller's configuration: internal-services\/config; requests judged under it/);
+    assert.match(text, new RegExp(`${TENANT}/from-git  \\(Go: new\\)\\n    here: +REFUSED \\(REQUEST_SOURCE_NOT_ALLOWED\\): .*the git resolver is not allowed.*\\n    with the proposal: runs: its reference passes`));
+    assert.match(text, new RegExp(`${TENANT}/with-sa .*\\n    here: +REFUSED \\(REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED\\).*\\n    with the proposal: runs\\n`));
+    assert.match(text, /team-unlisted\/elsewhere .*\n    here: +REFUSED \(REQUEST_NAMESPACE_NOT_ALLOWED\)/);
+    assert.match(text, /allowedGitResolverURLs:\n\s+- https:\/\/github\.com\/example\/release-catalog\.git/);
+    assert.match(text, /allowedServiceAccounts:\n\s+- releaser/);
+    assert.doesNotMatch(text, /allowList:[^]*team-unlisted/, 'the Go controller did not serve it either');
+    assert.equal(await versions(), before, 'nothing changed');
   });
 });

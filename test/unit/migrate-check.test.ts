@@ -1,0 +1,90 @@
+/** `migrate check`'s judgement (src/migrate/migrate-check.ts): decide() on each request as if new, and the configuration proposed. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { InternalRequest } from '../../src/api/types.js';
+import { carriedOver, migrateCheck, type CheckInput } from '../../src/migrate/migrate-check.js';
+import { NOW, NS, pipeline, request } from './fixtures.js';
+
+const GIT = 'https://github.com/example/release-catalog.git';
+const gitRef = (url = GIT) => ({ pipeline: { pipelineRef: { resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: 'main' }, { name: 'pathInRepo', value: 'pipelines/sign.yaml' }] } } }) as Partial<InternalRequest['spec']>;
+const named = (name: string, ns: string, spec: Partial<InternalRequest['spec']> = {}, status?: InternalRequest['status']) => {
+  const r = request({}, { name, namespace: ns, uid: `u-${name}` }, status);
+  r.spec = { ...(spec.pipeline ? {} : { request: 'sign', params: { image: 'quay.io/x' } }), ...spec } as InternalRequest['spec'];
+  return r;
+};
+
+function input(over: Partial<CheckInput> = {}): CheckInput {
+  return {
+    namespace: NS,
+    remote: 'default',
+    requests: [
+      named('installed-ok', 'team-a'),
+      named('not-listed', 'team-z'),
+      named('git-any', 'team-a', { ...gitRef(), params: { image: 'quay.io/x' } }),
+      named('with-sa', 'team-a', { request: 'sign', params: { image: 'quay.io/x' }, serviceAccount: 'releaser' }),
+      named('undeclared', 'team-a', { request: 'sign', params: { image: 'quay.io/x', color: 'blue' } }),
+      named('go-running', 'team-a', {}, { conditions: [{ type: 'Succeeded', status: 'False', reason: 'Running', message: '', lastTransitionTime: '2026-11-22T09:59:30Z' }] }),
+      named('by-cluster', 'team-b', { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'sign' }, { name: 'namespace', value: NS }] } }, params: { image: 'quay.io/x' } } as Partial<InternalRequest['spec']>),
+    ],
+    pipelines: [pipeline()],
+    tasks: [],
+    incumbent: { allowList: ['team-a', 'team-b'], allowedGitResolverURLs: [] },
+    ours: undefined,
+    now: NOW,
+    ...over,
+  };
+}
+
+test('the Go controller\'s configuration carried over: the fields that mean the same, and an empty allowedGitResolverURLs left out (there: any URL; here: none)', () => {
+  assert.deepEqual(carriedOver({ allowList: ['a'], allowedGitResolverURLs: [], debug: true, volumeClaim: { name: 'ws', size: '2Gi' } }), { allowList: ['a'], debug: true, volumeClaim: { name: 'ws', size: '2Gi' } });
+  assert.deepEqual(carriedOver({ allowList: ['a'], allowedGitResolverURLs: [GIT] }), { allowList: ['a'], allowedGitResolverURLs: [GIT] });
+  assert.deepEqual(carriedOver(undefined), {});
+});
+
+test('each request judged by decide() as if new; the proposal adds what the Go controller served; what config cannot fix stays refused, said why', () => {
+  const r = migrateCheck(input());
+  assert.equal(r.judgedUnder, 'incumbent');
+  const row = (name: string) => r.rows.find((x) => x.request.endsWith(`/${name}`))!;
+  assert.equal(row('installed-ok').now.here, 'runs');
+  // Refused now, and still with the proposal: the Go controller refused it too (its allowList).
+  assert.deepEqual([row('not-listed').now.here, row('not-listed').proposed.here], ['refused', 'refused']);
+  assert.match(row('not-listed').proposed.message, /namespace "team-z" on remote "default" is not on the allowList/);
+  // Any git URL was allowed there; none here until listed.
+  assert.equal(row('git-any').now.here, 'refused');
+  assert.match(row('git-any').now.message, /remote resolution is not enabled/);
+  assert.equal(row('git-any').proposed.here, 'runs', row('git-any').proposed.message);
+  // Service accounts were not checked there.
+  assert.equal(row('with-sa').now.here, 'refused');
+  assert.equal((row('with-sa').now as { code: string }).code, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED');
+  assert.equal(row('with-sa').proposed.here, 'runs');
+  // Undeclared params: no configuration serves them.
+  assert.deepEqual([row('undeclared').now.here, row('undeclared').proposed.here], ['refused', 'refused']);
+  assert.match(row('undeclared').proposed.message, /color/);
+  // A namespace the Go controller allowed, reaching the next rule once let in: the cluster resolver.
+  assert.equal(row('by-cluster').now.here, 'refused');
+  assert.equal(row('by-cluster').proposed.here, 'runs', row('by-cluster').proposed.message);
+  // Go's in-progress request: followed after the switch.
+  assert.equal(row('go-running').followed, true);
+  assert.equal(row('installed-ok').followed, false);
+
+  assert.deepEqual(r.proposal.metadata, { name: 'config', namespace: NS });
+  const spec = r.proposal.spec as Record<string, unknown>;
+  assert.deepEqual(spec['allowList'], ['team-a', 'team-b']);
+  assert.deepEqual(spec['allowedGitResolverURLs'], [GIT]);
+  assert.deepEqual(spec['allowedServiceAccounts'], ['releaser']);
+  assert.deepEqual(spec['sources'], { cluster: true });
+  assert.ok(r.added.some((a) => a.startsWith('allowedGitResolverURLs: "https://github.com/example/release-catalog.git"')), r.added.join('\n'));
+  assert.ok(!r.added.some((a) => a.includes('team-z')), 'nothing the Go controller refused is let in');
+  assert.deepEqual(r.counts, { requests: 7, refusedNow: 5, refusedProposed: 2, followed: 1 });
+});
+
+test('with a configuration of this controller\'s already: judged under it, and the proposal starts from it', () => {
+  const ours = { apiVersion: 'appstudio.redhat.com/v1alpha1' as const, kind: 'InternalServicesConfig' as const, metadata: { name: 'config', namespace: NS }, spec: { allowList: ['team-a'], allowedServiceAccounts: ['releaser'], debug: true } as never };
+  const r = migrateCheck(input({ ours }));
+  assert.equal(r.judgedUnder, 'ours');
+  const row = (name: string) => r.rows.find((x) => x.request.endsWith(`/${name}`))!;
+  assert.equal(row('with-sa').now.here, 'runs');
+  assert.equal(row('by-cluster').now.here, 'refused');
+  assert.equal((r.proposal.spec as Record<string, unknown>)['debug'], true, 'its own settings kept');
+  assert.deepEqual((r.proposal.spec as Record<string, unknown>)['allowList'], ['team-a', 'team-b']);
+});
