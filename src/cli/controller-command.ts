@@ -379,6 +379,8 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   await tektonVersion.start();
   // Remotes from the providers: each is served once listed; one that cannot be reached does not hold up the others.
   await Promise.all(providers.filter((p) => p !== kubeconfigRemote).map((p) => p.start()));
+  // Every replica checks before it stands by (its /readyz says so), and the leader again once it leads.
+  if (preflight && !(await preflight.waitUntilClear())) return;
   if (elector) {
     const leading = await elector.acquire(() => {
       // Lost the lease: stop acting at once, and exit so the pod restarts as a standby.
@@ -388,6 +390,6 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     });
     if (!leading) return;
   }
-  if (preflight && !(await preflight.waitUntilClear())) return;
+  if (elector && preflight && !(await preflight.waitUntilClear())) return;
   if (!stopping) controller.startWorkers();
 }
