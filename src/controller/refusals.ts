@@ -22,10 +22,13 @@ export interface RequestRefusals {
   results?: string;
 }
 
+/** What a remote may refuse the controller for a while: the delete of a finished request, the removal of a finalizer. */
+type RemoteRight = 'delete' | 'finalizer';
+
 export class Refusals {
   private readonly byRequest = new Map<string, RequestRefusals & { uid: string; at: number }>();
-  private readonly deletesDenied = new Map<string, number>();
-  private readonly finalizersDenied = new Map<string, number>();
+  /** When each remote last refused each right. */
+  private readonly denied: Record<RemoteRight, Map<string, number>> = { delete: new Map(), finalizer: new Map() };
 
   /** The internal cluster refused the PipelineRun of request `uid` at `key`. */
   runRefused(key: string, uid: string, message: string, now: number): void {
@@ -39,21 +42,37 @@ export class Refusals {
 
   /** A remote refused to delete one of its requests; true when it is the first refusal known (to be said once). */
   deleteDenied(remote: string, now: number): boolean {
-    const first = !this.deletesDenied.has(remote);
-    this.deletesDenied.set(remote, now);
-    return first;
+    return this.deny('delete', remote, now);
   }
 
   /** A remote refused to let the controller remove a finalizer from a request (patch); true when it is the first refusal known. */
   finalizerDenied(remote: string, now: number): boolean {
-    const first = !this.finalizersDenied.has(remote);
-    this.finalizersDenied.set(remote, now);
-    return first;
+    return this.deny('finalizer', remote, now);
+  }
+
+  /** Whether a delete on this remote was refused less than DELETES_DENIED_MS ago. */
+  deletesDeniedOn(remote: string, now: number): boolean {
+    return this.deniedOn('delete', remote, now);
   }
 
   /** Whether a finalizer's removal on this remote was refused less than DELETES_DENIED_MS ago. */
   finalizersDeniedOn(remote: string, now: number): boolean {
-    const at = this.finalizersDenied.get(remote);
+    return this.deniedOn('finalizer', remote, now);
+  }
+
+  /** The remotes whose deletes were refused less than DELETES_DENIED_MS ago. */
+  deletesDeniedRemotes(now: number): string[] {
+    return [...this.denied.delete].filter(([, at]) => now - at < DELETES_DENIED_MS).map(([r]) => r);
+  }
+
+  private deny(right: RemoteRight, remote: string, now: number): boolean {
+    const first = !this.denied[right].has(remote);
+    this.denied[right].set(remote, now);
+    return first;
+  }
+
+  private deniedOn(right: RemoteRight, remote: string, now: number): boolean {
+    const at = this.denied[right].get(remote);
     return at !== undefined && now - at < DELETES_DENIED_MS;
   }
 
@@ -64,20 +83,8 @@ export class Refusals {
     return { ...(r.run !== undefined ? { run: r.run } : {}), ...(r.results !== undefined ? { results: r.results } : {}) };
   }
 
-  /** Whether a delete on this remote was refused less than DELETES_DENIED_MS ago. */
-  deletesDeniedOn(remote: string, now: number): boolean {
-    const at = this.deletesDenied.get(remote);
-    return at !== undefined && now - at < DELETES_DENIED_MS;
-  }
-
-  /** The remotes whose deletes were refused less than DELETES_DENIED_MS ago. */
-  deletesDeniedRemotes(now: number): string[] {
-    return [...this.deletesDenied].filter(([, at]) => now - at < DELETES_DENIED_MS).map(([r]) => r);
-  }
-
   forgetRemote(name: string): void {
-    this.deletesDenied.delete(name);
-    this.finalizersDenied.delete(name);
+    for (const m of Object.values(this.denied)) m.delete(name);
     for (const k of [...this.byRequest.keys()]) if (k.startsWith(`${name}/`)) this.byRequest.delete(k);
   }
 

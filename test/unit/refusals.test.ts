@@ -45,6 +45,20 @@ test('deletes denied: said once per remote, asked again after DELETES_DENIED_MS,
   assert.deepEqual(r.of('stage/team/a', 'u-9'), { run: 'y' }, 'another remote keeps its own');
 });
 
+test('finalizer removals denied: apart from deletes, said once per remote, asked again after DELETES_DENIED_MS, forgotten with the remote', () => {
+  const r = new Refusals();
+  assert.equal(r.finalizerDenied('prod', T), true);
+  assert.equal(r.finalizerDenied('prod', T + 1), false);
+  assert.equal(r.finalizersDeniedOn('prod', T + 1), true);
+  assert.equal(r.deletesDeniedOn('prod', T + 1), false, 'a refused patch says nothing of deletes');
+  assert.deepEqual(r.deletesDeniedRemotes(T + 1), []);
+  assert.equal(r.deleteDenied('prod', T + 1), true, 'nor the reverse');
+  assert.equal(r.finalizersDeniedOn('prod', T + 1 + DELETES_DENIED_MS), false);
+  r.forgetRemote('prod');
+  assert.equal(r.finalizersDeniedOn('prod', T + 2), false);
+  assert.equal(r.finalizerDenied('prod', T + 3), true, 'new again once forgotten');
+});
+
 test('the gauge: 1 for a remote that refuses TTL deletes, 0 for the others, by metric label', async () => {
   const refusals = new Refusals();
   refusals.deleteDenied('prod', T);
