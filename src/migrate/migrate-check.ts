@@ -109,24 +109,17 @@ function config(namespace: string, spec: Spec): InternalServicesConfig {
   return { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: CONFIG_NAME, namespace }, spec };
 }
 
-/** decide() on the request as if it had just arrived, under `cfg`. */
-export function judge(input: Pick<CheckInput, 'namespace' | 'remote' | 'pipelines' | 'tasks' | 'now'>, cfg: InternalServicesConfig, req: InternalRequest): Judgement {
-  const fresh: InternalRequest = { ...req, metadata: { ...req.metadata, finalizers: [] }, status: {} };
-  delete fresh.metadata.deletionTimestamp;
-  const what = requestedOf(fresh.spec);
-  const pipeline = what.kind === 'installed' ? input.pipelines.find((p) => p.metadata?.name === what.pipeline) : undefined;
+/** A judge of requests under one configuration: decide() on each as if it had just arrived. */
+export function judgeUnder(input: Pick<CheckInput, 'namespace' | 'remote' | 'pipelines' | 'tasks' | 'now'>, cfg: InternalServicesConfig): (req: InternalRequest) => Judgement {
+  const config = effectiveConfig(cfg, input.namespace, { defaultRemote: input.remote });
   const tasks = new Map(input.tasks.flatMap((t) => (t.metadata?.name ? [[t.metadata.name, t] as const] : [])));
-  const actions = decide({
-    namespace: input.namespace,
-    remote: input.remote,
-    request: fresh,
-    pipelineRuns: [],
-    config: effectiveConfig(cfg, input.namespace, { defaultRemote: input.remote }),
-    pipeline,
-    tasks,
-    now: input.now,
-  });
-  return verdictOf(actions);
+  return (req) => {
+    const fresh: InternalRequest = { ...req, metadata: { ...req.metadata, finalizers: [] }, status: {} };
+    delete fresh.metadata.deletionTimestamp;
+    const what = requestedOf(fresh.spec);
+    const pipeline = what.kind === 'installed' ? input.pipelines.find((p) => p.metadata?.name === what.pipeline) : undefined;
+    return verdictOf(decide({ namespace: input.namespace, remote: input.remote, request: fresh, pipelineRuns: [], config, pipeline, tasks, now: input.now }));
+  };
 }
 
 function verdictOf(actions: readonly Action[]): Judgement {
@@ -174,29 +167,32 @@ function needs(req: InternalRequest, spec: Spec, added: Set<string>): void {
 export function migrateCheck(input: CheckInput): CheckReport {
   const judgedUnder = input.ours ? 'ours' : 'incumbent';
   const base = input.ours ? structuredClone(input.ours.spec ?? {}) : carriedOver(input.incumbent);
-  const first = config(input.namespace, structuredClone(base));
+  const first = judgeUnder(input, config(input.namespace, structuredClone(base)));
   const rows: RequestRow[] = input.requests.map((req) => ({
     request: `${req.metadata.namespace}/${req.metadata.name}`,
     incumbent: req.status?.conditions?.[0]?.reason || 'new',
     followed: !isFinished(req) && req.status?.conditions?.[0]?.reason === 'Running',
-    now: judge(input, first, req),
+    now: first(req),
     proposed: { here: 'runs', message: '' },
   }));
   // Add what refusals ask for, for requests the Go controller served, until nothing more is added (a namespace let in may meet the next rule).
   const spec = structuredClone(base);
   const added = new Set<string>();
-  for (let round = 0; round < 4; round++) {
+  let judge = first;
+  let settled = false;
+  for (let round = 0; round < 4 && !settled; round++) {
     const before = added.size;
-    const cfg = config(input.namespace, spec);
     input.requests.forEach((req, i) => {
-      const j = judge(input, cfg, req);
+      const j = judge(req);
       rows[i]!.proposed = j;
       if (j.here === 'refused' && incumbentAllows(input.incumbent, req)) needs(req, spec, added);
     });
-    if (added.size === before) break;
+    settled = added.size === before;
+    if (!settled) judge = judgeUnder(input, config(input.namespace, structuredClone(spec)));
   }
+  // Still growing after four rounds: the rows are judged once more, under what was reached.
+  if (!settled) input.requests.forEach((req, i) => (rows[i]!.proposed = judge(req)));
   const proposal = config(input.namespace, spec);
-  input.requests.forEach((req, i) => (rows[i]!.proposed = judge(input, proposal, req)));
   return {
     judgedUnder,
     rows,
