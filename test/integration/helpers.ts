@@ -92,8 +92,8 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, script = CLI
   return cp;
 }
 
-/** Starts the controller CLI under the controller identities of both clusters and waits until it works. */
-export async function startController(env: Environment, extra: string[] = []): Promise<ControllerProcess> {
+/** Starts the controller CLI under the controller identities of both clusters; resolves once its workers run (with `workers: false`, once it serves its probes). */
+export async function startController(env: Environment, extra: string[] = [], opts: { workers?: boolean } = {}): Promise<ControllerProcess> {
   const cp = runCli([
     'controller',
     '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath,
@@ -106,7 +106,7 @@ export async function startController(env: Environment, extra: string[] = []): P
   ]);
   const serving = await cp.waitForLog((l) => l.msg === 'serving health probes');
   cp.healthPort = Number(String(serving.address).split(':').pop());
-  await cp.waitForLog((l) => l.msg === 'caches synced');
+  if (opts.workers !== false) await cp.waitForLog((l) => l.msg === 'caches synced');
   return cp;
 }
 

@@ -37,7 +37,7 @@ import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
-import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, runCli, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 /** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
 const TENANT = NS;
@@ -249,9 +249,8 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
       { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'internal-services-controller-manager', namespace: INC_NS }, spec: { replicas: 1, selector: { matchLabels: { 'control-plane': 'controller-manager' } }, template: { metadata: { labels: { 'control-plane': 'controller-manager' } }, spec: { containers: [{ name: 'manager', image: 'quay.io/konflux-ci/internal-services:stand-in' }] } } } },
       { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'b548bb9d.redhat.com', namespace: INC_NS }, spec: { holderIdentity: 'internal-services-controller-manager-6b9f7_1c2d', leaseDurationSeconds: 15, renewTime: micro(), acquireTime: micro() } },
     ] as never);
-    // Started as startController does, without waiting for its workers (they wait for the check).
-    controller = runCli(['controller', '--remote-kubeconfig', env.remote.identities.controller.kubeconfigPath, '--kubeconfig', env.internal.identities.controller.kubeconfigPath, '--namespace', NS, '--metrics-bind-address', '0', '--health-probe-bind-address', '127.0.0.1:0', '--log-level', 'debug']);
-    controller.healthPort = Number(String((await controller.waitForLog((l) => l['msg'] === 'serving health probes'))['address']).split(':').pop());
+    // Not waited for until its workers run: they wait for the check.
+    controller = await startController(env, [], { workers: false });
     const refused = await controller.waitForLog((l) => String(l['msg']).startsWith('not serving while the Go controller may run'), 30_000);
     assert.match(String(refused['msg']), /has 1 replica\(s\) asked for.*scale deployment internal-services-controller-manager --replicas=0/);
     assert.match(String(refused['msg']), /is held by "internal-services-controller-manager-6b9f7_1c2d"/);
