@@ -9,13 +9,13 @@
  * them — e.g. no garbage collection, no default ServiceAccounts, no Pods run.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { ensureBinaries, type EnvtestAssets } from './binaries.js';
 import type { LogFn } from '../progress-log.js';
-import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
+import { freePorts, ManagedProcess, releaseDir, removeOnExit, startWatchdog, writePidFile } from './processes.js';
 import { startResults, type ResultsOptions, type ResultsPlatform } from './tekton-results.js';
 import { startTekton, type TektonHost, type TektonOptions, type TektonPlatform } from './tekton.js';
 import { startChains, type ChainsOptions, type ChainsPlatform } from './tekton-chains.js';
@@ -123,10 +123,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
     await etcdProc?.stop(graceMs);
     watchdog?.kill('SIGKILL');
-    if (!keep) {
-      rmSync(dir, { recursive: true, force: true });
-      removeOnExit(dir, false);
-    } else log(`envtest: kept ${dir}`);
+    releaseDir(dir, keep, log, 'envtest');
   };
 
   try {

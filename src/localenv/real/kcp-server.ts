@@ -9,7 +9,7 @@
  * workspace are in kcp-workspaces.ts, which takes the Kcp this file starts.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -17,7 +17,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { ensureKcpBinary } from './binaries.js';
 import { httpsGet, summarizeReadyz } from './control-plane.js';
-import { freePorts, ManagedProcess, removeOnExit, startWatchdog, writePidFile } from './processes.js';
+import { freePorts, ManagedProcess, releaseDir, removeOnExit, startWatchdog, writePidFile } from './processes.js';
 import type { LogFn } from '../progress-log.js';
 
 /** The controller's user on kcp: a plain user (not a ServiceAccount name: kcp treats those specially). */
@@ -141,10 +141,7 @@ export async function startKcp(opts: StartKcpOptions = {}): Promise<Kcp> {
     (stopping ??= (async () => {
       await proc?.stop(keep ? 10_000 : 0);
       watchdog?.kill('SIGKILL');
-      if (!keep) {
-        rmSync(dir, { recursive: true, force: true });
-        removeOnExit(dir, false);
-      } else log(`kcp: kept ${dir}`);
+      releaseDir(dir, keep, log, 'kcp');
     })());
 
   try {

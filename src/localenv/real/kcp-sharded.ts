@@ -20,7 +20,7 @@
  * is the front-proxy's: kcp-workspaces.ts works on it unchanged.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -28,9 +28,9 @@ import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/c
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { ensureKcpBinary } from './binaries.js';
 import { httpsGet, summarizeReadyz } from './control-plane.js';
-import { freePorts, ManagedProcess, removeOnExit, startWatchdog, waitUntilReady, writePidFile } from './processes.js';
+import { freePorts, ManagedProcess, releaseDir, removeOnExit, startWatchdog, waitUntilReady, writePidFile } from './processes.js';
 import { makeCa, makeLeaf, openssl } from './pki.js';
-import { makeIdentity, SPECS, type Kcp, type KcpIdentities, type KcpIdentity } from './kcp-server.js';
+import { makeIdentity, SPECS, type Kcp, type KcpIdentities, type KcpIdentity, type StartKcpOptions } from './kcp-server.js';
 import type { LogFn } from '../progress-log.js';
 
 /** The label put on every Shard object: its name, so that a Workspace can be placed with `spec.location.selector`. */
@@ -59,14 +59,10 @@ export interface ShardedKcp extends Kcp {
   auditLogPaths: string[];
 }
 
-export interface StartShardedKcpOptions {
+/** As startKcp's; with `audit`, each shard writes its own log (ShardedKcp.auditLogPaths). */
+export interface StartShardedKcpOptions extends StartKcpOptions {
   /** Shards, the root one included (default 2). */
   shards?: number;
-  dir?: string;
-  log?: LogFn;
-  readyTimeoutMs?: number;
-  /** Each shard writes a Metadata-level audit log (ShardedKcp.auditLogPaths), as startKcp({ audit: true }) does. */
-  audit?: boolean;
 }
 
 export async function startShardedKcp(opts: StartShardedKcpOptions = {}): Promise<ShardedKcp> {
@@ -94,10 +90,7 @@ export async function startShardedKcp(opts: StartShardedKcpOptions = {}): Promis
       // The proxy first, then the shards (the root last), then the cache.
       for (const p of [...procs].reverse()) await p.stop(keep ? 10_000 : 0).catch(() => {});
       watchdog?.kill('SIGKILL');
-      if (!keep) {
-        rmSync(dir, { recursive: true, force: true });
-        removeOnExit(dir, false);
-      } else log(`kcp (sharded): kept ${dir}`);
+      releaseDir(dir, keep, log, 'kcp (sharded)');
     })());
 
   try {

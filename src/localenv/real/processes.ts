@@ -20,6 +20,16 @@ export function removeOnExit(dir: string, remove = true): void {
   else dirsToRemoveOnExit.delete(dir);
 }
 
+/** At teardown: the environment's directory removed (and no longer on the exit list), or kept and said so. */
+export function releaseDir(dir: string, keep: boolean, log: (line: string) => void, what: string): void {
+  if (keep) {
+    log(`${what}: kept ${dir}`);
+    return;
+  }
+  rmSync(dir, { recursive: true, force: true });
+  removeOnExit(dir, false);
+}
+
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
