@@ -69,6 +69,7 @@ export interface ControllerFlags {
   sourceCheckMaxSize: number;
   sourceCheckCacheSize: number;
   incumbentCheck: boolean;
+  drain: boolean;
   incumbentNamespace: string;
   incumbentDeployment: string;
   incumbentLease: string;
@@ -193,6 +194,7 @@ export function controllerCommand(): Command {
     .addOption(
       new Option('--refuse-resolvers-on-advisory', 'refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told').env('REFUSE_RESOLVERS_ON_ADVISORY').default(false),
     )
+    .addOption(new Option('--drain', 'before a rollback to the Go controller: take no new request (leave it for the Go controller), finish what started here (docs/migrating.md)').env('DRAIN').default(false))
     .addOption(new Option('--no-incumbent-check', 'serve without first checking that the Go controller this one replaces is gone (only where none was ever installed; docs/migrating.md)'))
     .addOption(new Option('--incumbent-namespace <name>', "namespace of the Go controller's Deployment and leader-election Lease on the internal cluster").env('INCUMBENT_NAMESPACE').default(INCUMBENT_NAMESPACE).argParser(namespaceName))
     .addOption(new Option('--incumbent-deployment <name>', "the Go controller's Deployment: no request is served while it has replicas").env('INCUMBENT_DEPLOYMENT').default(INCUMBENT_DEPLOYMENT))
@@ -313,7 +315,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
       metrics: metrics.commitChecks,
     }),
     refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,
+    ...(flags.drain ? { drain: true } : {}),
   });
+  if (flags.drain) log.warn('draining before a rollback to the Go controller (--drain): requests no controller has written to are left for it; requests started here go on to their ends; `internal-services migrate rollback --dry-run` lists what still blocks the rollback');
   configTarget = () => controller.configs.get(`${namespace}/${CONFIG_NAME}`);
   const elector = flags.leaderElect
     ? new LeaderElector(internal, {

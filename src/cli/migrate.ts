@@ -10,9 +10,10 @@ import { stringify as toYaml } from 'yaml';
 import { CONFIG_NAME, INTERNAL_SERVICES_CONFIG, type InternalServicesConfig } from '../api/config-types.js';
 import { INTERNAL_REQUEST, type InternalRequest } from '../api/types.js';
 import { connect, describeError, type Cluster } from '../kube/client.js';
-import { INCUMBENT_NAMESPACE } from '../migrate/incumbent-preflight.js';
+import { checkIncumbent, INCUMBENT_NAMESPACE, type IncumbentVerdict } from '../migrate/incumbent-preflight.js';
 import { migrateCheck, type CheckReport, type IncumbentConfigSpec, type Judgement } from '../migrate/migrate-check.js';
-import { PIPELINE, TASK, type Pipeline } from '../tekton/tekton-types.js';
+import { handOverWrites, planRollback, type RollbackPlan } from '../migrate/rollback.js';
+import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun } from '../tekton/tekton-types.js';
 
 interface CheckFlags {
   kubeconfig?: string;
@@ -38,7 +39,119 @@ export function migrateCommand(): Command {
       const report = await run(flags);
       process.stdout.write(flags.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : render(report, flags));
     });
+  migrate
+    .command('rollback')
+    .description('hand the requests in flight back to the Go controller: refuses (exit 1, nothing written) while this controller runs or a request is in a state the Go controller cannot continue; docs/migrating.md')
+    .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: KUBECONFIG, in-cluster)').env('KUBECONFIG'))
+    .addOption(new Option('--remote-kubeconfig <path>', 'kubeconfig of the remote cluster the Go controller serves').makeOptionMandatory())
+    .addOption(new Option('--namespace <name>', "this controller's namespace on the internal cluster (its PipelineRuns, Deployment and Lease)").default('internal-services'))
+    .addOption(new Option('--deployment <name>', "this controller's Deployment (it must be scaled to 0)").default('internal-services-controller'))
+    .addOption(new Option('--lease <name>', "this controller's leader-election Lease (its --leader-election-id; it must not be held)").default('internal-services-controller'))
+    .addOption(new Option('--incumbent-namespace <name>', "the Go controller's namespace (its SERVICE_NAMESPACE: its InternalServicesConfig \"config\" is read there)").default(INCUMBENT_NAMESPACE))
+    .addOption(new Option('--dry-run', 'print the plan and whether it can be carried out; write nothing'))
+    .addOption(new Option('-o, --output <format>', 'text, or json').choices(['text', 'json']).default('text'))
+    .action(async (flags: RollbackFlags) => {
+      const result = await rollback(flags);
+      process.stdout.write(flags.output === 'json' ? `${JSON.stringify(result, null, 2)}\n` : renderRollback(result, flags));
+      if (!result.done && !(flags.dryRun && result.plan.ready && result.stopped.clear)) process.exitCode = 1;
+    });
   return migrate;
+}
+
+interface RollbackFlags {
+  kubeconfig?: string;
+  remoteKubeconfig: string;
+  namespace: string;
+  deployment: string;
+  lease: string;
+  incumbentNamespace: string;
+  dryRun?: boolean;
+  output: 'text' | 'json';
+}
+
+interface RollbackResult {
+  plan: RollbackPlan;
+  /** Whether this controller is stopped (its Deployment scaled to 0, its Lease not held). */
+  stopped: IncumbentVerdict;
+  incumbentConfig: string;
+  /** What was written, one line each. */
+  written: string[];
+  /** True once every write was made: the Go controller may start. */
+  done: boolean;
+}
+
+/** The rollback: read, plan (src/migrate/rollback.ts), and unless refused or a dry run, write. */
+async function rollback(flags: RollbackFlags): Promise<RollbackResult> {
+  const internal: Cluster = await connect('internal', flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {});
+  const remote: Cluster = await connect('remote', { kubeconfig: flags.remoteKubeconfig });
+  const stopped = await checkIncumbent(internal.kc, { namespace: flags.namespace, deployment: flags.deployment, lease: flags.lease }, () => new Date(), {
+    name: 'this controller',
+    refusal: 'not rolling back while this controller may run (it would go on with the requests handed over)',
+    unreadable: 'the rollback needs to read it',
+  });
+  const incumbentRef = `${flags.incumbentNamespace}/${CONFIG_NAME}`;
+  const incumbent = await tryRead(`the Go controller's InternalServicesConfig ${incumbentRef}`, () => internal.resource<InternalServicesConfig>(INTERNAL_SERVICES_CONFIG).tryGet(flags.incumbentNamespace, CONFIG_NAME));
+  const requestsClient = remote.resource<InternalRequest>(INTERNAL_REQUEST);
+  const runsClient = internal.resource<PipelineRun>(PIPELINERUN);
+  const requests = (await tryRead('the InternalRequests of the remote cluster', () => requestsClient.list(undefined)))!.items;
+  const runs = (await tryRead(`the PipelineRuns of namespace ${flags.namespace}`, () => runsClient.list(flags.namespace)))!.items;
+  requests.sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
+  const plan = planRollback({ namespace: flags.namespace, requests, runs, incumbent: incumbent?.spec as IncumbentConfigSpec | undefined, incumbentConfig: incumbentRef, now: new Date() });
+  const result: RollbackResult = { plan, stopped, incumbentConfig: incumbent ? incumbentRef : `none (${incumbentRef} not found)`, written: [], done: false };
+  if (flags.dryRun || !plan.ready || !stopped.clear) return result;
+  // Each write is conditional on the version read (a 409 means something
+  // changed since: run the rollback again). The run is labelled before the
+  // request is written, so a rollback stopped half way is finished by the next.
+  for (const row of plan.rows) {
+    const step = row.step;
+    const ns = step.kind === 'release' || step.kind === 'handOver' ? step.request.metadata.namespace ?? '' : '';
+    try {
+      if (step.kind === 'release') {
+        await requestsClient.replaceStatus(ns, step.request.metadata.name ?? '', { ...step.request, status: {} });
+        result.written.push(`${row.request}: status cleared (the Go controller takes it as new)`);
+      } else if (step.kind === 'handOver') {
+        const need = handOverWrites(step);
+        const run = step.run;
+        if (need.run) {
+          await runsClient.patchMerge(run.metadata.namespace ?? flags.namespace, run.metadata.name ?? '', { metadata: { resourceVersion: run.metadata.resourceVersion, labels: step.labels, annotations: step.annotations } });
+          result.written.push(`${row.request}: PipelineRun ${row.run} labelled for the Go controller`);
+        }
+        if (need.status) {
+          await requestsClient.replaceStatus(ns, step.request.metadata.name ?? '', { ...step.request, status: step.status });
+          result.written.push(`${row.request}: status handed over (startTime, Progressing message)`);
+        }
+      }
+    } catch (e) {
+      throw new Error(`rollback stopped at ${row.request} (${result.written.length} write(s) made before: ${result.written.join('; ') || 'none'}): ${describeError(e)}; run it again`);
+    }
+  }
+  result.done = true;
+  return result;
+}
+
+function renderRollback(r: RollbackResult, flags: RollbackFlags): string {
+  const out: string[] = [];
+  const c = r.plan.counts;
+  out.push(`the Go controller's configuration: ${r.incumbentConfig}`);
+  out.push(`this controller: ${r.stopped.message}`);
+  out.push(`unfinished requests: ${c.unfinished} (the Go controller takes ${c.take} as they are; ${c.release} released; ${c.handOver} handed over; ${c.blocked} blocking)`);
+  out.push('');
+  for (const row of r.plan.rows) {
+    const s = row.step;
+    out.push(`${row.request}  (here: ${row.here}${row.run ? `, run ${row.run}` : ''})`);
+    out.push(s.kind === 'blocked' ? `    BLOCKS: ${s.why}; ${s.todo}` : `    ${s.kind}: ${s.why}`);
+  }
+  out.push('');
+  if (r.written.length) out.push(`written:\n${r.written.map((w) => `  - ${w}`).join('\n')}`);
+  if (r.done) {
+    out.push(`done: the requests are the Go controller's now. Start it (kubectl -n ${flags.incumbentNamespace} scale deployment internal-services-controller-manager --replicas=1); keep this controller at 0 replicas.`);
+  } else if (!r.plan.ready || !r.stopped.clear) {
+    const why = [!r.stopped.clear ? 'this controller may still run' : '', !r.plan.ready ? `${c.blocked} request(s) block it` : ''].filter(Boolean).join(' and ');
+    out.push(`REFUSED${flags.dryRun ? ' (dry run)' : ''}: ${why}; nothing was written.${!r.plan.ready ? ' Run this controller with --drain until they have ended here (it takes nothing new meanwhile), stop it, and run the rollback again.' : ''}`);
+  } else {
+    out.push('dry run: nothing written; without --dry-run these writes are made.');
+  }
+  return `${out.join('\n')}\n`;
 }
 
 async function tryRead<T>(what: string, f: () => Promise<T | undefined>): Promise<T | undefined> {

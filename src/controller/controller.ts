@@ -203,6 +203,7 @@ export class Controller {
         refs,
         ...(opts.tektonVersion ? { tektonVersion: opts.tektonVersion } : {}),
         refuseResolversOnAdvisory: opts.refuseResolversOnAdvisory === true,
+        ...(opts.drain ? { drain: true } : {}),
         refusals,
         ...(incumbentRemote ? { incumbent: { remote: incumbentRemote, runs: () => this.caches.incumbentRuns.list() } } : {}),
       },

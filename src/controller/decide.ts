@@ -11,7 +11,7 @@
  * what a finished request's run still owes (retention.ts: Chains, Results,
  * logs). Every rule it applies is a pure function of src/policy or src/tekton.
  */
-import { isFinished, Phase, Reason, showsPhase, succeededCondition } from '../api/conditions.js';
+import { isFinished, Phase, phaseOf, Reason, showsPhase, succeededCondition } from '../api/conditions.js';
 import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, runOutcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf } from '../tekton/pipelinerun.js';
 import { checkGraph, followReference, type Provenance } from '../tekton/graph.js';
@@ -138,6 +138,10 @@ export function decide(o: Observation): Action[] {
       if (showsPhase(req, Phase.Following, msg)) return actions;
       return [...actions, waiting(req, o, Phase.Following, msg, {}, { type: 'Warning', reason: Phase.Following, message: msg })];
     }
+    // Draining before a rollback (--drain, docs/migrating.md): a request no
+    // controller has written to is left for the Go controller, which takes
+    // it as new; everything started here goes on to its end here.
+    if (o.draining && phaseOf(req) === undefined) return actions;
     // 2. A remote whose rules cannot be known yet (a kcp workspace whose
     //    path cannot be read): its requests wait, pending, saying why;
     //    nothing is decided under a guessed name (observation.ts held).

@@ -108,6 +108,11 @@ export interface Observation {
   incumbentRuns?: PipelineRun[];
   /** The remote refused a delete of a finished request lately (ttlSecondsAfterFinished): none is planned for a while. */
   deletesDenied?: true;
+  /**
+   * Draining before a rollback to the Go controller (--drain): a request no
+   * controller has written to is left for it; what started here goes on.
+   */
+  draining?: true;
   /** The remote refused the removal of the incumbent's finalizer lately (config/rbac/remote-incumbent not applied): none is planned for a while. */
   finalizersDenied?: true;
   now: Date;

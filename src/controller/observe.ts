@@ -60,6 +60,8 @@ export interface ObserveSources {
   refs: Pick<RefLookups, 'answersFor'>;
   tektonVersion?: () => TektonVersionState;
   refuseResolversOnAdvisory: boolean;
+  /** --drain: new requests are left for the Go controller (a rollback: docs/migrating.md). */
+  drain?: boolean;
   refusals: Pick<Refusals, 'of' | 'deletesDeniedOn' | 'finalizersDeniedOn'>;
   /** The incumbent Go controller's runs, on the remote it served (requests/incumbent.ts). */
   incumbent?: { remote: string; runs(): Iterable<PipelineRun> };
@@ -148,6 +150,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(refused ? { resolversRefused: refused } : {}),
     ...(clustersRefused ? { refused: clustersRefused } : {}),
     ...(incumbentRuns.length ? { incumbentRuns } : {}),
+    ...(src.drain ? { draining: true as const } : {}),
     ...(request && isFinished(request) && src.refusals.deletesDeniedOn(remote.name, now.getTime()) ? { deletesDenied: true as const } : {}),
     ...(request && holdsIncumbentFinalizer(request) && src.refusals.finalizersDeniedOn(remote.name, now.getTime()) ? { finalizersDenied: true as const } : {}),
   };

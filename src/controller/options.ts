@@ -88,4 +88,10 @@ export interface ControllerOptions {
   tektonVersion?: () => TektonVersionState;
   /** --refuse-resolvers-on-advisory: refuse resolver references on a Tekton version with a known advisory, or an unknown one (default false). */
   refuseResolversOnAdvisory?: boolean;
+  /**
+   * --drain, before a rollback to the Go controller (docs/migrating.md): a
+   * request no controller has written to is left alone (for the Go
+   * controller); everything started here goes on to its end.
+   */
+  drain?: boolean;
 }

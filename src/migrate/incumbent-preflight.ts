@@ -48,40 +48,56 @@ function failed<T>(r: Read<T>): r is { error: string; forbidden: boolean } {
   return r !== null && typeof r === 'object' && 'error' in r && 'forbidden' in r;
 }
 
+/** Whose Deployment and Lease are read, as the messages name it. */
+export interface Subject {
+  /** e.g. "the Go controller" */
+  name: string;
+  /** What is refused while it may run, and why. */
+  refusal: string;
+  /** What to do when its objects cannot be read. */
+  unreadable: string;
+}
+
+/** The preflight's subject: the Go controller, before this one serves. */
+export const GO_CONTROLLER: Subject = {
+  name: 'the Go controller',
+  refusal: 'not serving while the Go controller may run (two controllers would each run every new request)',
+  unreadable: 'grant get on it (config/rbac/internal/cluster_role.yaml), or start with --no-incumbent-check only if no Go controller was ever installed on this cluster',
+};
+
 /** The verdict on what was read; pure (the time is an input). */
-export function incumbentVerdict(refs: IncumbentRefs, deployment: Read<V1Deployment>, lease: Read<V1Lease>, now: Date): IncumbentVerdict {
+export function incumbentVerdict(refs: IncumbentRefs, deployment: Read<V1Deployment>, lease: Read<V1Lease>, now: Date, who: Subject = GO_CONTROLLER): IncumbentVerdict {
   const dep = `Deployment ${refs.namespace}/${refs.deployment}`;
   const lz = `Lease ${refs.namespace}/${refs.lease}`;
-  const off = 'start with --no-incumbent-check only if no Go controller was ever installed on this cluster';
   const problems: string[] = [];
   if (failed(deployment)) {
     problems.push(deployment.forbidden
-      ? `cannot tell whether the Go controller runs: reading its ${dep} was refused (${deployment.error}); grant get on it (config/rbac/internal/cluster_role.yaml), or ${off}`
-      : `cannot tell whether the Go controller runs: reading its ${dep} failed (${deployment.error})`);
+      ? `cannot tell whether ${who.name} runs: reading its ${dep} was refused (${deployment.error}); ${who.unreadable}`
+      : `cannot tell whether ${who.name} runs: reading its ${dep} failed (${deployment.error})`);
   } else if (deployment) {
     const asked = deployment.spec?.replicas ?? 1;
     const running = deployment.status?.replicas ?? 0;
     const ready = deployment.status?.readyReplicas ?? 0;
     if (asked > 0 || running > 0 || ready > 0) {
-      problems.push(`the Go controller's ${dep} has ${asked} replica(s) asked for, ${running} running, ${ready} ready: scale it down (kubectl -n ${refs.namespace} scale deployment ${refs.deployment} --replicas=0) and wait until its pods are gone`);
+      problems.push(`${who.name}'s ${dep} has ${asked} replica(s) asked for, ${running} running, ${ready} ready: scale it down (kubectl -n ${refs.namespace} scale deployment ${refs.deployment} --replicas=0) and wait until its pods are gone`);
     }
   }
   if (failed(lease)) {
     problems.push(lease.forbidden
-      ? `cannot tell whether the Go controller leads: reading its ${lz} was refused (${lease.error}); grant get on it (config/rbac/internal/cluster_role.yaml), or ${off}`
-      : `cannot tell whether the Go controller leads: reading its ${lz} failed (${lease.error})`);
+      ? `cannot tell whether ${who.name} leads: reading its ${lz} was refused (${lease.error}); ${who.unreadable}`
+      : `cannot tell whether ${who.name} leads: reading its ${lz} failed (${lease.error})`);
   } else if (lease?.spec?.holderIdentity) {
     const t: unknown = lease.spec.renewTime ?? lease.spec.acquireTime;
     const renewed = t instanceof Date ? t.getTime() : Date.parse(String(t ?? ''));
     const until = renewed + (lease.spec.leaseDurationSeconds ?? 15) * 1000;
     if (!Number.isFinite(renewed) || until > now.getTime()) {
       const left = Number.isFinite(renewed) ? `, held until ${new Date(until).toISOString()} unless renewed` : '';
-      problems.push(`the Go controller's ${lz} is held by ${JSON.stringify(lease.spec.holderIdentity)}${left}: its leader still acts; stop it (scale ${dep} to 0)`);
+      problems.push(`${who.name}'s ${lz} is held by ${JSON.stringify(lease.spec.holderIdentity)}${left}: its leader still acts; stop it (scale ${dep} to 0)`);
     }
   }
-  if (problems.length) return { clear: false, message: `not serving while the Go controller may run (two controllers would each run every new request): ${problems.join('; ')}` };
+  if (problems.length) return { clear: false, message: `${who.refusal}: ${problems.join('; ')}` };
   const seen = [deployment ? `${dep} scaled to 0` : `no ${dep}`, lease ? `${lz} not held` : `no ${lz}`];
-  return { clear: true, message: `the Go controller does not run: ${seen.join(', ')}` };
+  return { clear: true, message: `${who.name} does not run: ${seen.join(', ')}` };
 }
 
 async function read<T>(get: () => Promise<T>): Promise<Read<T>> {
@@ -94,15 +110,15 @@ async function read<T>(get: () => Promise<T>): Promise<Read<T>> {
   }
 }
 
-/** Reads the incumbent's Deployment and Lease on the internal cluster, and gives the verdict. */
-export async function checkIncumbent(kc: KubeConfig, refs: IncumbentRefs, now: () => Date = () => new Date()): Promise<IncumbentVerdict> {
+/** Reads the incumbent's (or another subject's) Deployment and Lease on the internal cluster, and gives the verdict. */
+export async function checkIncumbent(kc: KubeConfig, refs: IncumbentRefs, now: () => Date = () => new Date(), who: Subject = GO_CONTROLLER): Promise<IncumbentVerdict> {
   const apps = kc.makeApiClient(AppsV1Api);
   const coordination = kc.makeApiClient(CoordinationV1Api);
   const [deployment, lease] = await Promise.all([
     read(() => apps.readNamespacedDeployment({ namespace: refs.namespace, name: refs.deployment })),
     read(() => coordination.readNamespacedLease({ namespace: refs.namespace, name: refs.lease })),
   ]);
-  return incumbentVerdict(refs, deployment, lease, now());
+  return incumbentVerdict(refs, deployment, lease, now(), who);
 }
 
 /**

@@ -94,8 +94,8 @@ export function carriedOver(spec: IncumbentConfigSpec | undefined): Spec {
   } as Spec;
 }
 
-/** Whether the Go controller would have run this request's reference as far as its configuration goes. */
-function incumbentAllows(spec: IncumbentConfigSpec | undefined, req: InternalRequest): boolean {
+/** Whether the Go controller would run this request's reference as far as its configuration goes (EnsureRequestIsAllowed, adapter.go). */
+export function incumbentAllows(spec: IncumbentConfigSpec | undefined, req: InternalRequest): boolean {
   if (!spec || !(spec.allowList ?? []).includes(req.metadata.namespace ?? '')) return false;
   const ref = req.spec.pipeline?.pipelineRef;
   if (ref?.resolver === 'git' && spec.allowedGitResolverURLs?.length) {

@@ -4,9 +4,9 @@ import { decide, type Action, type Observation } from '../../src/controller/deci
 import type { ArchiveVerdict, FetchedLogs } from '../../src/controller/results-archive.js';
 import type { InternalRequest, InternalRequestStatus } from '../../src/api/types.js';
 import { effectiveConfig } from '../../src/controller/config.js';
-import { assertPhase, config, done, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD, observation } from './fixtures.js';
+import { assertPhase, config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD, observation } from './fixtures.js';
 import { inProgress, Phase } from '../../src/api/conditions.js';
-import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
+import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE, pipelineRunName } from '../../src/tekton/pipelinerun.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 
 const observe = (o: Partial<Observation>): Observation => observation(o);
@@ -581,4 +581,20 @@ test('incumbent finalizer: a typed kind (the incumbent served only InternalReque
   const req = request({}, { ...held }, terminal('Succeeded', 'True'));
   const kind = { kind: 'SigningRequest', builtIn: false } as unknown as NonNullable<Observation['kind']>;
   assert.deepEqual(removals(decide(observe({ request: req, kind }))), []);
+});
+
+// ---------------------------------------------------------------- draining before a rollback (--drain, issue 45)
+
+test('draining: a request no controller has written to is left for the Go controller; one started here goes on (queued, awaiting approval, running)', () => {
+  // New: nothing at all, not even a status.
+  assert.deepEqual(decide(observe({ draining: true })), []);
+  // The same request without --drain would run.
+  assert.ok(types(decide(observe({}))).includes('createPipelineRun'));
+  // Started here (queued, then a slot frees): it goes on and runs.
+  const queued = request({}, {}, { conditions: inProgress(undefined, Phase.Queued, { message: 'waiting for a free slot', observedGeneration: 1 }, NOW) });
+  assert.ok(types(decide(observe({ request: queued, draining: true }))).includes('createPipelineRun'));
+  // Running: followed to its end, its outcome written.
+  const running = request({}, {}, { conditions: inProgress(undefined, Phase.Running, { message: 'x', observedGeneration: 1 }, NOW), pipelineRun: `${NS}/${pipelineRunName('u-1')}` });
+  const out = decide(observe({ request: running, pipelineRuns: [pipelineRun('u-1', done(true))], draining: true }));
+  assert.equal(statusOf(out).status.conditions?.[0]?.reason, 'Succeeded');
 });
