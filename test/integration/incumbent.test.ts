@@ -37,6 +37,7 @@ import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
+import { IncumbentStandIn } from './incumbent-stand-in.js';
 import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 /** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
@@ -310,5 +311,136 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     assert.match(text, /allowedServiceAccounts:\n\s+- releaser/);
     assert.doesNotMatch(text, /allowList:[^]*team-unlisted/, 'the Go controller did not serve it either');
     assert.equal(await versions(), before, 'nothing changed');
+  });
+
+  test('the way back: --drain finishes what the Go controller cannot continue, migrate rollback refuses until then and hands the rest over; one PipelineRun per request across both naming schemes', { timeout: 420_000 }, async () => {
+    await controller?.kill('SIGTERM');
+    controller = undefined;
+    const APPROVALS_NS = 'approvals';
+    await ensureNamespace(remoteAdmin, APPROVALS_NS);
+    await setRunConfig(internalAdmin, {
+      allowList: [TENANT],
+      sources: { cluster: true },
+      capacity: { maxRunning: 3 },
+      rules: [{ name: 'gate', namespaces: [APPROVALS_NS], pipelines: ['hold'], requireApproval: true, approvalTimeout: '45s' }],
+    });
+    // STAND-IN for this controller's own installation (a Deployment with a replica): the rollback must see it stopped.
+    await applyObjects(internalAdmin, [
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'internal-services-controller', namespace: NS }, spec: { replicas: 1, selector: { matchLabels: { app: 'internal-services' } }, template: { metadata: { labels: { app: 'internal-services' } }, spec: { containers: [{ name: 'manager', image: 'internal-services:stand-in' }] } } } },
+    ] as never);
+    const created = (name: string, ns = TENANT, spec: Record<string, unknown>, labels: Record<string, string> = {}) =>
+      remote().createNamespacedCustomObject({ ...IR, namespace: ns, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace: ns, labels: { release: name, ...labels } }, spec } }) as Promise<InternalRequest>;
+    const installed = (image: string) => ({ request: 'hold', params: { image } });
+    const phaseIs = (name: string, phase: string, ns = TENANT) => waitFor(`${ns}/${name} ${phase}`, async () => {
+      const r = (await remote().getNamespacedCustomObject({ ...IR, namespace: ns, name })) as InternalRequest;
+      return r.status?.conditions?.[1]?.reason === phase ? r : undefined;
+    }, 60_000, 250);
+    const KEY = 'internal-services.appstudio.redhat.com/idempotency-key';
+    seenEvents.push(...audit.readNew());
+    const mark = seenEvents.length;
+
+    // This controller serves: three run (the capacity), one queued behind them, one following another's run, one awaiting approval.
+    controller = await startController(env);
+    const run1 = await requestOf('back-running', [{ name: 'namespace', value: NS }]);
+    const run2 = await requestOf('back-ends-while-down', [{ name: 'namespace', value: NS }]);
+    const inst = await created('back-installed', TENANT, installed('back-installed'), { [KEY]: 'k1' });
+    for (const n of ['back-running', 'back-ends-while-down', 'back-installed']) await phaseIs(n, 'Running');
+    const queued = await requestOf('back-queued', [{ name: 'namespace', value: NS }]);
+    await phaseIs('back-queued', 'Queued');
+    const follower = await created('back-follows', TENANT, installed('back-installed'), { [KEY]: 'k1' });
+    await phaseIs('back-follows', 'Following');
+    const gated = await created('back-approval', APPROVALS_NS, installed('back-approval'));
+    await phaseIs('back-approval', 'AwaitingApproval', APPROVALS_NS);
+
+    // Draining: restarted with --drain; a request that arrives now is left for the Go controller.
+    await controller.kill('SIGTERM');
+    controller = await startController(env, ['--drain']);
+    const fresh = await remote().createNamespacedCustomObject({ ...IR, namespace: TENANT, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'back-new', namespace: TENANT, labels: { release: 'back-new' } }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'name', value: 'hold' }] } }, params: { image: 'back-new' } } } }) as InternalRequest;
+    const rollback = (dry: boolean) => promisify(execFile)(process.execPath, [CLI, 'migrate', 'rollback', '--kubeconfig', env.internal.identities.admin.kubeconfigPath, '--remote-kubeconfig', env.remote.identities.admin.kubeconfigPath, '--namespace', NS, ...(dry ? ['--dry-run'] : [])])
+      .then((r) => ({ code: 0, out: r.stdout }), (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }));
+    const refused = await rollback(false);
+    console.log(`--- migrate rollback while draining (real apiservers; pods SIMULATED) ---\n${refused.out}---`);
+    assert.equal(refused.code, 1, refused.out);
+    assert.match(refused.out, /REFUSED: this controller may still run and 4 request\(s\) block it; nothing was written/);
+    assert.match(refused.out, /this controller's Deployment internal-services\/internal-services-controller has 1 replica/);
+    for (const [n, why] of [['back-installed', /spec\.request/], ['back-queued', /queued/], ['back-follows', /same work again/], ['back-approval', /without the approval/]] as const) {
+      assert.match(refused.out, new RegExp(`/${n} .*\\n    BLOCKS: [^\\n]*${why.source}`), n);
+    }
+    assert.match(refused.out, /\/back-new  \(here: new\)\n    take:/);
+    assert.equal((await get('back-new')).status?.conditions, undefined, 'left for the Go controller');
+
+    // The drain: the spec.request run ends here, its follower with it, the queued request gets the slot; the approval runs out.
+    await releaseRun(env, (await runsOf(inst))[0]!);
+    for (const n of ['back-installed', 'back-follows']) assert.equal((await finished(n)).status?.conditions?.[0]?.reason, 'Succeeded');
+    await phaseIs('back-queued', 'Running');
+    const timedOut = await waitFor('the approval to run out', async () => {
+      const r = (await remote().getNamespacedCustomObject({ ...IR, namespace: APPROVALS_NS, name: 'back-approval' })) as InternalRequest;
+      const reason = r.status?.conditions?.[0]?.reason;
+      return reason && reason !== 'Running' ? r : undefined;
+    }, 90_000, 500);
+    assert.notEqual(timedOut.status?.conditions?.[0]?.reason, 'Succeeded');
+    assert.equal((await get('back-new')).status?.conditions, undefined, 'still left for the Go controller');
+
+    // Stop this controller (its Deployment to 0); one run ends while neither controller runs.
+    await controller.kill('SIGTERM');
+    controller = undefined;
+    await internalAdmin.makeApiClient(AppsV1Api).patchNamespacedDeployment({ namespace: NS, name: 'internal-services-controller', body: { spec: { replicas: 0 } } }, merge);
+    const run2Name = (await runsOf(run2))[0]!;
+    await releaseRun(env, run2Name);
+    await waitFor('the run that ends while both are down', async () => {
+      const pr = (await internal().getNamespacedCustomObject({ ...PR, namespace: NS, name: run2Name })) as PipelineRun;
+      return pr.status?.conditions?.some((x) => x.type === 'Succeeded' && x.status !== 'Unknown');
+    }, 60_000, 250);
+
+    const handed = await rollback(false);
+    console.log(`--- migrate rollback (real apiservers; pods SIMULATED) ---\n${handed.out}---`);
+    assert.equal(handed.code, 0, handed.out);
+    assert.match(handed.out, /unfinished requests: 4 \(the Go controller takes 1 as they are; 0 released; 3 handed over; 0 blocking\)/);
+    for (const req of [run1, run2, queued]) {
+      const [name] = await runsOf(req);
+      const pr = (await internal().getNamespacedCustomObject({ ...PR, namespace: NS, name: name! })) as PipelineRun;
+      assert.equal(pr.metadata.labels?.['pipelines.appstudio.openshift.io/type'], 'release');
+      assert.equal(pr.metadata.annotations?.['operator-sdk/primary-resource'], `${TENANT}/${req.metadata.name}`);
+      const r = await get(req.metadata.name!);
+      assert.ok(r.status?.startTime, 'a startTime for the Go controller');
+      assert.deepEqual([r.status?.conditions?.[0]?.status, r.status?.conditions?.[0]?.reason], ['Unknown', 'Running'], 'the requester still waits');
+    }
+    const again = await rollback(false);
+    assert.equal(again.code, 0, again.out);
+    assert.doesNotMatch(again.out, /written:/, 'a second rollback writes nothing');
+
+    // The Go controller starts (STAND-IN of its reconcile loop: incumbent-stand-in.ts).
+    const go = new IncumbentStandIn({ remote: remoteAdmin, internal: internalAdmin, namespace: NS, config: { allowList: [TENANT] } });
+    await go.start();
+    try {
+      assert.equal((await finished('back-ends-while-down')).status?.conditions?.[0]?.reason, 'Succeeded');
+      const goRun = await waitFor('the Go controller\'s run of back-new', async () => (await runsOf(fresh))[0], 30_000, 250);
+      for (const req of [run1, queued]) await releaseRun(env, (await runsOf(req))[0]!);
+      await releaseRun(env, goRun);
+      for (const req of [run1, run2, queued, fresh]) {
+        const r = await finished(req.metadata.name!);
+        assert.equal(r.status?.conditions?.[0]?.reason, 'Succeeded', `${req.metadata.name}: ${r.status?.conditions?.[0]?.message}`);
+        assert.deepEqual(r.status?.results, { image: req.metadata.name });
+      }
+      for (const req of [run1, run2, queued, fresh]) await waitFor(`${req.metadata.name}'s run removed`, async () => (await runsOf(req)).length === 0, 60_000, 500);
+    } finally {
+      go.stop();
+      console.log(`--- the Go controller (STAND-IN) ---\n${go.log.join('\n')}${go.errors.length ? `\nerrors:\n${go.errors.join('\n')}` : ''}\n---`);
+    }
+    assert.deepEqual(go.errors, [], 'the Go controller met nothing it would crash or loop on');
+    assert.equal(go.created.length, 1, `the Go controller made one run (for the request that arrived during the drain): ${go.created.join(', ')}`);
+    // PipelineRuns per request, across both naming schemes, from the internal apiserver's audit log.
+    seenEvents.push(...audit.readNew());
+    // Ours are named after the request's uid; the Go controller's (generateName) are its identity's creates (the stand-in's: admin) since this test began, all for back-new.
+    const creates = seenEvents.slice(mark).filter((e) => e.objectRef?.resource === 'pipelineruns' && !e.objectRef.subresource && e.verb === 'create' && (e.responseStatus?.code ?? 0) < 300);
+    const ourNames = new Map([run1, run2, inst, queued, follower, gated, fresh].map((r) => [`ir-${r.metadata.uid}`, r.metadata.name!]));
+    const perRequest = new Map<string, number>();
+    for (const e of creates) {
+      const byUs = e.user?.username === env.internal.identities.controller.username;
+      const name = byUs ? (ourNames.get(e.objectRef?.name ?? '') ?? `unknown run ${e.objectRef?.name}`) : e.user?.username === env.internal.identities.admin.username ? 'back-new' : undefined;
+      if (name) perRequest.set(name, (perRequest.get(name) ?? 0) + 1);
+    }
+    console.log(`rollback handover: PipelineRuns created per request: ${[...perRequest].map(([k, v]) => `${k}=${v}`).join(', ')}`);
+    assert.deepEqual(Object.fromEntries(perRequest), { 'back-running': 1, 'back-ends-while-down': 1, 'back-installed': 1, 'back-queued': 1, 'back-new': 1 });
   });
 });
