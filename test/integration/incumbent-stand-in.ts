@@ -25,6 +25,7 @@
  *   that dereferences it (metrics/internalrequest.go): a request finishing
  *   without one crashes the real process; here it is an error the test sees.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { Condition, InternalRequest } from '../../src/api/types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
@@ -220,5 +221,55 @@ export class IncumbentStandIn {
         spec: { params: Object.entries(r.spec.params ?? {}).map(([name, value]) => ({ name, value })), pipelineRef: { resolver: ref.resolver, params }, taskRunTemplate: {} },
       },
     })) as PipelineRun;
+  }
+}
+
+/**
+ * The REAL Go controller, for the run by hand (not in CI: it is built from
+ * its source by hack/incumbent/build.sh; INCUMBENT_BIN names the binary).
+ * Same surface as the stand-in: what it did (its log lines about runs), the
+ * runs it created, and what went wrong (a panic, an exit).
+ */
+export class RealIncumbent {
+  readonly log: string[] = [];
+  readonly created: string[] = [];
+  readonly errors: string[] = [];
+  private proc: ChildProcess | undefined;
+
+  constructor(private readonly bin: string, private readonly o: { remoteKubeconfig: string; internalKubeconfig: string; namespace: string }) {}
+
+  async start(): Promise<void> {
+    const proc = spawn(this.bin, [
+      `--kubeconfig=${this.o.internalKubeconfig}`,
+      `--remote-cluster-config-file=${this.o.remoteKubeconfig}`,
+      '--metrics-bind-address=0',
+      '--health-probe-bind-address=0',
+      '--leader-elect=false',
+    ], { env: { ...process.env, SERVICE_NAMESPACE: this.o.namespace, KUBECONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = proc;
+    let started!: () => void;
+    const ready = new Promise<void>((r) => (started = r));
+    const take = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n')) {
+        if (!line.trim()) continue;
+        if (/Starting workers/.test(line)) started();
+        const made = /Created PipelineRun to handle request.*"PipelineRun\.Name": "([^"]+)"/.exec(line);
+        if (made) this.created.push(made[1]!);
+        if (/panic|nil pointer/i.test(line)) this.errors.push(line);
+        if (/PipelineRun|Finalizer|Reconcil|ERROR/.test(line)) this.log.push(line.replace(/^\S+\s+/, ''));
+      }
+    };
+    proc.stdout!.on('data', take);
+    proc.stderr!.on('data', take);
+    proc.on('exit', (code, signal) => {
+      if (this.proc === proc) this.errors.push(`the Go controller exited (${code ?? signal})`);
+    });
+    await Promise.race([ready, new Promise((_, reject) => setTimeout(() => reject(new Error(`the Go controller did not start workers in 60 s:\n${this.log.join('\n')}`)), 60_000))]);
+  }
+
+  stop(): void {
+    const p = this.proc;
+    this.proc = undefined;
+    p?.kill('SIGTERM');
   }
 }

@@ -37,7 +37,7 @@ import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
-import { IncumbentStandIn } from './incumbent-stand-in.js';
+import { IncumbentStandIn, RealIncumbent } from './incumbent-stand-in.js';
 import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
 
 /** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
@@ -409,8 +409,15 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     assert.equal(again.code, 0, again.out);
     assert.doesNotMatch(again.out, /written:/, 'a second rollback writes nothing');
 
-    // The Go controller starts (STAND-IN of its reconcile loop: incumbent-stand-in.ts).
-    const go = new IncumbentStandIn({ remote: remoteAdmin, internal: internalAdmin, namespace: NS, config: { allowList: [TENANT] } });
+    // The Go controller starts: a STAND-IN of its reconcile loop (incumbent-stand-in.ts), or, by hand
+    // with INCUMBENT_BIN=$(hack/incumbent/build.sh), the real one (its SERVICE_NAMESPACE this
+    // controller's, where its configuration is read: the allowList above, and the volumeClaim it needs).
+    const bin = process.env['INCUMBENT_BIN'];
+    if (bin) await setRunConfig(internalAdmin, { allowList: [TENANT], sources: { cluster: true }, volumeClaim: { name: 'workspace', size: '1Gi' } });
+    const go = bin
+      ? new RealIncumbent(bin, { remoteKubeconfig: env.remote.identities.admin.kubeconfigPath, internalKubeconfig: env.internal.identities.admin.kubeconfigPath, namespace: NS })
+      : new IncumbentStandIn({ remote: remoteAdmin, internal: internalAdmin, namespace: NS, config: { allowList: [TENANT] } });
+    const who = bin ? `REAL, ${bin}` : 'STAND-IN';
     await go.start();
     try {
       assert.equal((await finished('back-ends-while-down')).status?.conditions?.[0]?.reason, 'Succeeded');
@@ -425,7 +432,7 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
       for (const req of [run1, run2, queued, fresh]) await waitFor(`${req.metadata.name}'s run removed`, async () => (await runsOf(req)).length === 0, 60_000, 500);
     } finally {
       go.stop();
-      console.log(`--- the Go controller (STAND-IN) ---\n${go.log.join('\n')}${go.errors.length ? `\nerrors:\n${go.errors.join('\n')}` : ''}\n---`);
+      console.log(`--- the Go controller (${who}) ---\n${go.log.join('\n')}${go.errors.length ? `\nerrors:\n${go.errors.join('\n')}` : ''}\n---`);
     }
     assert.deepEqual(go.errors, [], 'the Go controller met nothing it would crash or loop on');
     assert.equal(go.created.length, 1, `the Go controller made one run (for the request that arrived during the drain): ${go.created.join(', ')}`);
