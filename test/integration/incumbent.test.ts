@@ -55,11 +55,11 @@ const get = (name: string) => remote().getNamespacedCustomObject({ ...IR, namesp
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** The request a release pipeline sends today (spec.pipeline.pipelineRef), created by the requester's side. */
-async function requestOf(name: string, extraRef: Array<{ name: string; value: string }> = []): Promise<InternalRequest> {
+async function requestOf(name: string, extraRef: Array<{ name: string; value: string }> = [], withKind = true): Promise<InternalRequest> {
   return (await remote().createNamespacedCustomObject({
     ...IR,
     namespace: TENANT,
-    body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace: TENANT, labels: { release: name } }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'hold' }, ...extraRef] } }, params: { image: name } } },
+    body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name, namespace: TENANT, labels: { release: name } }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [...(withKind ? [{ name: 'kind', value: 'pipeline' }] : []), { name: 'name', value: 'hold' }, ...extraRef] } }, params: { image: name } } },
   })) as InternalRequest;
 }
 
@@ -143,14 +143,35 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
   test('requests it left in flight are followed to the end: one PipelineRun each, none made here', { timeout: 300_000 }, async () => {
     // Before the switch, the incumbent runs: (a) a request it is running, (b) one whose run will end
     // while no controller runs, (c) one in the window between its create and its status patch.
-    const a = await requestOf('go-running');
-    const runA = await incumbentCreatesRun(a);
-    await incumbentAddsFinalizer('go-running');
-    await incumbentMarksRunning('go-running', runA);
-    const b = await requestOf('go-ended');
-    const runB = await incumbentCreatesRun(b);
-    await incumbentAddsFinalizer('go-ended');
-    await incumbentMarksRunning('go-ended', runB);
+    // By hand with INCUMBENT_BIN, (a) and (b) are the real Go controller's (their requests without `kind`: it appends it).
+    const bin = process.env['INCUMBENT_BIN'];
+    let a: InternalRequest, b: InternalRequest, runA: PipelineRun, runB: PipelineRun;
+    if (bin) {
+      await setRunConfig(internalAdmin, { allowList: [TENANT], sources: { cluster: true }, volumeClaim: { name: 'workspace', size: '1Gi' } });
+      const go = new RealIncumbent(bin, { remoteKubeconfig: env.remote.identities.admin.kubeconfigPath, internalKubeconfig: env.internal.identities.admin.kubeconfigPath, namespace: NS });
+      await go.start();
+      a = await requestOf('go-running', [], false);
+      b = await requestOf('go-ended', [], false);
+      const [ra, rb] = await Promise.all(['go-running', 'go-ended'].map((n) => waitFor(`the Go controller runs ${n}`, async () => {
+        const r = await get(n);
+        const ref = r.status?.pipelineRun;
+        return r.status?.conditions?.[0]?.reason === 'Running' && ref ? ((await internal().getNamespacedCustomObject({ ...PR, namespace: NS, name: ref.split('/')[1]! })) as PipelineRun) : undefined;
+      }, 60_000, 250)));
+      go.stop();
+      console.log(`--- the Go controller (REAL, ${bin}) before the switch ---\n${go.log.join('\n')}\n---`);
+      assert.deepEqual(go.errors, []);
+      [runA, runB] = [ra!, rb!];
+      await new Promise((r) => setTimeout(r, 1_000)); // it has stopped
+    } else {
+      a = await requestOf('go-running');
+      runA = await incumbentCreatesRun(a);
+      await incumbentAddsFinalizer('go-running');
+      await incumbentMarksRunning('go-running', runA);
+      b = await requestOf('go-ended');
+      runB = await incumbentCreatesRun(b);
+      await incumbentAddsFinalizer('go-ended');
+      await incumbentMarksRunning('go-ended', runB);
+    }
     const c = await requestOf('go-window');
     const runC = await incumbentCreatesRun(c);
     await incumbentAddsFinalizer('go-window');
