@@ -61,9 +61,11 @@ if [ ! -x "$bin" ]; then
   fi
   rm -rf "$dir.tmp"
   mkdir -p "$dir.tmp"
+  # -gcflags=all=-dwarf=false: as in hack/envtest/install.sh (same flags
+  # everywhere, so that shared packages come from the Go build cache).
   # go install with an explicit version builds the module as released (its
   # own go.mod and go.sum), whatever module the current directory is in.
-  (cd "$dir.tmp" && GOBIN="$dir.tmp" go install -trimpath -ldflags "$ldflags" "$module/cmd/helm@$HELM_VERSION")
+  (cd "$dir.tmp" && GOBIN="$dir.tmp" go install -trimpath -gcflags=all=-dwarf=false -ldflags "$ldflags" "$module/cmd/helm@$HELM_VERSION")
   "$dir.tmp/helm" version --short >/dev/null || { log "the helm just built does not run"; exit 1; }
   mv -f "$dir.tmp/helm" "$bin"
   rmdir "$dir.tmp" 2>/dev/null || true

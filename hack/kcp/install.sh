@@ -74,9 +74,11 @@ if ! complete "$dir/bin"; then
   mkdir -p "$dir/bin.tmp"
   pkgs=""
   for c in $commands; do pkgs="$pkgs github.com/kcp-dev/kcp/cmd/$c"; done
+  # -gcflags=all=-dwarf=false: as in hack/envtest/install.sh (same flags
+  # everywhere, so that shared packages come from the Go build cache).
   # One go build for the three: they share almost every package.
   # shellcheck disable=SC2086
-  (cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$dir/bin.tmp/" $pkgs)
+  (cd "$here" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "$ldflags" -o "$dir/bin.tmp/" $pkgs)
   "$dir/bin.tmp/kcp" --version >/dev/null 2>&1 || "$dir/bin.tmp/kcp" --help >/dev/null 2>&1 || { log "the kcp just built does not run"; exit 1; }
   mkdir -p "$dir/bin"
   for c in $commands; do mv -f "$dir/bin.tmp/$c" "$dir/bin/$c"; done

@@ -52,7 +52,9 @@ build() { # COMPONENT VERSION "name=pkg"...
       export GONOSUMDB=${GONOSUMDB:-github.com,gocloud.dev,k8s.io,sigs.k8s.io,knative.dev,go.opentelemetry.io,google.golang.org,cloud.google.com,golang.org}
       log "building $name ($component $version) from its Go module (first run only; a minute or two)"
       local started; started=$(date +%s)
-      (cd "$here/$component" && go build -trimpath -ldflags "-s -w" -o "$dir/$name.tmp" "$pkg")
+      # -gcflags=all=-dwarf=false: as in hack/envtest/install.sh (same flags
+      # everywhere, so that shared packages come from the Go build cache).
+      (cd "$here/$component" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$dir/$name.tmp" "$pkg")
       mv -f "$dir/$name.tmp" "$dir/$name"
       log "built $dir/$name in $(( $(date +%s) - started )) s"
     fi

@@ -4,7 +4,7 @@
  * nothing outlives the Node process that started it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** Every child this module started that has not exited yet (any environment). */
@@ -168,37 +168,35 @@ export class ManagedProcess {
 }
 
 /**
- * Reserves `count` distinct free TCP ports on 127.0.0.1. All listeners are
- * held open until every port is known (so the ports differ), then released;
- * there is an unavoidable small window in which another process could take one.
+ * Reserves `count` distinct free TCP ports for the harness' servers. They
+ * are taken below the kernel's ephemeral range (ip_local_port_range), where
+ * the kernel never hands a port to an outgoing connection: between this
+ * call and the server's bind, the clients of the servers already running
+ * (hundreds of connections during a test) could otherwise take one (seen:
+ * a kcp shard's etcd peer port, "bind: address already in use"). All
+ * listeners are held open until every port is known, so the ports differ;
+ * another harness picking the same port in that window stays possible but
+ * is 1 in ~20,000 per port.
  */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<import('node:net').Server>((resolve, reject) => {
-          const srv = createServer();
-          srv.once('error', reject);
-          srv.listen(0, '127.0.0.1', () => resolve(srv));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => {
-    const addr = s.address();
-    if (addr === null || typeof addr === 'string') throw new Error('unexpected listener address');
-    return addr.port;
-  });
-  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-  return ports;
+  return freePortsBelow(count, ephemeralLow());
+}
+
+/** The lowest port the kernel gives outgoing connections (32768 where unknown). */
+export function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 12000 ? Math.min(low, 32768) : 32768;
+  } catch {
+    return 32768;
+  }
 }
 
 /**
- * Like freePorts, but every port is below `limit` and free on all
- * interfaces: for programs that listen on ":PORT" or cannot take a port
- * from the ephemeral range (knative reads METRICS_PROMETHEUS_PORT as a
- * signed 16-bit number, so it refuses ports above 32767, and the kernel
- * hands out ephemeral ports from 32768 up).
+ * `count` distinct ports in [from, limit), each free on all interfaces (for
+ * programs that listen on ":PORT"), picked at random. The default limit
+ * also suits programs that cannot take a port above 32767 (knative reads
+ * METRICS_PROMETHEUS_PORT as a signed 16-bit number).
  */
 export async function freePortsBelow(count: number, limit = 32768, from = 10000): Promise<number[]> {
   const held: import('node:net').Server[] = [];
