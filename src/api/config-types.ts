@@ -239,6 +239,13 @@ export const internalServicesConfigSpecSchema = schema({
             description: 'Requests under this rule run only once approved on the internal cluster (kubectl internalrequest approve) by a user with verb "approve" on rules.appstudio.redhat.com named after the rule (docs/security.md).',
           },
           approvalTimeout: { ...durationField('Without a decision within this time, the request is Rejected; default 24h'), default: '24h' },
+          expires: {
+            type: 'string',
+            format: 'date-time',
+            maxLength: 64,
+            description:
+              'A temporary grant: the time (RFC 3339, e.g. 2027-01-31T00:00:00Z) from which the rule grants nothing. It still names its namespaces, so they are not served under the allowList instead; new requests it would have granted are Rejected saying it expired, and running ones follow onRevoke. Absent: the rule does not expire.',
+          },
           onRevoke: {
             type: 'string',
             enum: ['finish', 'cancel'],

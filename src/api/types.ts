@@ -212,6 +212,15 @@ export const internalRequestStatusSchema = schema({
         rule: { type: 'string' },
       },
     },
+    grant: {
+      type: 'object',
+      description:
+        'Which part of the internal cluster\'s configuration let the request run, as it was when its PipelineRun was created: the rule (rules[i], with its name) or allowList, and until when, for a temporary grant (the rule\'s expires).',
+      properties: {
+        rule: { type: 'string', maxLength: 512 },
+        expires: { type: 'string', maxLength: 128 },
+      },
+    },
     pipeline: {
       type: 'object',
       description:

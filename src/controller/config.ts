@@ -115,6 +115,22 @@ function chainsOf(c: Obj): EffectiveConfig['chains'] {
  * validates and defaults the object; this only guards against objects stored
  * before the schema had a field.
  */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/**
+ * rules[i].expires: absent, the rule does not expire; a time that cannot be
+ * read is reported and makes the rule grant nothing (never a rule that
+ * grants for ever by mistake).
+ */
+function expiryOf(v: unknown, i: number, name: string | undefined, problems: string[]): Pick<Rule, 'expiry'> {
+  if (v === undefined || v === null) return {};
+  const written = typeof v === 'string' ? v : JSON.stringify(v);
+  const atMs = typeof v === 'string' && RFC3339.test(v) ? Date.parse(v) : NaN;
+  if (Number.isFinite(atMs)) return { expiry: { atMs, expires: written } };
+  problems.push(`rules[${i}]${name ? ` (${JSON.stringify(name)})` : ''}: expires ${JSON.stringify(written)} is not an RFC 3339 time (e.g. 2027-01-31T00:00:00Z); the rule grants nothing until it is fixed`);
+  return { expiry: { atMs: 0, expires: `${written} (not a time)` } };
+}
+
 export function effectiveConfig(
   cfg: InternalServicesConfig | undefined,
   namespace: string,
@@ -144,6 +160,7 @@ export function effectiveConfig(
     onRevoke: 'finish',
     approval: { required: false, timeoutMs: DEFAULT_APPROVAL_TIMEOUT_MS, rule: '' },
   };
+  const expiryProblems: string[] = [];
   const rules: Rule[] = list(spec['rules'])
     .filter((r) => strings(r['namespaces']).length > 0)
     .map((r, i) => {
@@ -162,6 +179,7 @@ export function effectiveConfig(
           patterns: list(p['patterns']).filter((x) => typeof x['name'] === 'string' && typeof x['pattern'] === 'string').map((x) => ({ name: x['name'] as string, pattern: x['pattern'] as string })),
         },
         onRevoke: r['onRevoke'] === 'cancel' ? 'cancel' : 'finish',
+        ...expiryOf(r['expires'], i, name, expiryProblems),
         approval: {
           required: r['requireApproval'] === true,
           timeoutMs: (typeof r['approvalTimeout'] === 'string' ? parseDuration(r['approvalTimeout']) : undefined) || DEFAULT_APPROVAL_TIMEOUT_MS,
@@ -169,7 +187,7 @@ export function effectiveConfig(
         },
       };
     });
-  const problems = [...policyProblems(sources), ...rules.flatMap((r) => policyProblems(r.sources))];
+  const problems = [...policyProblems(sources), ...rules.flatMap((r) => policyProblems(r.sources)), ...expiryProblems];
   return {
     allowList: qualifyAll(strings(spec['allowList']), bare),
     bareRemote: bare,

@@ -17,7 +17,7 @@ import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPi
 import { checkGraph, followReference, type Provenance } from '../tekton/graph.js';
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/tekton-types.js';
-import { checkParamConstraints, grantFor, isServed, notServedMessage } from '../policy/grant.js';
+import { checkParamConstraints, grantFor, isServed, notServedMessage, type Grant } from '../policy/grant.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { admit } from '../policy/capacity.js';
 import { followOf, idempotencyKeyOf } from '../requests/idempotency.js';
@@ -191,7 +191,7 @@ export function decide(o: Observation): Action[] {
     //    per-namespace rule that grants this Pipeline): its settings apply.
     const what = requestedOf(req.spec);
     if (what.kind === 'invalid') return [...actions, reject(req, o, what.message, 'REQUEST_INVALID')];
-    const verdict = grantFor(o.config, ruled, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver });
+    const verdict = grantFor(o.config, ruled, what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver }, { now: o.now.getTime() });
     if (!verdict.ok) return [...actions, reject(req, o, verdict.message, verdict.code)];
     const grant = verdict.grant;
     const by = grant.rule === 'allowList' ? o.config.source : `${grant.rule} of ${o.config.source}`;
@@ -281,7 +281,7 @@ export function decide(o: Observation): Action[] {
     const approvals = (o.approvals ?? []).filter((a) => requestUidOf(a) === uid);
     if (grant.approval.required) {
       const gate = approvalGate(o, req, grant, pr, what, approvals[0]);
-      if (gate.state === 'waiting') return [...actions, ...gate.actions];
+      if (gate.state === 'waiting') return [...actions, ...gate.actions, ...atExpiry(o, grant)];
       if (gate.state === 'ended') return [...actions, ...gate.actions, ...resolutions.cleanup(), ...approvals.map((a) => deleteApproval(a, 'the request was decided'))];
       approvalRecord = gate.record;
     }
@@ -289,12 +289,12 @@ export function decide(o: Observation): Action[] {
     const admission = admit({ key: requestKey({ remote: o.remote ?? DEFAULT_REMOTE, namespace: ns, name: req.metadata.name ?? '', kind: kindLabel(o.kind) }), tenant, created: req.metadata.creationTimestamp ?? '' }, o.capacity ?? { running: 0, runningByTenant: new Map(), waiting: [] }, o.config.capacity);
     if (!admission.admitted) {
       const message = `waiting for a free slot on the internal cluster: ${admission.why}; position ${admission.position} of ${admission.waiting} waiting (namespaces take turns)`;
-      if (showsPhase(req, Phase.Queued, message) && (!approvalRecord || req.status?.approval?.result === approvalRecord.result)) return actions;
-      return [...actions, waiting(req, o, Phase.Queued, message, approvalRecord ? { approval: approvalRecord } : {})];
+      if (showsPhase(req, Phase.Queued, message) && (!approvalRecord || req.status?.approval?.result === approvalRecord.result)) return [...actions, ...atExpiry(o, grant)];
+      return [...actions, waiting(req, o, Phase.Queued, message, approvalRecord ? { approval: approvalRecord } : {}), ...atExpiry(o, grant)];
     }
     actions.push({ type: 'createPipelineRun', pipelineRun: pr, ...(graph.stepActions.length ? { stepActions: graph.stepActions } : {}) });
     // 9. Marked Running; the resolutions (and the approval) are no longer needed.
-    actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr, approvalRecord));
+    actions.push(running(req, o, `${o.namespace}/${pr.metadata.name}`, pr, { approval: approvalRecord, grant }));
     actions.push(...resolutions.cleanup(), ...approvals.map((a) => deleteApproval(a, 'the request runs')));
     return actions;
   }
@@ -304,8 +304,10 @@ export function decide(o: Observation): Action[] {
   if (!out.done) {
     // The configuration changed under a running request, and the rule that
     // granted it asked for running requests to be stopped then.
-    const revoked = !out.cancelled ? revocationOf(o, req, ours) : undefined;
+    const revocation = !out.cancelled ? revocationOf(o, req, ours) : {};
+    const revoked = revocation.revoked;
     if (revoked) actions.push({ type: 'cancelPipelineRun', pipelineRun: ours, why: revoked, annotations: { [ANNOTATION_REVOKED]: revoked } });
+    if (revocation.grant) actions.push(...atExpiry(o, revocation.grant));
     if (!showsPhase(req, Phase.Running, runningMessage(ref)) || req.status?.pipelineRun !== ref || req.status?.observedGeneration !== generation) {
       actions.push(running(req, o, ref, ours));
     } else {
@@ -364,11 +366,25 @@ function kindOf(o: Observation): Pick<RequestKind, 'kind' | 'builtIn' | 'checkSh
  * Only who may run what is looked at again (namespace and Pipeline), not the
  * limits the request was checked with; a missing configuration revokes nothing.
  */
-function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): string | undefined {
-  if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present || o.held) return undefined;
+function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): { revoked?: string; grant?: Grant } {
+  if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present || o.held) return {};
   const what = requestedOf(req.spec);
-  if (what.kind === 'invalid') return undefined;
-  const v = grantFor(o.config, policyTenant(o, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver }, { listServed: o.workspace !== undefined });
-  return v.ok ? undefined : v.message;
+  if (what.kind === 'invalid') return {};
+  const v = grantFor(o.config, policyTenant(o, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver }, { listServed: o.workspace !== undefined, now: o.now.getTime() });
+  return v.ok ? { grant: v.grant } : { revoked: v.message };
+}
+
+/** The longest wait asked for at once (a timer further out would overflow; a look every 6 h is free). */
+const MAX_EXPIRY_WAIT_MS = 6 * 3600_000;
+
+/**
+ * A look at the request when its grant expires, for a request that waits
+ * (for an approval, for a slot) or runs with onRevoke: cancel: it is then
+ * Rejected, or its run cancelled, on time rather than at the next event.
+ */
+function atExpiry(o: Observation, grant: Grant): Action[] {
+  if (!grant.expiry) return [];
+  const left = grant.expiry.atMs - o.now.getTime();
+  return [{ type: 'requeueAfter', ms: Math.min(Math.max(left, 0) + 500, MAX_EXPIRY_WAIT_MS) }];
 }
 

@@ -9,18 +9,28 @@
 import { finished, inProgress, Phase, Reason, rfc3339, type TerminalReason } from '../api/conditions.js';
 import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
+import type { Grant } from '../policy/grant.js';
 import { pipelineStatusOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/tekton-types.js';
 
 import type { Action, EventSpec } from './actions.js';
 import type { Observation } from './observation.js';
 
-export function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, approval?: InternalRequestStatus['approval']): Action {
+/** What running() writes besides the run: set when the PipelineRun is created, kept after. */
+export interface RunningExtra {
+  approval?: InternalRequestStatus['approval'] | undefined;
+  /** The rule (or allowList) that granted the run, and its expiry. */
+  grant?: Pick<Grant, 'rule' | 'expiry'> | undefined;
+}
+
+export function running(req: InternalRequest, o: Observation, ref: string, pr: PipelineRun, extra: RunningExtra = {}): Action {
+  const { approval, grant } = extra;
   const pipeline = pipelineStatusOf(pr);
   const { followed: _stale, ...previous } = req.status ?? {}; // it followed a request that then failed: it runs itself now
   const status: InternalRequestStatus = {
     ...previous,
     ...(approval ? { approval } : {}),
+    ...(grant ? { grant: { rule: grant.rule, ...(grant.expiry ? { expires: grant.expiry.expires } : {}) } } : {}),
     ...(pipeline ? { pipeline } : {}),
     conditions: inProgress(req.status?.conditions, Phase.Running, { message: runningMessage(ref), ...gen(req) }, o.now),
     startTime: req.status?.startTime ?? rfc3339(o.now),

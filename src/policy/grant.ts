@@ -35,6 +35,8 @@ export interface Grant {
   onRevoke: 'finish' | 'cancel';
   /** rule: the name approvers are authorized for (verb "approve" on rules.appstudio.redhat.com). */
   approval: { required: boolean; timeoutMs: number; rule: string };
+  /** A temporary grant: from this time on (ms since the epoch) it grants nothing; `expires` as written, for messages. */
+  expiry?: { atMs: number; expires: string };
 }
 
 export interface Rule extends Omit<Grant, 'rule'> {
@@ -47,7 +49,21 @@ export interface Rule extends Omit<Grant, 'rule'> {
 
 export type Requested = { kind: 'installed'; pipeline: string } | { kind: 'resolver'; resolver: string };
 
-export type GrantVerdict = { ok: true; grant: Grant } | { ok: false; message: string; code: 'REQUEST_NAMESPACE_NOT_ALLOWED' | 'REQUEST_PIPELINE_NOT_ALLOWED' };
+export type GrantVerdict = { ok: true; grant: Grant } | { ok: false; message: string; code: 'REQUEST_NAMESPACE_NOT_ALLOWED' | 'REQUEST_PIPELINE_NOT_ALLOWED' | 'REQUEST_GRANT_EXPIRED' };
+
+/** What grantFor() is told besides the configuration. */
+export interface GrantOptions extends NotServedOptions {
+  /**
+   * The time of the decision (ms since the epoch). Without it a rule that
+   * expires grants nothing: no clock, no temporary grant.
+   */
+  now?: number;
+}
+
+/** Whether a rule's temporary grant is over at `now` (always, when there is no `now`). */
+export function hasExpired(r: Pick<Grant, 'expiry'>, now: number | undefined): boolean {
+  return r.expiry !== undefined && (now === undefined || now >= r.expiry.atMs);
+}
 
 const q = (s: string) => JSON.stringify(s);
 
@@ -99,7 +115,7 @@ export function grantFor(
   cfg: ServedBy & { global: Omit<Grant, 'rule'> },
   tenant: string,
   what: Requested,
-  opts: NotServedOptions = {},
+  opts: GrantOptions = {},
 ): GrantVerdict {
   const matching = rulesFor(cfg.rules, tenant);
   if (matching.length === 0) {
@@ -110,15 +126,29 @@ export function grantFor(
       message: notServedMessage(cfg, tenant, opts),
     };
   }
+  // An expired rule still names its namespaces (they stay governed by the
+  // rules, never fall back to the allowList) but grants nothing.
+  const expired: Rule[] = [];
   for (const r of matching) {
     const grants =
       what.kind === 'installed'
         ? r.pipelines.some((p) => globMatch(p, what.pipeline))
         : hasSources(r.sources);
-    if (grants) {
+    if (grants && hasExpired(r, opts.now)) {
+      expired.push(r);
+    } else if (grants) {
       const { label, namespaces: _n, pipelines: _p, ...grant } = r;
       return { ok: true, grant: { rule: label, ...grant } };
     }
+  }
+  if (expired.length > 0) {
+    const r = expired[0]!;
+    const asked = what.kind === 'installed' ? `Pipeline ${q(what.pipeline)}` : `remote Pipelines (the ${q(what.resolver)} resolver)`;
+    return {
+      ok: false,
+      code: 'REQUEST_GRANT_EXPIRED',
+      message: `${asked} ${what.kind === 'installed' ? 'was' : 'were'} granted to ${describeTenant(tenant)} by ${r.label} of ${cfg.source} until ${r.expiry!.expires}, and that grant has expired; ask the administrators of the internal cluster to renew it (its expires field) or to grant it by another rule`,
+    };
   }
   const labels = matching.map((r) => r.label).join(', ');
   if (what.kind === 'installed') {

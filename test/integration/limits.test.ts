@@ -207,6 +207,34 @@ describe('per-namespace rules (real Tekton, pods simulated)', () => {
     const fd = await waitForPhase(requester, 'finisher', 'to-finish', FINAL, 60_000);
     assert.equal(fd.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(fd));
   });
+
+  test('a temporary grant (expires): runs before, its run cancelled at the instant with nothing else changed, Rejected after; a time that is not one is refused by the API server', async () => {
+    // The API server checks the format (date-time) of the CRD.
+    await assert.rejects(setRunConfig(internalAdmin, { ...BASE, rules: [{ ...SIGNING, expires: 'tomorrow' }] }), (e: unknown) => /expires in body must be of type date-time/.test(JSON.stringify((e as { body?: unknown }).body ?? String(e))));
+    const expires = new Date(Date.now() + 25_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    await configure({ ...BASE, rules: [{ ...SIGNING, expires }] });
+    await createRequest(requester, 'ruled', 'temp-runs', { request: 'echo', params: { text: 'release-1' } });
+    const ran = await waitForPhase(requester, 'ruled', 'temp-runs', FINAL, 30_000);
+    assert.equal(ran.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(ran));
+    assert.deepEqual(ran.status?.grant, { rule: 'rules[0] ("signing")', expires }, 'status.grant names the rule and its expiry');
+    const gated = await createRequest(requester, 'ruled', 'temp-cancel', { request: 'gated' });
+    const pr = await onlyPipelineRunOf(internalAdmin, gated.metadata.uid!);
+    await waitForPhase(requester, 'ruled', 'temp-cancel', ['Running'], 30_000);
+    assert.ok(Date.now() < Date.parse(expires), 'running before the grant expires (else the test proves nothing)');
+    // No configuration change: the expiry alone ends it (onRevoke: cancel).
+    const c = await waitForPhase(requester, 'ruled', 'temp-cancel', FINAL, 60_000);
+    const endedAt = Date.now();
+    assert.equal(c.status?.conditions?.[0]?.reason, 'Failed');
+    assert.match(messageOf(c), new RegExp(`^PipelineRun ${NS}/${pr.metadata.name} failed: cancelled because the configuration no longer allows it: Pipeline "gated" was granted to namespace "ruled" on remote "default" by rules\\[0\\] \\("signing"\\) of InternalServicesConfig internal-services/config until ${expires}, and that grant has expired`));
+    assert.ok(endedAt >= Date.parse(expires), 'not before the instant');
+    assert.ok(endedAt - Date.parse(expires) < 20_000, `ended ${endedAt - Date.parse(expires)} ms after the instant (a look at expiry, not the next resync)`);
+    const late = await createRequest(requester, 'ruled', 'temp-late', { request: 'echo', params: { text: 'release-2' } });
+    const r = await waitForPhase(requester, 'ruled', 'temp-late', FINAL, 30_000);
+    assert.equal(r.status?.conditions?.[0]?.reason, 'Rejected');
+    assert.match(messageOf(r), new RegExp(`^Pipeline "echo" was granted to namespace "ruled" on remote "default" by rules\\[0\\] \\("signing"\\) of InternalServicesConfig internal-services/config until ${expires}, and that grant has expired; ask the administrators of the internal cluster to renew it`));
+    assert.deepEqual(await pipelineRunsFor(internalAdmin, late.metadata.uid!), [], 'nothing ran for the late request');
+    await configure(BASE);
+  });
 });
 
 

@@ -100,6 +100,91 @@ test('onRevoke: cancel stops a running request once no rule grants it; finish (t
   assert.deepEqual(cancels(decide(observe({ request: running, pipelineRuns: [pr], config: effectiveConfig(undefined, NS) }))), []);
 });
 
+// --- temporary grants (rules[].expires) -------------------------------------------------
+
+const TEMPORARY = (expires: unknown, extra: Record<string, unknown> = {}) =>
+  config({ allowList: ['managed-x', 'team-a'], rules: [{ name: 'temp', namespaces: ['managed-x'], pipelines: ['sign'], expires, ...extra }, { name: 'ops', namespaces: ['ops'], pipelines: ['*'] }] });
+
+test('expires: before it the rule grants and status.grant says which rule and until when; from it on, Rejected naming the rule and the time', () => {
+  const cases: Array<[expires: unknown, now: string, want: 'runs' | 'expired']> = [
+    ['2026-11-22T10:00:01Z', '2026-11-22T10:00:00Z', 'runs'],
+    ['2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z', 'expired'], // the instant itself is past
+    ['2026-11-22T09:00:00Z', '2026-11-22T10:00:00Z', 'expired'],
+    ['2026-11-22T11:00:00+02:00', '2026-11-22T10:00:00Z', 'expired'], // 09:00Z
+    ['2026-11-22T11:00:00.5-01:00', '2026-11-22T10:00:00Z', 'runs'], // 12:00:00.5Z
+  ];
+  let ran = 0;
+  let refused = 0;
+  for (const [expires, now, want] of cases) {
+    const a = decide(observe({ request: inNs('managed-x'), config: TEMPORARY(expires), now: new Date(now) }));
+    if (want === 'runs') {
+      ran++;
+      assert.equal(a[0]?.type, 'createPipelineRun', `${String(expires)} at ${now}`);
+      assert.deepEqual(statusOf(a).status.grant, { rule: 'rules[0] ("temp")', expires });
+    } else {
+      refused++;
+      assert.equal(statusOf(a).code, 'REQUEST_GRANT_EXPIRED', `${String(expires)} at ${now}`);
+      assert.match(msg(a), new RegExp(`^Pipeline "sign" was granted to namespace "managed-x" on remote "default" by rules\\[0\\] \\("temp"\\) of InternalServicesConfig internal-services/config until ${String(expires).replace(/[.+]/g, '\\$&')}, and that grant has expired; ask the administrators of the internal cluster to renew it`));
+    }
+  }
+  assert.ok(ran > 0 && refused > 0, `both sides exercised (ran ${ran}, refused ${refused})`);
+  // the allowList, and a rule without expires, are written as such
+  assert.deepEqual(statusOf(decide(observe({ request: inNs('team-a'), config: TEMPORARY('2026-11-22T09:00:00Z') }))).status.grant, { rule: 'allowList' });
+  assert.deepEqual(statusOf(decide(observe({ request: inNs('ops'), config: TEMPORARY('2026-11-22T09:00:00Z') }))).status.grant, { rule: 'rules[1] ("ops")' });
+});
+
+test('expires: an expired rule still governs its namespaces (no fallback to the allowList); a later rule that grants still does', () => {
+  // managed-x is on the allowList too: the expired rule must not widen it to "everything installed"
+  const other = decide(observe({ request: inNs('managed-x', { request: 'other' }), config: TEMPORARY('2026-11-22T09:00:00Z') }));
+  assert.equal(statusOf(other).code, 'REQUEST_PIPELINE_NOT_ALLOWED', 'the expired rule grants only "sign", and nothing now');
+  const later = config({ rules: [{ name: 'temp', namespaces: ['managed-x'], pipelines: ['sign'], expires: '2026-11-22T09:00:00Z' }, { name: 'always', namespaces: ['managed-x'], pipelines: ['sign'] }] });
+  const a = decide(observe({ request: inNs('managed-x'), config: later }));
+  assert.equal(a[0]?.type, 'createPipelineRun');
+  assert.deepEqual(statusOf(a).status.grant, { rule: 'rules[1] ("always")' });
+});
+
+test('expires that cannot be read: reported as a problem of the configuration, and the rule grants nothing', () => {
+  for (const bad of ['tomorrow', '2026-13-01T00:00:00Z', '2026-11-22', 1_800_000_000]) {
+    const c = TEMPORARY(bad);
+    assert.ok(c.problems.some((p) => /rules\[0\] \("temp"\): expires .* is not an RFC 3339 time/.test(p)), `${String(bad)}: ${c.problems.join('; ')}`);
+    assert.equal(statusOf(decide(observe({ request: inNs('managed-x'), config: c }))).code, 'REQUEST_GRANT_EXPIRED', String(bad));
+  }
+  assert.deepEqual(TEMPORARY('2027-01-31T00:00:00Z').problems, []);
+});
+
+test('expires: a request that waits (approval, a slot) or runs with onRevoke: cancel is looked at again when the grant expires, and then ends', () => {
+  const requeues = (a: Action[]) => a.filter((x) => x.type === 'requeueAfter').map((x) => (x as Extract<Action, { type: 'requeueAfter' }>).ms);
+  const inAnHour = '2026-11-22T11:00:00Z';
+  // waiting for approval
+  const approval = TEMPORARY(inAnHour, { requireApproval: true, approvalTimeout: '24h' });
+  assert.ok(requeues(decide(observe({ request: inNs('managed-x'), config: approval }))).includes(3600_000 + 500));
+  // queued
+  const full = { running: 1, runningByTenant: new Map([['default/team-a', 1]]), waiting: [] };
+  const capped = config({ allowList: ['team-a'], capacity: { maxRunning: 1 }, rules: [{ name: 'temp', namespaces: ['managed-x'], pipelines: ['sign'], expires: inAnHour }] });
+  const q = decide(observe({ request: inNs('managed-x'), config: capped, capacity: full }));
+  assert.equal(statusOf(q).status.conditions?.[1]?.reason, 'Queued');
+  assert.ok(requeues(q).includes(3600_000 + 500));
+  // far away: one look every 6 hours at most (a longer timer would overflow); the approval's own timeout (24h) is asked for besides
+  assert.deepEqual(requeues(decide(observe({ request: inNs('managed-x'), config: TEMPORARY('2027-06-01T00:00:00Z', { requireApproval: true }) }))).sort((x, y) => x - y), [6 * 3600_000, 24 * 3600_000 + 500]);
+  // running under onRevoke: cancel: a look at expiry, then cancelled saying why
+  const req = inNs('managed-x');
+  const running = { ...req, status: { conditions: [{ type: 'Succeeded', status: 'Unknown' as const, reason: 'Running', message: 'm', lastTransitionTime: '2026-11-22T09:59:00Z' }], pipelineRun: `${NS}/ir-u-1` } };
+  const pr = pipelineRun('u-1', runningStatus(), { ns: 'managed-x', name: 'req' });
+  pr.metadata.annotations = { ...pr.metadata.annotations, [ANNOTATION_ON_REVOKE]: 'cancel' };
+  const cancelling = TEMPORARY(inAnHour, { onRevoke: 'cancel' });
+  const before = decide(observe({ request: running, pipelineRuns: [pr], config: cancelling }));
+  assert.deepEqual(before.filter((x) => x.type === 'cancelPipelineRun'), []);
+  assert.ok(requeues(before).includes(3600_000 + 500));
+  const after = decide(observe({ request: running, pipelineRuns: [pr], config: cancelling, now: new Date('2026-11-22T11:00:00Z') }));
+  const c = after.find((x) => x.type === 'cancelPipelineRun') as Extract<Action, { type: 'cancelPipelineRun' }> | undefined;
+  assert.ok(c, 'cancelled once the grant expired');
+  assert.match(c.annotations?.[ANNOTATION_REVOKED] ?? '', /by rules\[0\] \("temp"\) .* until 2026-11-22T11:00:00Z, and that grant has expired/);
+  // with onRevoke: finish the run goes on, and nothing is asked for
+  const finishing = pipelineRun('u-1', runningStatus(), { ns: 'managed-x', name: 'req' });
+  const goesOn = decide(observe({ request: running, pipelineRuns: [finishing], config: TEMPORARY(inAnHour), now: new Date('2026-11-22T12:00:00Z') }));
+  assert.deepEqual(goesOn.filter((x) => x.type === 'cancelPipelineRun' || x.type === 'requeueAfter'), []);
+});
+
 // --- the approval gate ---------------------------------------------------------------
 
 const APPROVAL_RULES = config({ rules: [{ name: 'signing', namespaces: ['managed-x'], pipelines: ['sign'], requireApproval: true, approvalTimeout: '1h' }] });
