@@ -3,23 +3,23 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitChecker, DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES } from '../git/commit-checker.js';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { connect, type Cluster } from '../kube/client.js';
 import { ResultsApi } from '../controller/results-client.js';
 import { Controller } from '../controller/controller.js';
 import { EVENTS_MODES, type EventsMode } from '../controller/status-writer.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../log.js';
-import { parseDuration } from '../util/duration.js';
 import { randomUUID } from 'node:crypto';
 import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
 import { LeaderElector } from '../kube/leader.js';
 import { INCUMBENT_DEPLOYMENT, INCUMBENT_LEASE, INCUMBENT_NAMESPACE, IncumbentPreflight } from '../migrate/incumbent-preflight.js';
 import { createMetrics } from '../metrics.js';
-import { readKcpKubeconfig, remoteProviders } from './remote-providers.js';
+import { checkProviderFlags, readKcpKubeconfig, remoteProviders } from './remote-providers.js';
+import { byteSize, duration, namespaceName, positiveInt, remoteName, secretNames, shortDuration, workspacePaths } from './flag-parsers.js';
 import { loadKindModules } from './kind-modules.js';
 import { INTERNAL_REQUEST_KIND } from '../requests/request-kind.js';
-import { DEFAULT_REMOTE, REMOTE_NAME_PATTERN } from '../policy/tenant.js';
+import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { configMapReader, DEFAULT_TEKTON_NAMESPACE, TektonVersion } from '../controller/tekton-version.js';
 import { CHAINS, RESULTS } from '../tekton/components.js';
 import { EventRecorder } from '../kube/events.js';
@@ -36,6 +36,8 @@ export interface ControllerFlags {
   remoteSecretsSelector?: string;
   remoteSecret?: string[];
   remoteSecretsNamespace?: string;
+  remoteKubeconfigDir?: string;
+  remoteKubeconfigDirInterval: number;
   kcpKubeconfig?: string;
   kcpExport: string;
   kcpEndpointSlice?: string;
@@ -75,56 +77,6 @@ export interface ControllerFlags {
   incumbentLease: string;
 }
 
-/** A size in bytes: 1048576, 512Mi, 1Gi, 100M (Kubernetes quantity suffixes). */
-export function byteSize(v: string): number {
-  const m = /^([0-9]+)(Ki|Mi|Gi|Ti|K|M|G|T)?$/.exec(v.trim());
-  if (!m) throw new InvalidArgumentError(`${JSON.stringify(v)} is not a size (e.g. 512Mi, 1Gi, 1048576)`);
-  const mult: Record<string, number> = { '': 1, K: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
-  const n = Number(m[1]) * mult[m[2] ?? '']!;
-  if (n < 1024 * 1024) throw new InvalidArgumentError(`${JSON.stringify(v)} is below 1Mi`);
-  return n;
-}
-
-function positiveInt(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 256) throw new InvalidArgumentError('must be an integer from 1 to 256');
-  return n;
-}
-
-function remoteName(v: string): string {
-  if (!REMOTE_NAME_PATTERN.test(v)) throw new InvalidArgumentError('must be a DNS label: lower-case letters, digits and "-", at most 63');
-  return v;
-}
-
-function workspacePaths(v: string, previous: string[] | undefined): string[] {
-  const paths = v.split(',').map((x) => x.trim()).filter(Boolean);
-  for (const p of paths) if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(p)) throw new InvalidArgumentError(`${JSON.stringify(p)} is not a workspace path (e.g. root:org)`);
-  return [...(previous ?? []), ...paths];
-}
-
-function secretNames(v: string, previous: string[] | undefined): string[] {
-  const names = v.split(',').map((x) => x.trim()).filter(Boolean);
-  for (const n of names) if (!/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(n) || n.length > 253) throw new InvalidArgumentError(`${JSON.stringify(n)} is not a Secret name`);
-  return [...(previous ?? []), ...names];
-}
-
-function namespaceName(v: string): string {
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v) || v.length > 63) throw new InvalidArgumentError('must be a namespace name: lower-case letters, digits and "-", at most 63');
-  return v;
-}
-
-function shortDuration(v: string): number {
-  const ms = parseDuration(v);
-  if (ms === undefined || ms < 100) throw new InvalidArgumentError('must be a duration of at least 100ms, like 2s');
-  return ms;
-}
-
-function duration(v: string): number {
-  const ms = parseDuration(v);
-  if (ms === undefined || ms < 1000) throw new InvalidArgumentError('must be a duration of at least 1s, like 10m or 1h');
-  return ms;
-}
-
 export function controllerCommand(): Command {
   return new Command('controller')
     .description('Run the controller: serve InternalRequests of the remote cluster with Pipelines of the internal cluster')
@@ -147,6 +99,12 @@ export function controllerCommand(): Command {
     .addOption(new Option('--kcp-unbind-grace <duration>', 'after a workspace unbinds the export (or is deleted): how long it stays served so that the deletes of its requests are acted on (their runs stopped), before it is forgotten').env('KCP_UNBIND_GRACE').default(30_000, '30s').argParser(shortDuration))
     .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))
     .addOption(new Option('--remote-secrets-namespace <name>', 'namespace of those Secrets (default: --namespace)').env('REMOTE_SECRETS_NAMESPACE'))
+    .addOption(
+      new Option('--remote-kubeconfig-dir <path>', 'serve one remote cluster per kubeconfig file of this directory, named by the file ("prod" or "prod.kubeconfig": remote prod), e.g. mounted Secrets; read again every --remote-kubeconfig-dir-interval').env(
+        'REMOTE_KUBECONFIG_DIR',
+      ),
+    )
+    .addOption(new Option('--remote-kubeconfig-dir-interval <duration>', 'how often --remote-kubeconfig-dir is read again (files added, changed, removed)').env('REMOTE_KUBECONFIG_DIR_INTERVAL').default(10_000, '10s').argParser(shortDuration))
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig of the internal cluster (default: in-cluster config)').env('KUBECONFIG'))
     .addOption(new Option('--namespace <name>', "the controller's namespace on the internal cluster (default: the pod's)").env('POD_NAMESPACE'))
     .addOption(new Option('--metrics-bind-address <addr>', 'address of the Prometheus metrics endpoint; 0 disables').env('METRICS_BIND_ADDRESS').default(':8080'))
@@ -245,9 +203,7 @@ function resolveNamespace(flag: string | undefined): string {
 
 export async function runController(flags: ControllerFlags): Promise<void> {
   const log = createLogger({ level: flags.logLevel });
-  if (!flags.remoteKubeconfig && !flags.remoteSecretsSelector && !flags.remoteSecret?.length && !flags.kcpKubeconfig) {
-    throw new ConfigError('CONFIG_FLAG', 'no remote cluster: give --remote-kubeconfig, kubeconfig Secrets with --remote-secrets-selector or --remote-secret, or a kcp provider workspace with --kcp-kubeconfig');
-  }
+  checkProviderFlags(flags);
   const namespace = resolveNamespace(flags.namespace);
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace)) throw new ConfigError('CONFIG_FLAG', `--namespace "${namespace}" is not a valid namespace name`);
   const healthAddr = parseBindAddress('--health-probe-bind-address', flags.healthProbeBindAddress);

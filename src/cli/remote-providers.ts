@@ -4,11 +4,13 @@
  * through the controller as its source says.
  */
 import { slimRequest } from '../requests/cached-requests.js';
+import { statSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ConfigError } from '../errors.js';
 import type { Cluster } from '../kube/client.js';
 import type { Metrics } from '../metrics.js';
+import { RemoteDirectory } from '../remotes/directory.js';
 import { KcpRemotes } from '../remotes/kcp.js';
 import { KubeconfigRemote } from '../remotes/kubeconfig.js';
 import type { RemoteProvider, RemoteSink } from '../remotes/provider.js';
@@ -20,6 +22,8 @@ export interface ProviderFlags {
   remoteSecretsSelector?: string;
   remoteSecret?: string[];
   remoteSecretsNamespace?: string;
+  remoteKubeconfigDir?: string;
+  remoteKubeconfigDirInterval: number;
   kcpExport: string;
   kcpEndpointSlice?: string;
   kcpWorkspaceParent?: string[];
@@ -38,6 +42,21 @@ export interface ProviderContext {
   namespace: string;
   log: Logger;
   metrics: Metrics;
+}
+
+/** Refuses flags that give no remote at all, or a --remote-kubeconfig-dir that is not a directory. */
+export function checkProviderFlags(flags: Pick<ProviderFlags, 'remoteSecretsSelector' | 'remoteSecret' | 'remoteKubeconfigDir'> & { remoteKubeconfig?: string; kcpKubeconfig?: string }): void {
+  if (!flags.remoteKubeconfig && !flags.remoteSecretsSelector && !flags.remoteSecret?.length && !flags.remoteKubeconfigDir && !flags.kcpKubeconfig) {
+    throw new ConfigError('CONFIG_FLAG', 'no remote cluster: give --remote-kubeconfig, kubeconfig Secrets with --remote-secrets-selector or --remote-secret, a directory of kubeconfigs with --remote-kubeconfig-dir, or a kcp provider workspace with --kcp-kubeconfig');
+  }
+  if (flags.remoteKubeconfigDir === undefined) return;
+  let dir = false;
+  try {
+    dir = statSync(flags.remoteKubeconfigDir).isDirectory();
+  } catch {
+    // reported below
+  }
+  if (!dir) throw new ConfigError('CONFIG_FLAG', `--remote-kubeconfig-dir ${JSON.stringify(flags.remoteKubeconfigDir)} is not a directory that can be read (mount the Secrets there)`);
 }
 
 export function remoteProviders(sink: RemoteSink, flags: ProviderFlags, ctx: ProviderContext): { providers: RemoteProvider[]; kubeconfigRemote: KubeconfigRemote | undefined; kcp: KcpRemotes | undefined } {
@@ -61,6 +80,18 @@ export function remoteProviders(sink: RemoteSink, flags: ProviderFlags, ctx: Pro
         log,
         resyncPeriodMs: flags.resyncPeriod,
         informerObserver: metrics.controller.informer,
+        apiObserver: metrics.apiObserver,
+      }),
+    );
+  }
+  if (flags.remoteKubeconfigDir) {
+    providers.push(
+      new RemoteDirectory(sink, {
+        dir: flags.remoteKubeconfigDir,
+        intervalMs: flags.remoteKubeconfigDirInterval,
+        reserved: new Set(remote ? [flags.remoteName] : []),
+        mode: remoteMode,
+        log,
         apiObserver: metrics.apiObserver,
       }),
     );

@@ -2,11 +2,14 @@
  * Remote providers, in the shape of multicluster-runtime's: a provider says
  * which remote clusters to serve and hands them to a sink as they come,
  * change and go; the controller is the sink (RemoteSet, set.ts). One file a
- * provider, all built by the CLI the same way (src/cli/controller-command.ts):
+ * provider, all built by the CLI the same way (src/cli/remote-providers.ts):
  *
  * - kubeconfig.ts: one remote from one kubeconfig (--remote-kubeconfig);
  * - secrets.ts: one remote per kubeconfig Secret (--remote-secret,
  *   --remote-secrets-selector), followed while the controller runs;
+ * - directory.ts: one remote per kubeconfig file of a directory
+ *   (--remote-kubeconfig-dir: Secrets mounted as a volume), read again
+ *   every interval;
  * - kcp.ts: every workspace that binds the request API through a kcp
  *   APIExport's virtual workspace (--kcp-kubeconfig).
  *

@@ -19,13 +19,14 @@
  * its last good connection.
  */
 import { createHash } from 'node:crypto';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { fromKubeConfig, type Cluster, type KubeObject, type RequestObserver } from '../kube/client.js';
 import { Informer, type InformerObserver, type ReadinessCheck } from '../kube/informer.js';
 import { REMOTE_NAME_PATTERN } from '../policy/tenant.js';
 import { parseDuration } from '../util/duration.js';
 import type { RemoteMode } from './remote.js';
+import { parseRemoteKubeconfig } from './kubeconfig.js';
 import type { RemoteProvider, RemoteSink } from './provider.js';
 
 export const ANNOTATION_REMOTE_NAME = 'internal-services.appstudio.redhat.com/remote-name';
@@ -79,18 +80,9 @@ export function readRemoteSecret(secret: Secret, defaultMode: RemoteMode): { ok:
   const raw = secret.data?.[KUBECONFIG_KEY];
   if (!raw) return { ok: false, error: `${where}: no data.${KUBECONFIG_KEY} (the remote cluster's kubeconfig)` };
   const text = Buffer.from(raw, 'base64').toString('utf8');
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromString(text);
-  } catch (e) {
-    return { ok: false, error: `${where}: data.${KUBECONFIG_KEY} is not a kubeconfig: ${(e as Error).message}` };
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster?.server) return { ok: false, error: `${where}: the kubeconfig names no current context with a cluster server` };
-  const user = kc.getCurrentUser();
-  if (user?.exec || user?.authProvider) {
-    return { ok: false, error: `${where}: the kubeconfig's user runs a credential plugin (exec/auth-provider), which the controller does not run; use a token or a client certificate` };
-  }
+  const parsed = parseRemoteKubeconfig(text, `${where}: data.${KUBECONFIG_KEY}`);
+  if (!parsed.ok) return parsed;
+  const kc = parsed.kubeconfig;
   const modeText = md.annotations?.[ANNOTATION_REMOTE_MODE];
   if (modeText !== undefined && modeText !== 'watch' && modeText !== 'poll') return { ok: false, error: `${where}: annotation ${ANNOTATION_REMOTE_MODE} must be watch or poll, not ${JSON.stringify(modeText)}` };
   const intervalText = md.annotations?.[ANNOTATION_POLL_INTERVAL];

@@ -85,6 +85,11 @@ const CASES = {
   oneReplica: { release: 'internal-services', namespace: NS, values: { replicas: 1 } },
   replicasOtherRelease: { release: 'prod', namespace: 'is-prod', values: { replicas: 3, approvals: { createPolicy: false } } },
   secretsByName: { release: 'internal-services', namespace: NS, values: { remote: { name: 'prod', secrets: [STAGING_SECRET, 'internal-services-remote-dr'] } } },
+  mounted: {
+    release: 'internal-services',
+    namespace: NS,
+    values: { remote: { kubeconfigSecret: { enabled: false }, mountedSecrets: [{ name: STAGING_SECRET, remote: 'staging' }, { name: 'dr', key: 'config' }], mountedSecretsInterval: '30s' } },
+  },
   selector: {
     release: 'edge',
     namespace: 'is-edge',
@@ -412,6 +417,24 @@ describe('value sets: lint, render, and what the controller reads from its args'
     assert.deepEqual(binding['subjects'], [{ kind: 'ServiceAccount', name: 'internal-services-controller', namespace: NS }]);
   });
 
+  test('remote Secrets mounted as files: --remote-kubeconfig-dir over a projected volume, one file per remote, no Role on Secrets', async () => {
+    const objects = await render('mounted');
+    const { pod, c } = deploymentOf(objects);
+    const flags = await controllerFlags(c, NS);
+    assert.equal(flags.remoteKubeconfigDir, '/etc/internal-services/remotes');
+    assert.equal(flags.remoteKubeconfigDirInterval, 30_000);
+    assert.equal(flags.remoteKubeconfig, undefined, 'no default remote');
+    assert.deepEqual(c.volumeMounts.find((m: any) => m.name === 'remote-kubeconfigs'), { name: 'remote-kubeconfigs', mountPath: '/etc/internal-services/remotes', readOnly: true });
+    assert.deepEqual(pod.volumes.find((v: any) => v.name === 'remote-kubeconfigs').projected, {
+      defaultMode: 288,
+      sources: [
+        { secret: { name: STAGING_SECRET, items: [{ key: 'kubeconfig', path: 'staging' }] } },
+        { secret: { name: 'dr', items: [{ key: 'config', path: 'dr' }] } },
+      ],
+    });
+    assert.ok(!objects.some((o) => o.kind === 'Role' && String(o.metadata.name).endsWith('remote-secrets')), 'no right to read Secrets through the API');
+  });
+
   test('remote Secrets by label: the selector and the namespace of its own, where the Role may read every Secret', async () => {
     const objects = await render('selector');
     const { pod, c } = deploymentOf(objects);
@@ -519,6 +542,10 @@ describe('values.schema.json and the chart refuse bad values, saying which', () 
     ['a workspace parent that is no path', { kcp: { kubeconfigSecret: 'k', workspaceParents: ['root/org'] } }, [SCHEMA, /workspaceParents/]],
     ['a selector without a namespace of its own', { remote: { secretsSelector: 'a=b' } }, [/remote\.secretsNamespace/, /every Secret/]],
     ['a selector in the release namespace', { remote: { secretsSelector: 'a=b', secretsNamespace: NS } }, [/remote\.secretsNamespace/, /other than the release namespace "internal-services"/]],
+    ['a mounted Secret whose remote would not be a DNS label', { remote: { mountedSecrets: [{ name: 'remote.prod' }] } }, [/remote\.mountedSecrets: the remote of Secret "remote\.prod" would be named "remote\.prod", which is not a DNS label/]],
+    ['two mounted Secrets for one remote', { remote: { mountedSecrets: [{ name: 'a', remote: 'prod' }, { name: 'b', remote: 'prod' }] } }, [/remote "prod" is named twice/]],
+    ['a mounted Secret taking the default remote\'s name', { remote: { mountedSecrets: [{ name: 'default' }] } }, [/remote "default" is named twice/]],
+    ['a mounted Secret item without a name', { remote: { mountedSecrets: [{ remote: 'prod' }] } }, [SCHEMA, /mountedSecrets/]],
     ['several replicas without leader election', { replicas: 3, leaderElection: { enabled: false } }, [/replicas=3 needs leader election/]],
     ['a ServiceMonitor without the metrics Service', { metrics: { service: { enabled: false } }, monitoring: { serviceMonitor: { enabled: true } } }, [/monitoring\.serviceMonitor\.enabled needs metrics\.enabled and metrics\.service\.enabled/]],
   ];

@@ -19,6 +19,7 @@ import {
   createRequest, getRequest, httpStatus, messageOf, NS, runCli, onlyPipelineRunOf, pipelineRunsFor, releaseRun, sample, scrape, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase,
   type ControllerProcess,
 } from './helpers.js';
+import { kubeletVolume } from '../kubelet-volume.js';
 
 const SECRET = 'internal-services-remote-staging';
 const FINAL = ['Succeeded', 'Failed', 'Rejected'];
@@ -267,6 +268,54 @@ describe('remotes found by label, in a namespace of their own', () => {
       assert.ok(c.lines.some((l) => l.msg === 'cache started' && l.informer === 'remote/staging/internalrequests' && l.mode === 'poll' && l.pollIntervalMs === 2000), 'the new cache polls');
     } finally {
       await c.kill('SIGKILL');
+    }
+  });
+});
+
+describe('remotes from a directory of kubeconfig files (Secrets mounted as a volume)', () => {
+  test('one remote per file, as the kubelet lays them out: served, a file removed stops its remote, a broken one keeps its last good connection', async () => {
+    await controller.kill('SIGKILL');
+    // The kubelet's layout: files are symlinks into ..data, swapped in one rename.
+    const volume = kubeletVolume('remote-kubeconfigs-');
+    const mount = (files: Record<string, string>) => volume.update(files);
+    const dir = volume.dir;
+    const prodKc = readFileSync(env.remote.identities.controller.kubeconfigPath, 'utf8');
+    const stagingKc = readFileSync(staging.identities.controller.kubeconfigPath, 'utf8');
+    mount({ prod: prodKc, 'staging.kubeconfig': stagingKc });
+    await setRunConfig(internalAdmin, { allowList: ['team-a', 'staging/team-b'], defaultRemote: 'prod' });
+    const c = runCliController(['--remote-kubeconfig-dir', dir, '--remote-kubeconfig-dir-interval', '1s']);
+    try {
+      await c.waitForLog((l) => l.msg === 'caches synced');
+      const added = () => c.lines.filter((l) => l.msg === 'remote cluster added').map((l) => `${String(l.remote)} ${String(l.origin)}`).sort();
+      await waitFor('both remotes added', async () => added().length === 2 && added());
+      assert.deepEqual(added(), [`prod file ${join(dir, 'prod')}`, `staging file ${join(dir, 'staging.kubeconfig')}`]);
+      await createRequest(requester, 'team-a', 'from-dir', { request: 'echo', params: { text: 'prod-dir' } });
+      await createRequest(stagingRequester, 'team-b', 'from-dir', { request: 'echo', params: { text: 'staging-dir' } });
+      assert.deepEqual((await waitForPhase(requester, 'team-a', 'from-dir', FINAL, 60_000)).status?.results, { out: 'prod-dir' });
+      assert.deepEqual((await waitForPhase(stagingRequester, 'team-b', 'from-dir', FINAL, 60_000)).status?.results, { out: 'staging-dir' });
+
+      // staging's file goes (its Secret left the projected volume): no longer served.
+      mount({ prod: prodKc });
+      await c.waitForLog((l) => l.msg === 'remote cluster removed; its PipelineRuns are left as they are' && l.remote === 'staging');
+      await createRequest(stagingRequester, 'team-b', 'after-removal', { request: 'echo' });
+      await new Promise((r) => setTimeout(r, 3000));
+      assert.equal((await getRequest(stagingRequester, 'team-b', 'after-removal')).status, undefined, 'a removed remote is not served');
+
+      // prod's file is broken: reported once, and prod keeps being served.
+      mount({ prod: 'not: [a kubeconfig' });
+      const bad = await c.waitForLog((l) => l.msg === 'remote kubeconfig file cannot be used; a remote already served from it keeps its connection');
+      assert.match(String(bad.problem), /^file "prod" is not a kubeconfig/);
+      await createRequest(requester, 'team-a', 'after-broken', { request: 'echo', params: { text: 'kept' } });
+      assert.deepEqual((await waitForPhase(requester, 'team-a', 'after-broken', FINAL, 60_000)).status?.results, { out: 'kept' });
+      assert.equal(c.lines.filter((l) => l.msg === 'remote cluster removed; its PipelineRuns are left as they are' && l.remote === 'prod').length, 0);
+      assert.equal(c.lines.filter((l) => l.msg === 'remote kubeconfig file cannot be used; a remote already served from it keeps its connection').length, 1, 'said once, not every second');
+
+      // Fixed, and staging back: staging's waiting request is served.
+      mount({ prod: prodKc, staging: stagingKc });
+      assert.equal((await waitForPhase(stagingRequester, 'team-b', 'after-removal', FINAL, 60_000)).status?.conditions?.[0]?.reason, 'Succeeded');
+    } finally {
+      await c.kill('SIGKILL');
+      volume.remove();
     }
   });
 });

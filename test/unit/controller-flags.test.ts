@@ -27,7 +27,10 @@ writeFileSync(empty, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n
 for (const [build, path] of Object.entries(CLIS)) test(`unusable flags and unreadable kubeconfigs (${build} build): one line, non-zero exit`, () => {
   CLI = path;
   const cases: Array<{ args: string[]; env?: Record<string, string>; msg: RegExp }> = [
-    { args: [], msg: /no remote cluster: give --remote-kubeconfig, kubeconfig Secrets with --remote-secrets-selector or --remote-secret, or a kcp provider workspace with --kcp-kubeconfig/ },
+    { args: [], msg: /no remote cluster: give --remote-kubeconfig, kubeconfig Secrets with --remote-secrets-selector or --remote-secret, a directory of kubeconfigs with --remote-kubeconfig-dir, or a kcp provider workspace with --kcp-kubeconfig/ },
+    { args: ['--remote-kubeconfig-dir', join(dir, 'missing')], msg: /--remote-kubeconfig-dir ".*missing" is not a directory that can be read \(mount the Secrets there\)/ },
+    { args: ['--remote-kubeconfig-dir', garbage], msg: /--remote-kubeconfig-dir ".*garbage" is not a directory/ },
+    { args: ['--remote-kubeconfig-dir', dir, '--remote-kubeconfig-dir-interval', 'often'], msg: /--remote-kubeconfig-dir-interval <duration>' argument 'often' is invalid/ },
     { args: ['--remote-kubeconfig', empty, '--remote-name', 'Prod_1'], msg: /--remote-name <name>' argument 'Prod_1' is invalid\. must be a DNS label/ },
     { args: ['--remote-secret', 'a,Bad_Secret'], msg: /--remote-secret <name\.\.\.>' argument 'a,Bad_Secret' is invalid\. "Bad_Secret" is not a Secret name/ },
     { args: ['--remote-kubeconfig', join(dir, 'missing'), '--kubeconfig', garbage, '--namespace', 'ns'], msg: /cannot read the remote kubeconfig .*missing/ },

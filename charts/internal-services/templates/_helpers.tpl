@@ -84,8 +84,19 @@ the rendering with a message naming the values to change.
 */}}
 {{- define "internal-services.validate" -}}
 {{- $r := .Values.remote -}}
-{{- if not (or $r.kubeconfigSecret.enabled $r.secrets $r.secretsSelector .Values.kcp.kubeconfigSecret) -}}
-{{- fail "internal-services: no remote cluster to serve: set remote.kubeconfigSecret.enabled=true (a kubeconfig Secret mounted as the default remote), or list kubeconfig Secrets in remote.secrets, or set remote.secretsSelector, or kcp.kubeconfigSecret (a kcp provider workspace)" -}}
+{{- if not (or $r.kubeconfigSecret.enabled $r.secrets $r.secretsSelector $r.mountedSecrets .Values.kcp.kubeconfigSecret) -}}
+{{- fail "internal-services: no remote cluster to serve: set remote.kubeconfigSecret.enabled=true (a kubeconfig Secret mounted as the default remote), or list kubeconfig Secrets in remote.secrets or remote.mountedSecrets, or set remote.secretsSelector, or kcp.kubeconfigSecret (a kcp provider workspace)" -}}
+{{- end -}}
+{{- $mounted := dict -}}
+{{- range $r.mountedSecrets -}}
+{{- $remote := default .name .remote -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" $remote) -}}
+{{- fail (printf "internal-services: remote.mountedSecrets: the remote of Secret %q would be named %q, which is not a DNS label (lower-case letters, digits and \"-\", at most 63): set its remote" .name $remote) -}}
+{{- end -}}
+{{- if or (hasKey $mounted $remote) (eq $remote (default "default" $r.name) | and $r.kubeconfigSecret.enabled) -}}
+{{- fail (printf "internal-services: remote.mountedSecrets: remote %q is named twice (by another mounted Secret, or it is the default remote's name): give each its own remote" $remote) -}}
+{{- end -}}
+{{- $_ := set $mounted $remote true -}}
 {{- end -}}
 {{- if and $r.secretsSelector (or (not $r.secretsNamespace) (eq $r.secretsNamespace .Release.Namespace)) -}}
 {{- fail (printf "internal-services: remote.secretsSelector lets the controller list and watch every Secret of remote.secretsNamespace (RBAC cannot narrow that to a label), so that namespace must hold nothing but remote kubeconfigs: set remote.secretsNamespace to such a namespace, other than the release namespace %q (or name the Secrets in remote.secrets instead)" .Release.Namespace) -}}
