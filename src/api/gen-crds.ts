@@ -1,7 +1,7 @@
 /**
  * Writes config/crd/bases/*.yaml and the generated part of config/kcp/provider
  * (APIResourceSchema, APIExport) from the API definition, and the sample
- * typed kind's remote side (config/samples/kinds/signing/remote). Run `npm run gen:crds`
+ * typed kinds' remote side (config/samples/kinds/NAME/remote). Run `npm run gen:crds`
  * after changing src/api/types.ts; unit tests fail while the files are stale.
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { crdFiles } from './crd.js';
 import { renderCrdYaml, repoRoot } from './crd-render.js';
 import { kcpProviderFiles } from './kcp-export.js';
 import { renderYamlDocs } from './crd-render.js';
-import { SAMPLE_KIND_DIR, sampleKindFiles } from './kind-samples.js';
+import { SAMPLE_KINDS, sampleKindDir, sampleKindFiles } from './kind-samples.js';
 
 const outputs: Array<[string, Record<string, object>]> = [
   [join('config', 'crd', 'bases'), crdFiles],
@@ -25,10 +25,12 @@ for (const [sub, files] of outputs) {
   }
 }
 
-// The sample typed kind's remote side (what `kinds render --rbac` prints).
-const kindDir = join(repoRoot(), SAMPLE_KIND_DIR, 'remote');
-mkdirSync(kindDir, { recursive: true });
-for (const [file, objs] of Object.entries(sampleKindFiles())) {
-  writeFileSync(join(kindDir, file), renderYamlDocs(objs, 'internal-services kinds render (npm run gen:crds)'));
-  console.log(`wrote ${SAMPLE_KIND_DIR}/remote/${file}`);
+// The sample typed kinds' remote side (what `kinds render --rbac` prints).
+for (const name of SAMPLE_KINDS) {
+  const kindDir = join(repoRoot(), sampleKindDir(name), 'remote');
+  mkdirSync(kindDir, { recursive: true });
+  for (const [file, objs] of Object.entries(sampleKindFiles(name))) {
+    writeFileSync(join(kindDir, file), renderYamlDocs(objs, 'internal-services kinds render (npm run gen:crds)'));
+    console.log(`wrote ${sampleKindDir(name)}/remote/${file}`);
+  }
 }

@@ -1,8 +1,7 @@
 /**
  * Typed request kinds end to end, on the real control planes with REAL
  * Tekton (pods simulated), the controller as its CLI process: the sample
- * RequestDefinition (config/samples/kinds/signing) and a second one
- * (TicketRequest), their remote CRDs and RBAC rendered by `kinds render` from
+ * RequestDefinitions (config/samples/kinds/signing and .../ticketing), their remote CRDs and RBAC rendered by `kinds render` from
  * the definitions and the Pipelines the internal cluster has, then:
  *  - the apiserver refuses malformed requests before the controller sees them;
  *  - a valid SigningRequest runs its Pipeline with the mapped params (a string,
@@ -26,7 +25,7 @@ import { repoRoot } from '../../src/api/crd-render.js';
 import { REQUEST_DEFINITION, type RequestDefinition } from '../../src/api/request-definition.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { applyObjects, ensureNamespace, grantRequester, installProject, startEnvironment, type Environment } from '../../src/localenv/index.js';
-import { api, CLI, createRequest, expectAccess, NS, pipelineRunsFor, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { api, CLI, createRequest, expectAccess, NS, pipelineRunsFor, releaseRun, setRunConfig, startController, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const SAMPLE = join(repoRoot(), 'config', 'samples', 'kinds', 'signing');
 const SR = { group: 'signing.example.com', version: 'v1alpha1', plural: 'signingrequests' };
@@ -62,21 +61,10 @@ function sampleDefinition(patch: (spec: Record<string, unknown>) => void = () =>
   return d;
 }
 
-const ticketPipeline = testPipeline('open-ticket', {
-  description: 'Opens a ticket in the internal tracker.',
-  params: [
-    { name: 'summary', type: 'string', description: 'One line about the problem.' },
-    { name: 'ticket-priority', type: 'string', default: 'low' },
-  ],
-  results: [{ name: 'ticket', value: '$(tasks.t.results.ticket)' }],
-  tasks: [{ name: 't', params: [{ name: 'summary', value: '$(params.summary)' }, { name: 'p', value: '$(params.ticket-priority)' }], taskSpec: { params: [{ name: 'summary' }, { name: 'p' }], results: [{ name: 'ticket' }], steps: [simulatedStep('s', { SIMULATED_RESULT_ticket: 'TICKET-1 $(params.p): $(params.summary)' })] } }],
-});
-const ticketDefinition = {
-  apiVersion: 'appstudio.redhat.com/v1alpha1',
-  kind: 'RequestDefinition',
-  metadata: { name: 'ticketrequests', namespace: NS },
-  spec: { group: TR.group, kind: 'TicketRequest', request: 'open-ticket', fields: [{ param: 'ticket-priority', field: 'priority', enum: ['low', 'high'] }] },
-};
+/** The second sample kind (config/samples/kinds/ticketing), as shipped. */
+const TICKETING = join(repoRoot(), 'config', 'samples', 'kinds', 'ticketing');
+const ticketPipeline = { ...(parseYaml(readFileSync(join(TICKETING, 'pipeline.yaml'), 'utf8')) as Record<string, unknown>), metadata: { name: 'open-ticket', namespace: NS } };
+const ticketDefinition = { ...(parseYaml(readFileSync(join(TICKETING, 'definition.yaml'), 'utf8')) as { spec: Record<string, unknown> }), metadata: { name: 'ticketrequests', namespace: NS } };
 
 /** `internal-services kinds render NAME --rbac` against the internal cluster, applied on the remote one. */
 async function renderAndApply(name: string): Promise<string> {
@@ -214,10 +202,13 @@ describe('typed request kinds (real control planes, real Tekton, pods simulated)
 
   test('two kinds with two Pipelines beside InternalRequest in one controller; a renamed field reaches its param', async () => {
     await createRequest(requester, 'team-a', 'plain-1', { request: 'open-ticket', params: { summary: 'plain' } });
-    const tr = await create(TR, 'team-b', 'ticket-1', 'TicketRequest', { summary: 'disk full', priority: 'high' });
+    // queue is hidden: no field of the kind, so the API server drops it and the Pipeline's default applies.
+    const tr = await create(TR, 'team-b', 'ticket-1', 'TicketRequest', { summary: 'disk full', priority: 'high', queue: 'security' });
+    assert.equal((await get(TR, 'team-b', 'ticket-1')).spec['queue'], undefined, 'not stored');
     const done = await finished(TR, 'team-b', 'ticket-1');
     assert.equal(reason(done), 'Succeeded', done.status?.conditions?.[0]?.message);
-    assert.deepEqual(done.status?.results, { ticket: 'TICKET-1 high: disk full' });
+    // Only the results the definition names are shown.
+    assert.deepEqual(done.status?.results, { ticket: 'release-engineering-1 high disk full', url: 'https://tracker.example/browse/release-engineering-1' });
     const prs = await pipelineRunsFor(internalAdmin, tr.metadata.uid);
     assert.equal(prs[0]!.spec?.pipelineRef?.name, 'open-ticket');
     const plain = await waitForPhase(requester, 'team-a', 'plain-1', FINAL, 60_000);

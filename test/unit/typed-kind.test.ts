@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { renderYamlDocs, repoRoot } from '../../src/api/crd-render.js';
-import { SAMPLE_KIND_DIR, sampleKind, sampleKindFiles } from '../../src/api/kind-samples.js';
+import { SAMPLE_KINDS, sampleKind, sampleKindDir, sampleKindFiles } from '../../src/api/kind-samples.js';
 import type { RequestDefinition, RequestDefinitionSpec } from '../../src/api/request-definition.js';
 import { fieldSchema, renderKind, typeKind, type DeclaredParam } from '../../src/api/typed-kind-crd.js';
 import { judge } from '../../src/controller/definitions.js';
@@ -21,14 +21,17 @@ const params: DeclaredParam[] = [
   { name: 'dry-run', type: 'string', default: 'false' },
 ];
 
-test('the sample kind under config/samples/kinds/signing/remote is what kinds render makes (run npm run gen:crds)', () => {
-  for (const [file, objs] of Object.entries(sampleKindFiles())) {
-    const onDisk = readFileSync(join(repoRoot(), SAMPLE_KIND_DIR, 'remote', file), 'utf8');
-    assert.equal(onDisk, renderYamlDocs(objs, 'internal-services kinds render (npm run gen:crds)'), `${file} is stale`);
+test('each sample kind under config/samples/kinds/*/remote is what kinds render makes (run npm run gen:crds)', () => {
+  for (const name of SAMPLE_KINDS) {
+    for (const [file, objs] of Object.entries(sampleKindFiles(name))) {
+      const onDisk = readFileSync(join(repoRoot(), sampleKindDir(name), 'remote', file), 'utf8');
+      assert.equal(onDisk, renderYamlDocs(objs, 'internal-services kinds render (npm run gen:crds)'), `${name}: ${file} is stale`);
+    }
+    const { definition, pipeline } = sampleKind(name);
+    const typing = typeKind(definition.spec, pipeline.spec.params ?? [], (pipeline.spec.results ?? []).map((r) => r.name));
+    assert.ok(typing.ok, `${name}: ${typing.ok ? '' : typing.problems.join('; ')}`);
   }
-  const { definition, pipeline } = sampleKind();
-  const typing = typeKind(definition.spec, pipeline.spec.params ?? [], (pipeline.spec.results ?? []).map((r) => r.name));
-  assert.ok(typing.ok);
+  assert.deepEqual(readdirSync(join(repoRoot(), 'config', 'samples', 'kinds')).sort(), [...SAMPLE_KINDS].sort(), 'every sample directory is listed in SAMPLE_KINDS');
 });
 
 test('typeKind: one field per param, typed, required without a default; renames, hides and narrows as the definition says', () => {
