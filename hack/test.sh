@@ -13,8 +13,9 @@
 # background job finishes in about a second.
 #
 # The integration files run in an order that puts the ones needing the
-# later builds last: plain control planes and Tekton first, then helm, then
-# kcp, then the platform services. The platform's build (the registry,
+# later builds last: plain control planes first (the control plane is built
+# before Tekton, so they run while Tekton builds), then Tekton, then helm,
+# then kcp, then the platform services. The platform's build (the registry,
 # Tekton Results, Chains: the longest) comes last because the files that
 # wait for it are the shortest: what runs after the last build is done is
 # what a cold run waits for. Each file's duration is printed by the test
@@ -36,7 +37,7 @@ bg=
 if [ "${NO_PREBUILD:-}" != 1 ]; then
   # One after another: parallel Go builds on two cores only thrash.
   (
-    for step in "hack/envtest/install.sh" "hack/helm/install.sh" "hack/kcp/install.sh" "hack/platform/install.sh registry results chains"; do
+    for step in "hack/envtest/install.sh --no-tekton-binaries" "hack/envtest/install.sh" "hack/helm/install.sh" "hack/kcp/install.sh" "hack/platform/install.sh registry results chains"; do
       t0=$(date +%s)
       if nice -n 10 bash $step >/dev/null 2>>"$builds_log"; then
         printf 'test.sh: background build %s done in %s s\n' "$step" "$(( $(date +%s) - t0 ))" >>"$builds_log"
@@ -51,13 +52,15 @@ fi
 
 # The integration files, in the order of the builds they need. node --test
 # runs the files of one invocation in its own (alphabetical) order, so each
-# group is an invocation of its own: the unit tests, then plain control
-# planes and Tekton, then what needs Helm, then kcp, then the platform
-# services.
+# group is an invocation of its own: the unit tests, then the files that
+# start no Tekton (they need only the control plane's binaries, built before
+# Tekton's, and run while Tekton builds), then Tekton's, then what needs
+# Helm, then kcp, then the platform services.
+no_tekton="bundle chaos cli-kinds envtest informer informer-fill manifests tekton-components"
 late_helm="helm helm-remote"
 late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions local bench-smoke"
 late_platform="bundles-registry results chains local-results"
-is_late() { case " $late_helm $late_kcp $late_platform " in *" $1 "*) return 0;; esac; return 1; }
+is_late() { case " $no_tekton $late_helm $late_kcp $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()
 for f in dist/test/integration/*.test.js; do
   is_late "$(basename "$f" .test.js)" || early+=("$f")
@@ -77,9 +80,11 @@ if [ -n "${TEST_FILES:-}" ]; then
   run $TEST_FILES
 else
   # The unit tests need no built component: they run while the first build
-  # (kube-apiserver, etcd, Tekton) does. (One run would take the integration
-  # files first: node sorts them by path.)
+  # (kube-apiserver, etcd) does. (One run would take the integration files
+  # first: node sorts them by path.)
   run dist/test/unit/*.test.js
+  # shellcheck disable=SC2046
+  run $(group $no_tekton)
   run "${early[@]}"
   # shellcheck disable=SC2046
   run $(group $late_helm)

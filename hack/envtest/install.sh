@@ -10,6 +10,10 @@
 # Tekton (github.com/tektoncd/pipeline at TEKTON_VERSION) has its own lookup,
 # with TEKTON_ASSETS in place of KUBEBUILDER_ASSETS; see below.
 #
+# --no-tekton-binaries: everything but Tekton's binaries (its manifests are
+# still fetched: the CRDs go on every control plane), for what runs no Tekton;
+# hack/test.sh builds that first, so that such tests start while Tekton builds.
+#
 # TEKTON_VERSION in the environment selects another Tekton Pipelines release
 # than versions.env's (the compatibility matrix, hack/matrix): it is built
 # from its own committed wrapper module, hack/envtest/tekton-<version>
@@ -17,6 +21,13 @@
 # cached under its own version like the default one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+tekton_binaries=1
+for arg in "$@"; do
+  case $arg in
+    --no-tekton-binaries) tekton_binaries=0 ;;
+    *) printf 'envtest: unknown argument %s (--no-tekton-binaries)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 requested_tekton=${TEKTON_VERSION:-}
 # shellcheck source=versions.env
 . "$here/versions.env"
@@ -80,13 +91,17 @@ fi
 # $TEKTON_ASSETS (a directory with bin/{controller,resolvers,webhook} and
 # config/), then the per-version cache, then built from the wrapper module.
 tekton_dir="$cache_root/tekton/${TEKTON_VERSION}"
-# Another version than the default has its own lock: its first build takes
-# minutes, and the tests of other checkouts (the default version, cached)
-# must not wait for it. The default version keeps the lock taken above.
-if [ "$tekton_module" != tekton ] && command -v flock >/dev/null; then
-  exec 9>"$cache_root/.tekton-${TEKTON_VERSION}.lock"
-  flock 9
-fi
+# Tekton has locks of its own (taking one releases the control plane's
+# lock above): its build takes minutes, and what needs only the control
+# plane (--no-tekton-binaries) or another Tekton version must not wait for
+# it. Its manifests have a lock apart from its binaries for the same reason.
+tekton_lock() { # NAME
+  if command -v flock >/dev/null; then
+    exec 9>"$cache_root/.tekton-${TEKTON_VERSION}$1.lock"
+    flock 9
+  fi
+}
+tekton_lock -config
 if [ -n "${TEKTON_ASSETS:-}" ] && [ -x "$TEKTON_ASSETS/bin/controller" ] && [ -d "$TEKTON_ASSETS/config/300-crds" ]; then
   tekton_dir=$TEKTON_ASSETS
   log "using Tekton from TEKTON_ASSETS=$tekton_dir"
@@ -109,7 +124,8 @@ else
     rm -rf "$tekton_dir/config"
     mv "$tekton_dir/config.tmp" "$tekton_dir/config"
   fi
-  if [ ! -x "$tekton_dir/bin/controller" ] || [ ! -x "$tekton_dir/bin/resolvers" ] || [ ! -x "$tekton_dir/bin/webhook" ]; then
+  if [ "$tekton_binaries" = 1 ]; then tekton_lock ""; fi
+  if [ "$tekton_binaries" = 1 ] && { [ ! -x "$tekton_dir/bin/controller" ] || [ ! -x "$tekton_dir/bin/resolvers" ] || [ ! -x "$tekton_dir/bin/webhook" ]; }; then
     command -v go >/dev/null || { log "Go is needed to build Tekton (no cached binaries in $tekton_dir/bin)"; exit 1; }
     log "building Tekton ${TEKTON_VERSION} controller, resolvers and webhook from hack/envtest/${tekton_module} (first run only; a few minutes)"
     build_started=$(date +%s)

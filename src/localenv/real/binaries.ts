@@ -27,26 +27,37 @@ export interface EnvtestAssets {
 
 export { repoRoot };
 
-let pending: Promise<EnvtestAssets> | undefined;
+/** The install with Tekton's binaries, and the one without (tekton: false). */
+const pending: { full?: Promise<EnvtestAssets> | undefined; kube?: Promise<EnvtestAssets> | undefined } = {};
+
+export interface EnsureBinariesOptions {
+  /**
+   * Whether Tekton's binaries are needed (default: yes). Without them the
+   * control plane is ready as soon as it is built, while Tekton may still be
+   * building (hack/test.sh builds the two one after the other); Tekton's
+   * manifests (its CRDs) are there either way.
+   */
+  tekton?: boolean;
+}
 
 /**
  * Runs hack/envtest/install.sh once per process (later calls share the
  * result) and returns the assets it reports. The script's progress messages
  * (stderr) go to `log`, or to process.stderr when no logger is given.
  */
-export function ensureBinaries(log?: LogFn): Promise<EnvtestAssets> {
-  if (pending === undefined) {
-    pending = runInstall(log);
+export function ensureBinaries(log?: LogFn, opts: EnsureBinariesOptions = {}): Promise<EnvtestAssets> {
+  const which = opts.tekton === false ? 'kube' : 'full';
+  if (which === 'kube' && pending.full) return pending.full;
+  let p = pending[which];
+  if (p === undefined) {
+    p = runInstallScript(join(repoRoot(), 'hack', 'envtest', 'install.sh'), log, parseAssets, which === 'kube' ? ['--no-tekton-binaries'] : []);
+    pending[which] = p;
     // A failed attempt must not poison later calls (e.g. Go was missing and got installed).
-    pending.catch(() => {
-      pending = undefined;
+    p.catch(() => {
+      if (pending[which] === p) pending[which] = undefined;
     });
   }
-  return pending;
-}
-
-function runInstall(log: LogFn | undefined): Promise<EnvtestAssets> {
-  return runInstallScript(join(repoRoot(), 'hack', 'envtest', 'install.sh'), log, parseAssets);
+  return p;
 }
 
 export interface KcpAssets {

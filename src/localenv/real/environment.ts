@@ -89,7 +89,7 @@ rules:
 export async function startEnvironment(opts: StartEnvironmentOptions = {}): Promise<Environment> {
   const started = Date.now();
   const log: LogFn = opts.log ?? (() => {});
-  const assets = await ensureBinaries(opts.log);
+  const assets = await ensureBinaries(opts.log, { tekton: Boolean(opts.tekton || opts.results) });
   const keep = opts.dir !== undefined || process.env['ENVTEST_KEEP'] === '1';
   const dir = opts.dir !== undefined ? resolve(opts.dir) : mkdtempSync(join(tmpdir(), 'internal-services-envtest-'));
   mkdirSync(dir, { recursive: true });
