@@ -8,6 +8,7 @@ export const ErrorCodes = {
   CONFIG_KUBECONFIG: 'A kubeconfig file cannot be read or names no cluster.',
   REQUEST_NAMESPACE_NOT_ALLOWED: "The request's namespace is not on the allowList of the InternalServicesConfig.",
   REQUEST_PIPELINE_NOT_ALLOWED: 'A per-namespace rule names the namespace, but none grants the requested Pipeline (or remote Pipelines).',
+  REQUEST_SERVICE_ACCOUNT_NOT_FOUND: 'The service account the request names is allowed, but no ServiceAccount of that name exists in the controller\'s namespace on the internal cluster.',
   REQUEST_GRANT_EXPIRED: 'The rule that granted the requested Pipeline (or remote Pipelines) was a temporary grant (expires) and its time is over.',
   REQUEST_PIPELINE_NOT_FOUND: "No Pipeline of the requested name exists in the controller's namespace.",
   REQUEST_PARAMS_INVALID: "The request's params do not match the Pipeline's declared params.",

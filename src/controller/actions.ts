@@ -39,6 +39,8 @@ export type Action =
   | { type: 'checkCommit'; check: CommitCheck }
   /** Look up an exact ref in its repository (the commit it points at); the key is looked at again when the answer is in. */
   | { type: 'lookUpRef'; lookup: RefLookup }
+  /** Ask whether the ServiceAccount the request names exists on the internal cluster; the key is looked at again when the answer is in. */
+  | { type: 'checkServiceAccount'; name: string }
   | { type: 'createApproval'; approval: InternalRequestApproval }
   | { type: 'deleteApproval'; approval: InternalRequestApproval; why: string }
   | { type: 'deleteResolution'; resolution: ResolutionRequest; why: string }

@@ -16,6 +16,7 @@ import type { InternalRequestApproval, InternalServicesConfig } from '../api/typ
 import { tenantOfKey } from '../api/request-key.js';
 import { CommitChecker } from '../git/commit-checker.js';
 import { RefLookups } from '../git/ref-lookups.js';
+import { ServiceAccountChecks, serviceAccountReader } from './service-accounts.js';
 import type { Informer } from '../kube/informer.js';
 import { WorkQueue } from '../kube/queue.js';
 import { RemoteSet } from '../remotes/set.js';
@@ -78,6 +79,7 @@ export class Controller {
     const archive = opts.results ? new ResultsArchive(opts.results, log) : undefined;
     const commits = opts.commitChecker ?? new CommitChecker({ dir: join(tmpdir(), `internal-services-git-${process.pid}`), log: log.child({ component: 'commit-checker' }) });
     const refs = opts.refLookups ?? new RefLookups({ log: log.child({ component: 'ref-lookups' }) });
+    const serviceAccounts = new ServiceAccountChecks({ get: serviceAccountReader(opts.internal, opts.namespace), now: () => now().getTime(), log });
     const pipelineRunReader = opts.internal.resource<PipelineRun>(PIPELINERUN);
     const logRelay = new LogRelay((pipelineRun, archivedLog) =>
       fetchRunLogs({ namespace: opts.namespace, core: opts.internal.core, taskRuns, pipelineRuns: pipelineRunReader, results: opts.results }, pipelineRun, archivedLog),
@@ -106,6 +108,7 @@ export class Controller {
       refusals,
       checkCommit: (key, owner, check) => commits.start(owner, check, () => enqueue(key)),
       lookUpRef: (key, owner, lookup) => refs.lookUpRef(owner, lookup, () => enqueue(key)),
+      checkServiceAccount: (key, name) => serviceAccounts.check(name, () => enqueue(key)),
       askArchive: (key, pr) => archive?.ask(pr, () => enqueue(key)),
       fetchLogs: (key, owner, asked, pipelineRun, archivedLog) => logRelay.start(owner, asked, pipelineRun, archivedLog, () => enqueue(key)),
     });
@@ -201,6 +204,7 @@ export class Controller {
         logs: logRelay,
         commits,
         refs,
+        serviceAccounts,
         ...(opts.tektonVersion ? { tektonVersion: opts.tektonVersion } : {}),
         refuseResolversOnAdvisory: opts.refuseResolversOnAdvisory === true,
         ...(opts.drain ? { drain: true } : {}),

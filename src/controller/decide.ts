@@ -261,6 +261,20 @@ export function decide(o: Observation): Action[] {
     if (graph.state === 'rejected') return [...actions, reject(req, o, graph.message, graph.code), ...resolutions.cleanup()];
     if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`, { checks: graph.checks, lookups: graph.lookups })];
     provenance.push(...graph.provenance);
+    // The ServiceAccount it names must exist, or its pods would be refused
+    // once it runs: asked of the internal cluster (a need), before an
+    // approver is asked or anything is made.
+    if (sa) {
+      const known = o.serviceAccount?.name === sa ? o.serviceAccount.answer : undefined;
+      if (known === undefined) return [...actions, { type: 'checkServiceAccount', name: sa }];
+      if (known === 'missing') {
+        return [
+          ...actions,
+          reject(req, o, `serviceAccount "${sa}" is allowed by ${by}, but there is no ServiceAccount "${sa}" in namespace "${o.namespace}" of the internal cluster; ask its administrators to create it, then send the request again`, 'REQUEST_SERVICE_ACCOUNT_NOT_FOUND'),
+          ...resolutions.cleanup(),
+        ];
+      }
+    }
     // 6. Exactly one PipelineRun (its name is derived from the request's uid),
     //    running what was checked.
     const pr = buildPipelineRun(req, what.kind === 'installed' ? what : { ...what, pipeline: pipeline.name }, pipeline.declared, {

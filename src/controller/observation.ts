@@ -115,8 +115,17 @@ export interface Observation {
   draining?: true;
   /** The remote refused the removal of the incumbent's finalizer lately (config/rbac/remote-incumbent not applied): none is planned for a while. */
   finalizersDenied?: true;
+  /**
+   * Whether the ServiceAccount the request names exists in the controller's
+   * namespace on the internal cluster (service-accounts.ts); absent: not
+   * asked yet (or no answer fresh enough).
+   */
+  serviceAccount?: { name: string; answer: ServiceAccountAnswer };
   now: Date;
 }
+
+/** What the internal cluster said of a ServiceAccount: `unknown` when it could not tell (decide() then goes on as without the check). */
+export type ServiceAccountAnswer = 'present' | 'missing' | 'unknown';
 
 /** The tenant the configuration's rules see: the workspace path on kcp, else the remote, and the namespace. */
 export function policyTenant(o: Observation, namespace: string): string {

@@ -35,7 +35,8 @@ import { decidableWhileListing } from './listing.js';
 import { failedTasksOf } from './failed-tasks.js';
 import { earlierOf } from './idempotency-lookups.js';
 import { idempotencyKeyOf } from '../requests/idempotency.js';
-import { installedPipelineName } from './requested-run.js';
+import { installedPipelineName, requestedServiceAccount } from './requested-run.js';
+import type { ServiceAccountChecks } from './service-accounts.js';
 import { resolverRefusal, type TektonVersionState } from './tekton-version.js';
 
 /** What the observation step reads: the controller's caches and the parts that know things. */
@@ -58,6 +59,8 @@ export interface ObserveSources {
   logs: Pick<LogRelay, 'known'>;
   commits: Pick<CommitChecker, 'answersFor'>;
   refs: Pick<RefLookups, 'answersFor'>;
+  /** What is known of the ServiceAccounts requests name (service-accounts.ts). */
+  serviceAccounts: Pick<ServiceAccountChecks, 'known'>;
   tektonVersion?: () => TektonVersionState;
   refuseResolversOnAdvisory: boolean;
   /** --drain: new requests are left for the Go controller (a rollback: docs/migrating.md). */
@@ -118,6 +121,8 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   const archive = src.archive ? new Map(prs.flatMap((pr) => { const v = src.archive!.known(pr); return v ? [[pr.metadata.uid ?? '', v] as const] : []; })) : undefined;
   const asked = request?.metadata.annotations?.[ANNOTATION_LOGS];
   const logs = request && uid && asked ? src.logs.known(uid, asked) : undefined;
+  const saName = needPipeline ? requestedServiceAccount(request) : undefined;
+  const saAnswer = saName ? src.serviceAccounts.known(saName) : undefined;
   const tekton = src.tektonVersion?.();
   const refused = needPipeline && tekton ? resolverRefusal(tekton, { refuseResolversOnAdvisory: src.refuseResolversOnAdvisory }) : undefined;
   const now = src.now();
@@ -151,6 +156,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(clustersRefused ? { refused: clustersRefused } : {}),
     ...(incumbentRuns.length ? { incumbentRuns } : {}),
     ...(src.drain ? { draining: true as const } : {}),
+    ...(saName && saAnswer ? { serviceAccount: { name: saName, answer: saAnswer } } : {}),
     ...(request && isFinished(request) && src.refusals.deletesDeniedOn(remote.name, now.getTime()) ? { deletesDenied: true as const } : {}),
     ...(request && holdsIncumbentFinalizer(request) && src.refusals.finalizersDeniedOn(remote.name, now.getTime()) ? { finalizersDenied: true as const } : {}),
   };

@@ -31,6 +31,11 @@ export function installedPipelineName(spec: InternalRequestSpec | undefined): st
   return spec?.request ?? spec?.pipeline?.pipelineRef?.name;
 }
 
+/** The service account a request names (spec.serviceAccount or spec.pipeline.serviceAccountName), if any. */
+export function requestedServiceAccount(request: { spec?: InternalRequestSpec } | undefined): string | undefined {
+  return request?.spec?.serviceAccount ?? request?.spec?.pipeline?.serviceAccountName ?? undefined;
+}
+
 /** A short description of what was requested: "sign-image", or "git: pipelines/x.yaml". */
 export function describeRequested(spec: InternalRequestSpec | undefined): string {
   const name = installedPipelineName(spec);

@@ -26,7 +26,7 @@ import { KubeconfigRemote } from '../../src/remotes/kubeconfig.js';
 import { connect } from '../../src/kube/client.js';
 import {
   api, createRequest, getRequest, IR, NS, pipelineRunsFor, reasonOf, releaseRun, simulatedStep, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess,
-  onlyPipelineRunOf, setRunConfig,
+  onlyPipelineRunOf, setRunConfig, setRunConfigAndWait,
 } from './helpers.js';
 
 const ALLOWED = ['team-a', 'team-b', 'team-c'];
@@ -235,6 +235,23 @@ describe('the request flow (real Tekton, pods simulated)', () => {
       assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0, c.name);
       await waitFor(`Rejected event of ${c.name}`, async () => (await events(c.ns, c.name)).includes('Warning/Rejected'));
     }
+  });
+
+  test('an allowed service account with no ServiceAccount on the internal cluster: Rejected before anything runs, naming it; once created, the next request runs', async () => {
+    await setRunConfigAndWait(internalAdmin, controller, { allowList: ALLOWED, allowedServiceAccounts: ['signer', 'ghost'] });
+    const r = await createRequest(requester, 'team-a', 'ghost-sa', { request: 'sign', params: { image: 'x' }, serviceAccount: 'ghost' });
+    const got = await waitForPhase(requester, 'team-a', 'ghost-sa', ['Rejected', 'Running', 'Succeeded']);
+    assert.equal(reasonOf(got), 'Rejected');
+    assert.equal(
+      got.status?.conditions?.[0]?.message,
+      'serviceAccount "ghost" is allowed by InternalServicesConfig internal-services/config, but there is no ServiceAccount "ghost" in namespace "internal-services" of the internal cluster; ask its administrators to create it, then send the request again',
+    );
+    assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0, 'nothing made');
+    await ensureServiceAccount(internalAdmin, NS, 'ghost');
+    await createRequest(requester, 'team-a', 'ghost-sa-2', { request: 'sign', params: { image: 'x' }, serviceAccount: 'ghost' });
+    const ran = await waitForPhase(requester, 'team-a', 'ghost-sa-2', ['Rejected', 'Succeeded', 'Failed'], 60_000);
+    assert.equal(reasonOf(ran), 'Succeeded', ran.status?.conditions?.[0]?.message);
+    await setRunConfigAndWait(internalAdmin, controller, { allowList: ALLOWED, allowedServiceAccounts: ['signer'] });
   });
 
   test("today's payload (spec.pipeline with the git resolver) and no source policy: Rejected, saying how to proceed; no PipelineRun", async () => {

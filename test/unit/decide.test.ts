@@ -598,3 +598,29 @@ test('draining: a request no controller has written to is left for the Go contro
   const out = decide(observe({ request: running, pipelineRuns: [pipelineRun('u-1', done(true))], draining: true }));
   assert.equal(statusOf(out).status.conditions?.[0]?.reason, 'Succeeded');
 });
+
+test('the ServiceAccount a request names: asked of the internal cluster first (a need); missing → Rejected naming it; present or unknown → runs', () => {
+  const cfg = config({ allowList: ['team-a'], allowedServiceAccounts: ['signer'] });
+  const req = request({ serviceAccount: 'signer' });
+  // not asked yet: only the question, nothing written, nothing made
+  const ask = decide(observe({ request: req, config: cfg, serviceAccount: undefined }));
+  assert.deepEqual(ask, [{ type: 'checkServiceAccount', name: 'signer' }]);
+  // an answer about another name is no answer
+  assert.deepEqual(types(decide(observe({ request: req, config: cfg, serviceAccount: { name: 'other', answer: 'present' } }))), ['checkServiceAccount']);
+  const missing = decide(observe({ request: req, config: cfg, serviceAccount: { name: 'signer', answer: 'missing' } }));
+  assert.equal(statusOf(missing).code, 'REQUEST_SERVICE_ACCOUNT_NOT_FOUND');
+  assert.equal(
+    statusOf(missing).status.conditions?.[0]?.message,
+    `serviceAccount "signer" is allowed by InternalServicesConfig ${NS}/config, but there is no ServiceAccount "signer" in namespace "${NS}" of the internal cluster; ask its administrators to create it, then send the request again`,
+  );
+  assert.ok(!types(missing).includes('createPipelineRun'));
+  for (const answer of ['present', 'unknown'] as const) {
+    assert.equal(decide(observe({ request: req, config: cfg, serviceAccount: { name: 'signer', answer } }))[0]?.type, 'createPipelineRun', answer);
+  }
+  // spec.pipeline.serviceAccountName is the same question
+  const todays = request({ request: undefined, pipeline: { pipelineRef: { name: 'p' }, serviceAccountName: 'signer' } } as never);
+  assert.deepEqual(decide(observe({ request: todays, config: cfg, serviceAccount: undefined })), [{ type: 'checkServiceAccount', name: 'signer' }]);
+  // a request naming none, or one that is not allowed, asks nothing
+  assert.ok(!types(decide(observe({ request: request(), config: cfg }))).includes('checkServiceAccount'));
+  assert.equal(statusOf(decide(observe({ request: request({ serviceAccount: 'root' }), config: cfg, serviceAccount: undefined }))).code, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED');
+});

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { InternalRequest } from '../../src/api/types.js';
 import type { Observation } from '../../src/controller/observation.js';
 import { effectiveConfig } from '../../src/controller/config.js';
+import { requestedServiceAccount } from '../../src/controller/requested-run.js';
 import type { Pipeline, PipelineRun } from '../../src/tekton/tekton-types.js';
 import { pipelineRunName, LABEL_REQUEST_UID, ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 
@@ -86,5 +87,9 @@ export function assertPhase(status: InternalRequest['status'], phase: string): v
  * per file: a file's own request, configuration or Pipeline).
  */
 export function observation(over: Partial<Observation> = {}, base: Partial<Observation> = {}): Observation {
-  return { namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...base, ...over };
+  const o: Observation = { namespace: NS, request: request(), pipelineRuns: [], config: config(), pipeline: pipeline(), now: NOW, ...base, ...over };
+  // The ServiceAccount a request names exists, unless a test says otherwise.
+  const sa = requestedServiceAccount(o.request);
+  if (sa && !('serviceAccount' in over) && !('serviceAccount' in base)) o.serviceAccount = { name: sa, answer: 'present' };
+  return o;
 }
