@@ -171,6 +171,11 @@ async function run(flags: CheckFlags): Promise<CheckReport & { incumbentConfig: 
   const pipelines = (await tryRead(`the Pipelines of namespace ${flags.namespace}`, () => internal.resource<Pipeline & { apiVersion?: string; kind?: string }>(PIPELINE).list(flags.namespace)))!.items;
   const tasks = (await tryRead(`the Tasks of namespace ${flags.namespace}`, () => internal.resource(TASK).list(flags.namespace)))!.items;
   const requests = (await tryRead('the InternalRequests of the remote cluster', () => remote.resource<InternalRequest>(INTERNAL_REQUEST).list(undefined)))!.items;
+  // Which ServiceAccounts exist (a request naming a missing one is refused here); unknown without the right to list them.
+  const serviceAccounts = await internal.core.listNamespacedServiceAccount({ namespace: flags.namespace }).then(
+    (l) => new Set(l.items.map((sa) => sa.metadata?.name ?? '')),
+    () => undefined,
+  );
   requests.sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
   const report = migrateCheck({
     namespace: flags.namespace,
@@ -180,6 +185,7 @@ async function run(flags: CheckFlags): Promise<CheckReport & { incumbentConfig: 
     tasks: tasks as never,
     incumbent: incumbent?.spec as IncumbentConfigSpec | undefined,
     ours,
+    serviceAccounts,
     now: new Date(),
   });
   return {

@@ -27,7 +27,7 @@ import type { InternalRequest } from '../api/types.js';
 import { CONFIG_NAME, type InternalServicesConfig } from '../api/config-types.js';
 import { decide, type Action } from '../controller/decide.js';
 import { effectiveConfig } from '../controller/config.js';
-import { requestedOf } from '../controller/requested-run.js';
+import { requestedOf, requestedServiceAccount } from '../controller/requested-run.js';
 import type { Pipeline } from '../tekton/tekton-types.js';
 
 /** The Go controller's InternalServicesConfig spec (api/v1alpha1/internalservicesconfig_types.go at ac3f07f). */
@@ -51,6 +51,11 @@ export interface CheckInput {
   incumbent: IncumbentConfigSpec | undefined;
   /** This controller's configuration, if it has one already. */
   ours: InternalServicesConfig | undefined;
+  /**
+   * The ServiceAccounts of `namespace`; undefined when they could not be
+   * listed (a request naming one is then judged as if it exists).
+   */
+  serviceAccounts?: ReadonlySet<string> | undefined;
   now: Date;
 }
 
@@ -110,7 +115,7 @@ function config(namespace: string, spec: Spec): InternalServicesConfig {
 }
 
 /** A judge of requests under one configuration: decide() on each as if it had just arrived. */
-export function judgeUnder(input: Pick<CheckInput, 'namespace' | 'remote' | 'pipelines' | 'tasks' | 'now'>, cfg: InternalServicesConfig): (req: InternalRequest) => Judgement {
+export function judgeUnder(input: Pick<CheckInput, 'namespace' | 'remote' | 'pipelines' | 'tasks' | 'now' | 'serviceAccounts'>, cfg: InternalServicesConfig): (req: InternalRequest) => Judgement {
   const config = effectiveConfig(cfg, input.namespace, { defaultRemote: input.remote });
   const tasks = new Map(input.tasks.flatMap((t) => (t.metadata?.name ? [[t.metadata.name, t] as const] : [])));
   return (req) => {
@@ -118,7 +123,9 @@ export function judgeUnder(input: Pick<CheckInput, 'namespace' | 'remote' | 'pip
     delete fresh.metadata.deletionTimestamp;
     const what = requestedOf(fresh.spec);
     const pipeline = what.kind === 'installed' ? input.pipelines.find((p) => p.metadata?.name === what.pipeline) : undefined;
-    return verdictOf(decide({ namespace: input.namespace, remote: input.remote, request: fresh, pipelineRuns: [], config, pipeline, tasks, now: input.now }));
+    const sa = requestedServiceAccount(fresh);
+    const serviceAccount = sa ? { name: sa, answer: !input.serviceAccounts ? ('unknown' as const) : input.serviceAccounts.has(sa) ? ('present' as const) : ('missing' as const) } : undefined;
+    return verdictOf(decide({ namespace: input.namespace, remote: input.remote, request: fresh, pipelineRuns: [], config, pipeline, tasks, now: input.now, ...(serviceAccount ? { serviceAccount } : {}) }));
   };
 }
 

@@ -30,7 +30,7 @@ import { AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type Kube
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { applyObjects, ensureNamespace, installProject, loadManifests, startEnvironment, type Environment } from '../../src/localenv/index.js';
+import { applyObjects, ensureNamespace, ensureServiceAccount, installProject, loadManifests, startEnvironment, type Environment } from '../../src/localenv/index.js';
 import { repoRoot } from '../../src/util/repo.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
@@ -313,6 +313,8 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     const git = { resolver: 'git', params: [{ name: 'url', value: 'https://github.com/example/release-catalog.git' }, { name: 'revision', value: 'main' }, { name: 'pathInRepo', value: 'pipelines/hold.yaml' }] };
     await remote().createNamespacedCustomObject({ ...IR, namespace: TENANT, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'from-git', namespace: TENANT }, spec: { pipeline: { pipelineRef: git }, params: { image: 'x' } } } });
     await remote().createNamespacedCustomObject({ ...IR, namespace: TENANT, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'with-sa', namespace: TENANT }, spec: { request: 'hold', params: { image: 'x' }, serviceAccount: 'releaser' } } });
+    // The service account it names exists on the internal cluster (migrate check lists them: a missing one would stay refused).
+    await ensureServiceAccount(internalAdmin, NS, 'releaser');
     await ensureNamespace(remoteAdmin, 'team-unlisted');
     await remote().createNamespacedCustomObject({ ...IR, namespace: 'team-unlisted', body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'elsewhere', namespace: 'team-unlisted' }, spec: { request: 'hold', params: { image: 'x' } } } });
     const versions = async () => JSON.stringify([

@@ -57,6 +57,13 @@ test('each request judged by decide() as if new; the proposal adds what the Go c
   assert.equal(row('with-sa').now.here, 'refused');
   assert.equal((row('with-sa').now as { code: string }).code, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED');
   assert.equal(row('with-sa').proposed.here, 'runs');
+  // With the namespace's ServiceAccounts listed: a missing one is refused under the proposal too, saying what to create.
+  const listed = migrateCheck({ ...input(), serviceAccounts: new Set(['default']) });
+  const sa = listed.rows.find((x) => x.request.endsWith('/with-sa'))!;
+  assert.equal(sa.proposed.here, 'refused');
+  assert.equal((sa.proposed as { code: string }).code, 'REQUEST_SERVICE_ACCOUNT_NOT_FOUND');
+  assert.match(sa.proposed.message, /no ServiceAccount "releaser" in namespace "internal-services" of the internal cluster; ask its administrators to create it/);
+  assert.equal(migrateCheck({ ...input(), serviceAccounts: new Set(['releaser']) }).rows.find((x) => x.request.endsWith('/with-sa'))!.proposed.here, 'runs');
   // Undeclared params: no configuration serves them.
   assert.deepEqual([row('undeclared').now.here, row('undeclared').proposed.here], ['refused', 'refused']);
   assert.match(row('undeclared').proposed.message, /color/);
