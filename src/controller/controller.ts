@@ -108,7 +108,7 @@ export class Controller {
       refusals,
       checkCommit: (key, owner, check) => commits.start(owner, check, () => enqueue(key)),
       lookUpRef: (key, owner, lookup) => refs.lookUpRef(owner, lookup, () => enqueue(key)),
-      checkServiceAccount: (key, name) => serviceAccounts.check(name, () => enqueue(key)),
+      checkServiceAccount: (key, owner, name) => serviceAccounts.check(name, owner, () => enqueue(key)),
       askArchive: (key, pr) => archive?.ask(pr, () => enqueue(key)),
       fetchLogs: (key, owner, asked, pipelineRun, archivedLog) => logRelay.start(owner, asked, pipelineRun, archivedLog, () => enqueue(key)),
     });

@@ -43,8 +43,8 @@ export interface ExecutorOptions {
   checkCommit(key: string, owner: string, check: CommitCheck): void;
   /** Start looking up an exact ref for a request (owner: its uid); the key comes back with the answer. */
   lookUpRef(key: string, owner: string, lookup: RefLookup): void;
-  /** Ask whether a ServiceAccount exists on the internal cluster; the key comes back with the answer. */
-  checkServiceAccount(key: string, name: string): void;
+  /** Ask whether a ServiceAccount exists on the internal cluster for a request (owner: its uid); the key comes back with the answer. */
+  checkServiceAccount(key: string, owner: string, name: string): void;
   /** Ask Tekton Results whether it stored a finished run; the key comes back with the answer. */
   askArchive?(key: string, pipelineRun: PipelineRun): void;
   /** Fetch the logs a requester asked for (owner: the request's uid); the key comes back with them. */
@@ -217,7 +217,8 @@ export class Executor {
         log.info({ request: key, repository: action.lookup.url, ref: action.lookup.ref }, 'ref lookup started');
         return true;
       case 'checkServiceAccount':
-        this.opts.checkServiceAccount(key, action.name);
+        if (!request?.metadata.uid) return false;
+        this.opts.checkServiceAccount(key, request.metadata.uid, action.name);
         return true;
       case 'writeStatus':
         if (!request) return false;

@@ -122,7 +122,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   const asked = request?.metadata.annotations?.[ANNOTATION_LOGS];
   const logs = request && uid && asked ? src.logs.known(uid, asked) : undefined;
   const saName = needPipeline ? requestedServiceAccount(request) : undefined;
-  const saAnswer = saName ? src.serviceAccounts.known(saName) : undefined;
+  const saAnswer = saName && uid ? src.serviceAccounts.known(saName, uid) : undefined;
   const tekton = src.tektonVersion?.();
   const refused = needPipeline && tekton ? resolverRefusal(tekton, { refuseResolversOnAdvisory: src.refuseResolversOnAdvisory }) : undefined;
   const now = src.now();

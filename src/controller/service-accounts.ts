@@ -7,9 +7,9 @@
  * Tekton's message about a pod; now it is Rejected before anything runs,
  * saying which ServiceAccount to create and where.
  *
- * Answers are kept a short while (`ttlMs`; a "missing" one only for the
- * decision it was asked for, `missingTtlMs`), so that a ServiceAccount
- * created after a refusal serves the next request at once. A look-up that fails otherwise
+ * "present" answers are kept a short while (`ttlMs`) for every request; a
+ * "missing" one only for the request that asked, so that once the
+ * ServiceAccount is created after a refusal, the next request runs. A look-up that fails otherwise
  * than 404 (no RBAC yet, the apiserver busy) answers `unknown`, which
  * decide() takes as before this check existed: the run is made. It is a
  * courtesy to the requester, not a rule: who may use which service account
@@ -24,47 +24,55 @@ export interface ServiceAccountChecksOptions {
   get(name: string): Promise<boolean>;
   now(): number;
   log: Logger;
-  /** How long an answer is used (default 30 s). */
+  /** How long a "present" or "unknown" answer serves every request (default 30 s). */
   ttlMs?: number;
-  /** How long a "missing" answer is used (default 2 s: enough for the decision that asked). */
-  missingTtlMs?: number;
 }
 
+/** A "missing" answer is kept this long at most for the request that asked (it is read within milliseconds). */
+const MISSING_KEPT_MS = 60_000;
+
 export class ServiceAccountChecks {
+  /** "present" and "unknown": by name, for every request. */
   private readonly answers = new Map<string, { answer: ServiceAccountAnswer; at: number }>();
-  private readonly waiting = new Map<string, Array<() => void>>();
+  /** "missing": by request (owner) and name, for the request that asked only. */
+  private readonly missing = new Map<string, number>();
+  private readonly waiting = new Map<string, Array<{ owner: string; done: () => void }>>();
   private readonly ttlMs: number;
-  private readonly missingTtlMs: number;
   private warned = false;
 
   constructor(private readonly opts: ServiceAccountChecksOptions) {
     this.ttlMs = opts.ttlMs ?? 30_000;
-    this.missingTtlMs = opts.missingTtlMs ?? 2000;
   }
 
-  /** The answer for a ServiceAccount, if a fresh one is in (a read, no I/O). */
-  known(name: string): ServiceAccountAnswer | undefined {
+  /**
+   * The answer for a ServiceAccount as the request `owner` (its uid) may use
+   * it (a read, no I/O). "missing" is told only to the request that asked,
+   * so that once the ServiceAccount is created the next request is asked
+   * about afresh and runs.
+   */
+  known(name: string, owner: string): ServiceAccountAnswer | undefined {
+    const now = this.opts.now();
     const a = this.answers.get(name);
-    if (!a) return undefined;
-    if (this.opts.now() - a.at >= (a.answer === 'missing' ? this.missingTtlMs : this.ttlMs)) {
-      this.answers.delete(name);
-      return undefined;
-    }
-    return a.answer;
+    if (a && now - a.at < this.ttlMs) return a.answer;
+    if (a) this.answers.delete(name);
+    const m = this.missing.get(`${owner}/${name}`);
+    if (m !== undefined && now - m < MISSING_KEPT_MS) return 'missing';
+    if (m !== undefined) this.missing.delete(`${owner}/${name}`);
+    return undefined;
   }
 
-  /** Asks, unless a fresh answer is in or a look-up is under way; `done` is called once the answer is in. */
-  check(name: string, done: () => void): void {
-    if (this.known(name) !== undefined) {
+  /** Asks for a request (owner: its uid), unless an answer is in or a look-up is under way; `done` is called once the answer is in. */
+  check(name: string, owner: string, done: () => void): void {
+    if (this.known(name, owner) !== undefined) {
       done();
       return;
     }
     const queued = this.waiting.get(name);
     if (queued) {
-      queued.push(done);
+      queued.push({ owner, done });
       return;
     }
-    this.waiting.set(name, [done]);
+    this.waiting.set(name, [{ owner, done }]);
     void this.opts
       .get(name)
       .then(
@@ -78,11 +86,22 @@ export class ServiceAccountChecks {
         },
       )
       .then((answer) => {
-        this.answers.set(name, { answer, at: this.opts.now() });
-        const callbacks = this.waiting.get(name) ?? [];
+        const at = this.opts.now();
+        const asked = this.waiting.get(name) ?? [];
         this.waiting.delete(name);
-        for (const cb of callbacks) cb();
+        if (answer === 'missing') {
+          this.sweep(at);
+          for (const w of asked) this.missing.set(`${w.owner}/${name}`, at);
+        } else {
+          this.answers.set(name, { answer, at });
+        }
+        for (const w of asked) w.done();
       });
+  }
+
+  /** Forgets "missing" answers no request read in time (requests deleted meanwhile). */
+  private sweep(now: number): void {
+    for (const [k, at] of this.missing) if (now - at >= MISSING_KEPT_MS) this.missing.delete(k);
   }
 }
 

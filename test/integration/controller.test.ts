@@ -248,7 +248,10 @@ describe('the request flow (real Tekton, pods simulated)', () => {
     );
     assert.equal((await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length, 0, 'nothing made');
     await ensureServiceAccount(internalAdmin, NS, 'ghost');
-    await createRequest(requester, 'team-a', 'ghost-sa-2', { request: 'sign', params: { image: 'x' }, serviceAccount: 'ghost' });
+    const r2 = await createRequest(requester, 'team-a', 'ghost-sa-2', { request: 'sign', params: { image: 'x' }, serviceAccount: 'ghost' });
+    const pr = await onlyPipelineRunOf(internalAdmin, r2.metadata.uid!);
+    assert.equal(pr.spec.taskRunTemplate?.serviceAccountName, 'ghost');
+    await releaseRun(env, pr.metadata.name!);
     const ran = await waitForPhase(requester, 'team-a', 'ghost-sa-2', ['Rejected', 'Succeeded', 'Failed'], 60_000);
     assert.equal(reasonOf(ran), 'Succeeded', ran.status?.conditions?.[0]?.message);
     await setRunConfigAndWait(internalAdmin, controller, { allowList: ALLOWED, allowedServiceAccounts: ['signer'] });

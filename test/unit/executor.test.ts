@@ -148,7 +148,7 @@ function setup() {
     requeueAfter: (key, ms) => void seen.requeued.push([key, ms]),
     checkCommit: (key, owner, check) => void seen.checks.push([key, owner, check.commit]),
     lookUpRef: (key, owner, lookup) => void seen.checks.push([key, owner, lookup.ref]),
-    checkServiceAccount: (key, name) => void seen.checks.push([key, '', name]),
+    checkServiceAccount: (key, owner, name) => void seen.checks.push([key, owner, name]),
     refusals,
   });
   const act = (key: string, req: InternalRequest | undefined, action: Action, attempt = 0) => executor.act(remote as unknown as Remote, key, req, action, attempt);
