@@ -101,8 +101,11 @@ test('a second URL in the endpoint slice shows the same workspaces (a relay to t
   const added = controller.lines.filter((l) => l.msg === 'remote cluster added' && l.remote === cluster);
   assert.equal(added.length, 1, `served once: ${JSON.stringify(added)}`);
   assert.ok(String(added[0]!.server).startsWith(old), 'through the first URL');
-  const decided = controller.lines.filter((l) => l.request === `${cluster}/team/second-url` && l.reason === 'Rejected');
-  assert.equal(decided.length, 1, 'decided once');
+  // The status is visible before the controller's line about it reaches this process (its stdout): wait for the line, then count.
+  const decidedLines = () => controller.lines.filter((l) => l.request === `${cluster}/team/second-url` && l.reason === 'Rejected');
+  await waitFor('the decision in the log', async () => decidedLines().length > 0, 10_000);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(decidedLines().length, 1, 'decided once');
 
   // The second URL leaves the slice: that "shard" is forgotten (its readiness line goes), the workspace stays served from the first.
   await admin.patchClusterCustomObjectStatus({ ...ref, body: { status: { endpoints: [{ url: old }] } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
