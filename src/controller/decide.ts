@@ -17,7 +17,8 @@ import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPi
 import { checkGraph, followReference, type Provenance } from '../tekton/graph.js';
 import { checkParams } from '../tekton/params.js';
 import type { Pipeline, PipelineRun } from '../tekton/tekton-types.js';
-import { checkParamConstraints, grantFor, isServed, notServedMessage, type Grant } from '../policy/grant.js';
+import { checkParamConstraints, grantFor, isServed, notServedMessage } from '../policy/grant.js';
+import { atExpiry, revocationOf } from './grant-over-time.js';
 import { DEFAULT_REMOTE, tenantOf } from '../policy/tenant.js';
 import { admit } from '../policy/capacity.js';
 import { followOf, idempotencyKeyOf } from '../requests/idempotency.js';
@@ -373,32 +374,3 @@ function releaseIncumbent(o: Observation, r: InternalRequest, why: string): Acti
 function kindOf(o: Observation): Pick<RequestKind, 'kind' | 'builtIn' | 'checkShape'> {
   return o.kind ?? INTERNAL_REQUEST_KIND;
 }
-
-/**
- * Why a running request is no longer allowed, when the rule that granted it
- * said onRevoke: cancel (recorded on its PipelineRun); undefined otherwise.
- * Only who may run what is looked at again (namespace and Pipeline), not the
- * limits the request was checked with; a missing configuration revokes nothing.
- */
-function revocationOf(o: Observation, req: InternalRequest, pr: PipelineRun): { revoked?: string; grant?: Grant } {
-  if (pr.metadata.annotations?.[ANNOTATION_ON_REVOKE] !== 'cancel' || !o.config.present || o.held) return {};
-  const what = requestedOf(req.spec);
-  if (what.kind === 'invalid') return {};
-  const v = grantFor(o.config, policyTenant(o, req.metadata.namespace ?? ''), what.kind === 'installed' ? { kind: 'installed', pipeline: what.pipeline } : { kind: 'resolver', resolver: what.resolver }, { listServed: o.workspace !== undefined, now: o.now.getTime() });
-  return v.ok ? { grant: v.grant } : { revoked: v.message };
-}
-
-/** The longest wait asked for at once (a timer further out would overflow; a look every 6 h is free). */
-const MAX_EXPIRY_WAIT_MS = 6 * 3600_000;
-
-/**
- * A look at the request when its grant expires, for a request that waits
- * (for an approval, for a slot) or runs with onRevoke: cancel: it is then
- * Rejected, or its run cancelled, on time rather than at the next event.
- */
-function atExpiry(o: Observation, grant: Grant): Action[] {
-  if (!grant.expiry) return [];
-  const left = grant.expiry.atMs - o.now.getTime();
-  return [{ type: 'requeueAfter', ms: Math.min(Math.max(left, 0) + 500, MAX_EXPIRY_WAIT_MS) }];
-}
-

@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { fromKubeConfig, type RequestObserver } from '../kube/client.js';
 import type { ReadinessCheck } from '../kube/informer.js';
@@ -43,7 +44,7 @@ export interface RemoteDirectoryOptions {
 }
 
 /** One file of the directory, as read: the remote it serves, or why it cannot be used. */
-export type DirectoryEntry = { file: string; name: string } & ({ ok: true; text: string; fingerprint: string } | { ok: false; error: string });
+export type DirectoryEntry = { file: string; name: string } & ({ ok: true; kubeconfig: KubeConfig; fingerprint: string } | { ok: false; error: string });
 
 /** The remote a file name serves, or undefined for a name that is not one (with why). */
 export function remoteNameOfFile(file: string): { name: string } | { error: string } {
@@ -76,7 +77,7 @@ export async function readKubeconfigDir(dir: string): Promise<DirectoryEntry[]> 
       const text = await readFile(path, 'utf8');
       const parsed = parseRemoteKubeconfig(text, `file ${JSON.stringify(file)}`);
       if (!parsed.ok) out.push({ file, name, ok: false, error: parsed.error });
-      else out.push({ file, name, ok: true, text, fingerprint: createHash('sha256').update(text).digest('hex') });
+      else out.push({ file, name, ok: true, kubeconfig: parsed.kubeconfig, fingerprint: createHash('sha256').update(text).digest('hex') });
     } catch (e) {
       // Removed between the listing and the read (a kubelet swap): the next scan sees the new state.
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
@@ -178,9 +179,7 @@ export class RemoteDirectory implements RemoteProvider {
     for (const [name, e] of want) {
       const current = this.serving.get(name);
       if (current && current.fingerprint === e.fingerprint && current.file === e.file) continue;
-      const parsed = parseRemoteKubeconfig(e.text, `file ${JSON.stringify(e.file)}`);
-      if (!parsed.ok) continue; // read a moment ago; cannot fail now
-      const cluster = await fromKubeConfig('remote', parsed.kubeconfig, { observer: this.opts.apiObserver, remote: name });
+      const cluster = await fromKubeConfig('remote', e.kubeconfig, { observer: this.opts.apiObserver, remote: name });
       this.serving.set(name, { file: e.file, fingerprint: e.fingerprint });
       this.sink.addRemote({ name, cluster, mode: this.opts.mode, origin: `file ${join(this.opts.dir, e.file)}` });
     }
