@@ -100,6 +100,22 @@ const sourcesSchema = schema({
         },
       },
     },
+    http: {
+      type: 'array',
+      maxItems: 256,
+      description:
+        "Rules for the http resolver (a file fetched by URL). A URL names where the fetch starts (redirects are followed) and its content can change, so a rule binds the content: sha256 of each reviewed file, or signatures, or both (both then required). A rule with neither grants nothing. The requester gives only url; credentials params are refused.",
+      items: {
+        type: 'object',
+        required: ['urls'],
+        properties: {
+          urls: { type: 'array', minItems: 1, maxItems: 256, description: 'File URLs, https or http, no query or fragment (globs: * within a path segment or host label, ** any number of whole segments), matched against the canonical URL (lower-case scheme and host, no default port).', items: { type: 'string', minLength: 1, maxLength: 2048 } },
+          sha256: { type: 'array', maxItems: 1024, description: 'The sha256 digests (64 hex digits, "sha256:" prefix optional) of the reviewed files; a fetched file must be one of them.', items: { type: 'string', minLength: 64, maxLength: 71 } },
+          namespaces: { type: 'array', maxItems: 256, description: 'Remote namespaces (globs; "remote/namespace", or bare: see defaultRemote) the rule is for. Absent: all.', items: { type: 'string', minLength: 1, maxLength: 127 } },
+          signatures: signaturesSchema,
+        },
+      },
+    },
     cluster: { type: 'boolean', description: "The cluster resolver, for objects of the controller's own namespace only." },
     resolutionTimeout: durationField('How long one resolution may take before the request is Rejected; default 2m'),
   },

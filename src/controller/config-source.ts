@@ -77,7 +77,7 @@ function effectiveSummary(c: InternalServicesConfig, ns: string, defaultRemote: 
     debug: e.debug,
     volumeClaim: e.volumeClaim,
     allowedServiceAccounts: [...e.allowedServiceAccounts],
-    sources: { git: e.sources.git.length, bundles: e.sources.bundles.length, cluster: e.sources.cluster, resolutionTimeoutMs: e.resolutionTimeoutMs },
+    sources: { git: e.sources.git.length, bundles: e.sources.bundles.length, http: e.sources.http?.length ?? 0, cluster: e.sources.cluster, resolutionTimeoutMs: e.resolutionTimeoutMs },
     ...(e.problems.length ? { problems: e.problems } : {}),
   };
 }

@@ -1,7 +1,7 @@
 /** The controller's effective configuration, from the InternalServicesConfig named `config`. */
 import type { InternalServicesConfig } from '../api/types.js';
 import { MAX_PARAM_VALUE_BYTES, MAX_PARAMS_BYTES } from '../api/types.js';
-import { gitRuleFromAllowedURLs, type BundleRule, type GitRule, type SourcePolicy } from '../policy/source.js';
+import { gitRuleFromAllowedURLs, type BundleRule, type GitRule, type HttpRule, type SourcePolicy } from '../policy/source.js';
 import { policyProblems } from '../policy/rules.js';
 import type { Limits, TimeoutPolicy } from '../policy/limits.js';
 import type { Grant, Rule } from '../policy/grant.js';
@@ -89,7 +89,14 @@ function sourcePolicyOf(src: Obj, allowedURLs: string[], source: string, bare: s
       ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}),
       ...(r['signatures'] !== undefined ? { signatures: r['signatures'] } : {}),
     }));
-  return { git, bundles, cluster: src['cluster'] === true, source };
+  const http: HttpRule[] = list(src['http']).map((r, i) => ({
+    name: `sources.http[${i}]`,
+    urls: strings(r['urls']),
+    ...(r['sha256'] !== undefined ? { sha256: r['sha256'] as string[] } : {}),
+    ...(r['namespaces'] !== undefined ? { namespaces: qualifyAll(strings(r['namespaces']), bare) } : {}),
+    ...(r['signatures'] !== undefined ? { signatures: r['signatures'] } : {}),
+  }));
+  return { git, bundles, ...(http.length ? { http } : {}), cluster: src['cluster'] === true, source };
 }
 
 function timeoutPolicyOf(t: Obj, base?: TimeoutPolicy): TimeoutPolicy {

@@ -136,12 +136,34 @@ function canonicalSegment(seg: string, scheme: string, pattern: boolean): Canon 
  * so (see `gitRepositoryKey`, `DOT_GIT_ALIAS_HOSTS`).
  */
 export function canonicalGitUrl(raw: string, opts: { pattern?: boolean } = {}): Canon<GitUrl> {
-  const pattern = opts.pattern === true;
+  return canonicalUrl(raw, GIT_SCHEMES, opts.pattern === true, 'the git resolver', 'repository');
+}
+
+/** Schemes the http resolver is given (Go's net/http), and their default ports. */
+export const HTTP_SCHEMES: Readonly<Record<string, number>> = { https: 443, http: 80 };
+
+/**
+ * A file's URL for the http resolver: the same canonical form as a git URL
+ * (scheme://host[:port]/path; no user info, query or fragment; lower-case
+ * scheme and host; default port dropped; no empty, "." or ".." segments, no
+ * encoded "/", "." or "%"), scheme https or http. A query is refused rather
+ * than normalized: servers read its order, repetitions and encoding each
+ * their own way. Go's http client follows redirects, so a URL names where
+ * the fetch starts, not where the bytes come from: an http rule binds the
+ * content itself (src/policy/rules.ts, HttpRule).
+ */
+export function canonicalHttpUrl(raw: string, opts: { pattern?: boolean } = {}): Canon<GitUrl> {
+  // "dir/" and "dir" are two resources to an HTTP server; the git form drops the "/".
+  if (raw.endsWith('/') && !raw.endsWith('://')) return no('ends in "/", which names a directory, not a file');
+  return canonicalUrl(raw, HTTP_SCHEMES, opts.pattern === true, 'the http resolver', 'file');
+}
+
+function canonicalUrl(raw: string, schemes: Readonly<Record<string, number>>, pattern: boolean, resolver: string, names: string): Canon<GitUrl> {
   if (raw.length === 0) return no('is empty');
   if (raw.length > LIMITS.url) return no(`is longer than ${LIMITS.url} characters`);
   const bad = /[\s\p{Cc}\p{Cf}\\]/u.exec(raw);
   if (bad) return no(`has the character ${describeChar(bad[0])}`);
-  if (raw.includes('?')) return no('has a query ("?"), which the git resolver would pass on');
+  if (raw.includes('?')) return no(`has a query ("?"), which ${resolver} would pass on`);
   if (raw.includes('#')) return no('has a fragment ("#")');
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/]*)(\/.*)?$/s.exec(raw);
   if (!m) {
@@ -149,7 +171,7 @@ export function canonicalGitUrl(raw: string, opts: { pattern?: boolean } = {}): 
     return no('is not of the form scheme://host/path (scp-like user@host:path and local paths are refused)');
   }
   const scheme = m[1]!.toLowerCase();
-  if (!(scheme in GIT_SCHEMES)) return no(`has the scheme ${q(scheme)}; only ${Object.keys(GIT_SCHEMES).join(', ')} are allowed`);
+  if (!(scheme in schemes)) return no(`has the scheme ${q(scheme)}; only ${Object.keys(schemes).join(', ')} are allowed`);
   const auth = m[2]!;
   if (auth.includes('@')) return no('has user info ("user@"); credentials and user names do not belong in a reference');
   if (auth.includes('%')) return no('has percent-encoding in its host');
@@ -163,11 +185,11 @@ export function canonicalGitUrl(raw: string, opts: { pattern?: boolean } = {}): 
     if (!/^[1-9][0-9]{0,4}$/.test(hp[2])) return no(`has a malformed port ${q(hp[2])} (digits, no leading zero)`);
     const n = Number(hp[2]);
     if (n < 1 || n > 65535) return no(`has the port ${n}, outside 1-65535`);
-    if (n !== GIT_SCHEMES[scheme]) port = `:${n}`;
+    if (n !== schemes[scheme]) port = `:${n}`;
   }
   let path = m[3] ?? '';
   if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-  if (path === '' || path === '/') return no('names no repository (no path)');
+  if (path === '' || path === '/') return no(`names no ${names} (no path)`);
   const segments: string[] = [];
   for (const seg of path.slice(1).split('/')) {
     const s = canonicalSegment(seg, scheme, pattern);

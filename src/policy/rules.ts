@@ -14,7 +14,7 @@
  *
  * Compiled rules are memoized per rule object. Pure: no I/O.
  */
-import { aliasesDotGit, canonicalGitUrl, canonicalPathInRepo, canonicalRevision, DOT_GIT_ALIAS_HOSTS, gitDotGitSpelling, gitRepositoryKey, isFullSha, qualifyRevision, type GitUrl } from './canonical.js';
+import { aliasesDotGit, canonicalGitUrl, canonicalHttpUrl, canonicalPathInRepo, canonicalRevision, DOT_GIT_ALIAS_HOSTS, gitDotGitSpelling, gitRepositoryKey, isFullSha, qualifyRevision, type GitUrl } from './canonical.js';
 import { canonicalRepositoryPattern } from './canonical-oci.js';
 import { compileGlob, compileSegments, escapeGlob, matchGlob, type Glob } from './glob.js';
 import { parsePublicKey, type TrustedKey } from './trusted.js';
@@ -85,6 +85,30 @@ export interface BundleRule {
   signatures?: Signatures | unknown;
 }
 
+/**
+ * An http rule as written in the configuration (spec.sources.http[]). A URL
+ * names where a fetch starts (Go's http client follows redirects), and what
+ * it serves can change at any time, so the rule binds the content itself:
+ * the sha256 of each reviewed file, or signatures by its keys, or both (then
+ * both are required). A rule with neither grants nothing.
+ */
+export interface HttpRule {
+  name?: string;
+  /** File URLs (globs: * within a path segment, ** whole segments). */
+  urls: string[];
+  /** The sha256 (hex) of each reviewed file; a file resolved under the rule must be one of them. */
+  sha256?: string[];
+  namespaces?: string[];
+  signatures?: Signatures | unknown;
+}
+
+export interface CompiledHttpRule {
+  urls: Glob[];
+  /** Lower-case hex; undefined: not bound by digest (then by signers). */
+  sha256: ReadonlySet<string> | undefined;
+  signers: TrustedKey[] | undefined;
+}
+
 export interface CompiledGitRule {
   urls: Glob[];
   /** `either`: the urls allow both `x` and `x.git`; `exact`: as written (except on DOT_GIT_ALIAS_HOSTS). */
@@ -136,15 +160,21 @@ function urlGlob(pattern: string, exact: boolean): { ok: true; value: Glob } | {
 }
 
 const gitCache = new WeakMap<GitRule, Compiled<CompiledGitRule>>();
+const httpCache = new WeakMap<HttpRule, Compiled<CompiledHttpRule>>();
 const bundleCache = new WeakMap<BundleRule, Compiled<CompiledBundleRule>>();
 
-export function compileGitRule(r: GitRule): Compiled<CompiledGitRule> {
-  let c = gitCache.get(r);
+/** A rule compiled once per rule object. */
+function memo<R extends object, T>(cache: WeakMap<R, Compiled<T>>, r: R, compile: (r: R) => Compiled<T>): Compiled<T> {
+  let c = cache.get(r);
   if (!c) {
-    c = compileGit(r);
-    gitCache.set(r, c);
+    c = compile(r);
+    cache.set(r, c);
   }
   return c;
+}
+
+export function compileGitRule(r: GitRule): Compiled<CompiledGitRule> {
+  return memo(gitCache, r, compileGit);
 }
 
 function compileGit(r: GitRule): Compiled<CompiledGitRule> {
@@ -270,24 +300,56 @@ function compileCommits(c: unknown): { ok: true; reachable: boolean; shas: Reado
 }
 
 export function compileBundleRule(r: BundleRule): Compiled<CompiledBundleRule> {
-  let c = bundleCache.get(r);
-  if (!c) {
-    if (r.repositories.length === 0) c = { ok: false, why: 'it names no repositories' };
-    else {
-      const repos = each('repositories', r.repositories, (p) => {
-        const v = canonicalRepositoryPattern(p);
-        return v.ok ? glob(v.value) : v;
-      });
-      const signers = compileSignatures(r.signatures);
-      c = !repos.ok ? { ok: false, why: repos.why } : !signers.ok ? signers : { ok: true, rule: { repositories: repos.value, digestOnly: r.digestOnly === true, signers: signers.keys } };
+  return memo(bundleCache, r, compileBundle);
+}
+
+function compileBundle(r: BundleRule): Compiled<CompiledBundleRule> {
+  if (r.repositories.length === 0) return { ok: false, why: 'it names no repositories' };
+  const repos = each('repositories', r.repositories, (p) => {
+    const v = canonicalRepositoryPattern(p);
+    return v.ok ? glob(v.value) : v;
+  });
+  const signers = compileSignatures(r.signatures);
+  return !repos.ok ? { ok: false, why: repos.why } : !signers.ok ? signers : { ok: true, rule: { repositories: repos.value, digestOnly: r.digestOnly === true, signers: signers.keys } };
+}
+
+export function compileHttpRule(r: HttpRule): Compiled<CompiledHttpRule> {
+  return memo(httpCache, r, compileHttp);
+}
+
+function compileHttp(r: HttpRule): Compiled<CompiledHttpRule> {
+  if (r.urls.length === 0) return { ok: false, why: 'it names no urls' };
+  const urls = each('urls', r.urls, (p) => {
+    const u = canonicalHttpUrl(p, { pattern: true });
+    return u.ok ? glob(p, gitRepositoryKey(u.value)) : u;
+  });
+  if (!urls.ok) return { ok: false, why: urls.why };
+  let sha256: Set<string> | undefined;
+  if (r.sha256 !== undefined) {
+    if (!Array.isArray(r.sha256)) return { ok: false, why: 'sha256 must be a list of sha256 digests (64 hex digits)' };
+    sha256 = new Set();
+    for (const [i, d] of (r.sha256 as unknown[]).entries()) {
+      const hex = typeof d === 'string' ? d.replace(/^sha256:/, '') : '';
+      if (!/^[0-9A-Fa-f]{64}$/.test(hex)) return { ok: false, why: `sha256[${i}] ${q(String(d))} is not a sha256 digest (64 hex digits)` };
+      sha256.add(hex.toLowerCase());
     }
-    bundleCache.set(r, c);
   }
-  return c;
+  const signers = compileSignatures(r.signatures);
+  if (!signers.ok) return signers;
+  if ((!sha256 || sha256.size === 0) && !signers.keys) {
+    return { ok: false, why: 'it binds no content: a URL names a file, not what it holds; list the sha256 of each reviewed file (sha256: [...]) or require signatures' };
+  }
+  return { ok: true, rule: { urls: urls.value, sha256: sha256?.size ? sha256 : undefined, signers: signers.keys } };
+}
+
+/** Whether a compiled http rule's urls allow a canonical file URL. */
+export function matchHttpUrl(rule: Pick<CompiledHttpRule, 'urls'>, u: Pick<GitUrl, 'scheme' | 'authority' | 'segments'>): boolean {
+  const key = gitRepositoryKey(u);
+  return rule.urls.some((g) => matchGlob(g, key));
 }
 
 /** What is wrong with the rules of a policy, one line per unusable rule, e.g. `sources.git[1]: paths[0] "a/../b" has a ".." segment …`. */
-export function policyProblems(p: { git: readonly GitRule[]; bundles: readonly BundleRule[]; source: string }): string[] {
+export function policyProblems(p: { git: readonly GitRule[]; bundles: readonly BundleRule[]; http?: readonly HttpRule[]; source: string }): string[] {
   const out: string[] = [];
   p.git.forEach((r, i) => {
     const c = compileGitRule(r);
@@ -296,6 +358,10 @@ export function policyProblems(p: { git: readonly GitRule[]; bundles: readonly B
   p.bundles.forEach((r, i) => {
     const c = compileBundleRule(r);
     if (!c.ok) out.push(`${r.name ?? `sources.bundles[${i}]`} of ${p.source} is unusable and grants nothing: ${c.why}`);
+  });
+  (p.http ?? []).forEach((r, i) => {
+    const c = compileHttpRule(r);
+    if (!c.ok) out.push(`${r.name ?? `sources.http[${i}]`} of ${p.source} is unusable and grants nothing: ${c.why}`);
   });
   return out;
 }

@@ -26,16 +26,18 @@
  */
 import { describeTenant } from './tenant.js';
 import { globMatch, matchGlob } from './glob.js';
-import { canonicalGitUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, qualifyRevision, type Canon, type QualifiedRevision } from './canonical.js';
+import { canonicalGitUrl, canonicalHttpUrl, canonicalKind, canonicalNamespace, canonicalObjectName, canonicalPathInRepo, canonicalRevision, qualifyRevision, type Canon, type QualifiedRevision } from './canonical.js';
 import { canonicalBundle } from './canonical-oci.js';
-import { compileBundleRule, compileGitRule, dotGitNearMiss, DOT_GIT_ALIAS_HOSTS_TEXT, matchGitUrl, type BundleRule, type CompiledGitRule, type GitRule } from './rules.js';
+import { compileBundleRule, compileGitRule, compileHttpRule, dotGitNearMiss, DOT_GIT_ALIAS_HOSTS_TEXT, matchGitUrl, matchHttpUrl, type BundleRule, type Compiled, type CompiledGitRule, type GitRule, type HttpRule } from './rules.js';
 import type { TrustedKey } from './trusted.js';
 
-export type { BundleRule, GitRule };
+export type { BundleRule, GitRule, HttpRule };
 
 export interface SourcePolicy {
   git: GitRule[];
   bundles: BundleRule[];
+  /** Rules for the http resolver; absent: none. */
+  http?: HttpRule[];
   /** The cluster resolver, for objects of the controller's namespace only. */
   cluster: boolean;
   /** Where the policy comes from, for messages, e.g. InternalServicesConfig internal-services/config. */
@@ -43,8 +45,8 @@ export interface SourcePolicy {
 }
 
 /** True when the policy allows any remote source at all. */
-export function hasSources(p: Pick<SourcePolicy, 'git' | 'bundles' | 'cluster'>): boolean {
-  return p.git.length > 0 || p.bundles.length > 0 || p.cluster;
+export function hasSources(p: Pick<SourcePolicy, 'git' | 'bundles' | 'http' | 'cluster'>): boolean {
+  return p.git.length > 0 || p.bundles.length > 0 || (p.http?.length ?? 0) > 0 || p.cluster;
 }
 
 export type Param = { name: string; value: string };
@@ -95,6 +97,20 @@ export interface CommitRule {
 }
 
 /**
+ * One rule that allows a file by its URL, and what it requires of the file
+ * once it is resolved (the http resolver): its sha256 among `sha256`, and/or
+ * a signature by one of `signers`. The rule that allowed the file is the
+ * first of these, in rule order, whose requirements the content meets
+ * (contentVerdict in src/tekton/reviewed.ts).
+ */
+export interface ContentRule {
+  name: string;
+  /** Lower-case hex digests, sorted; undefined: any content (then signers is set). */
+  sha256: string[] | undefined;
+  signers: TrustedKey[] | undefined;
+}
+
+/**
  * allowed: `params` are the canonical params (known ones only, in a fixed
  * order), to resolve and run; `commitCheck`: allowed only once the commit is
  * found reachable from the refs the rules name (the caller checks, then goes on).
@@ -116,6 +132,8 @@ export type SourceVerdict =
       signers?: TrustedKey[];
       /** With a commitCheck: every rule that allows the commit if it is reachable from its refs, in rule order. */
       commitRules?: CommitRule[];
+      /** http: every rule that allows the URL, in rule order; the content must meet one's requirements. */
+      contentRules?: ContentRule[];
     }
   | { allowed: false; message: string };
 
@@ -129,6 +147,8 @@ export interface SourceRef {
 export const RESOLVER_PARAMS: Readonly<Record<string, readonly string[]>> = {
   git: ['url', 'revision', 'pathInRepo'],
   bundles: ['bundle', 'name', 'kind'],
+  // No http-username / http-password-secret: a requester never names the internal cluster's Secrets.
+  http: ['url'],
   cluster: ['kind', 'name', 'namespace'],
 };
 
@@ -190,9 +210,7 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
       if (!rawUrl) return { allowed: false, message: 'the git reference has no url param (only url-based git references can be checked; the repo/org form is not allowed)' };
       const url = canonicalGitUrl(rawUrl);
       if (!url.ok) return refuse('url', rawUrl, url, 'any sources.git rule');
-      const compiled = rules.map(([r, i]) => ({ r, name: r.name ?? `sources.git[${i}]`, c: compileGitRule(r) }));
-      const unusable = compiled.flatMap((x) => (x.c.ok ? [] : [`${x.name} is unusable and grants nothing (${x.c.why}); ask the administrators of the internal cluster to fix it`]));
-      const note = unusable.length ? `; ${unusable.join('; ')}` : '';
+      const { compiled, note } = compileAll(rules, 'git', compileGitRule);
       const byUrl = compiled.flatMap((x) => (x.c.ok && matchGitUrl(x.c.rule, url.value) ? [{ ...x, rule: x.c.rule }] : []));
       if (byUrl.length === 0) {
         const near = compiled.flatMap((x) => {
@@ -262,9 +280,7 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
       const raw = p.get('bundle') ?? '';
       const b = canonicalBundle(raw);
       if (!b.ok) return refuse('bundle', raw, b, 'any sources.bundles rule');
-      const compiled = rules.map(([r, i]) => ({ r, name: r.name ?? `sources.bundles[${i}]`, c: compileBundleRule(r) }));
-      const unusable = compiled.flatMap((x) => (x.c.ok ? [] : [`${x.name} is unusable and grants nothing (${x.c.why}); ask the administrators of the internal cluster to fix it`]));
-      const note = unusable.length ? `; ${unusable.join('; ')}` : '';
+      const { compiled, note } = compileAll(rules, 'bundles', compileBundleRule);
       const { repository, digest } = b.value;
       const byRepo = compiled.flatMap((x) => (x.c.ok && x.c.rule.repositories.some((g) => matchGlob(g, repository)) ? [{ ...x, rule: x.c.rule }] : []));
       if (byRepo.length === 0) {
@@ -289,6 +305,23 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
       }
       return done(ok.name, params, ok.rule.signers);
     }
+    case 'http': {
+      const rules = forNs(policy.http ?? []);
+      if (rules.length === 0) return { allowed: false, message: `the http resolver is not allowed for ${describeTenant(ctx.tenant)} by ${policy.source} (no sources.http rule applies)` };
+      const rawUrl = p.get('url') ?? '';
+      if (!rawUrl) return { allowed: false, message: 'the http reference has no url param' };
+      const url = canonicalHttpUrl(rawUrl);
+      if (!url.ok) return refuse('url', rawUrl, url, 'any sources.http rule');
+      const { compiled, note } = compileAll(rules, 'http', compileHttpRule);
+      const byUrl = compiled.flatMap((x) => (x.c.ok && matchHttpUrl(x.c.rule, url.value) ? [{ name: x.name, rule: x.c.rule }] : []));
+      if (byUrl.length === 0) {
+        const allowed = compiled.filter((x) => x.c.ok).flatMap((x) => x.r.urls.map((u) => `${q(u)} (${x.name})`));
+        return { allowed: false, message: `http url ${shown(url.value.href)} is not allowed by ${policy.source}; allowed: ${allowed.join(', ') || 'none'}${note}` };
+      }
+      const verdict = done(byUrl.map((x) => x.name).join(', '), [{ name: 'url', value: url.value.href }]);
+      if (!verdict.allowed) return verdict;
+      return { ...verdict, contentRules: byUrl.map((x) => ({ name: x.name, sha256: x.rule.sha256 ? [...x.rule.sha256].sort() : undefined, signers: x.rule.signers })) };
+    }
     case 'cluster': {
       if (!policy.cluster) return { allowed: false, message: `the cluster resolver is not allowed by ${policy.source}` };
       const ns = p.get('namespace') ?? '';
@@ -309,8 +342,15 @@ export function checkSource(policy: SourcePolicy, ref: SourceRef, ctx: { tenant:
       return done('sources.cluster', params);
     }
     default:
-      return { allowed: false, message: `the ${q(ref.resolver)} resolver is not allowed by ${policy.source}; only git, bundles and cluster can be allowed` };
+      return { allowed: false, message: `the ${q(ref.resolver)} resolver is not allowed by ${policy.source}; only git, bundles, http and cluster can be allowed` };
   }
+}
+
+/** The rules that apply, compiled and named (sources.git[i]), and a note naming the unusable ones for refusals. */
+function compileAll<R extends { name?: string }, C>(rules: Array<[R, number]>, kind: string, compile: (r: R) => Compiled<C>): { compiled: Array<{ r: R; name: string; c: Compiled<C> }>; note: string } {
+  const compiled = rules.map(([r, i]) => ({ r, name: r.name ?? `sources.${kind}[${i}]`, c: compile(r) }));
+  const unusable = compiled.flatMap((x) => (x.c.ok ? [] : [`${x.name} is unusable and grants nothing (${x.c.why}); ask the administrators of the internal cluster to fix it`]));
+  return { compiled, note: unusable.length ? `; ${unusable.join('; ')}` : '' };
 }
 
 /**

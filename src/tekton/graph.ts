@@ -26,7 +26,7 @@
 import { decodeResolved } from '../policy/one-reading.js';
 import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
-import { checkSignature, commitVerdict, signersAfterCheck } from './reviewed.js';
+import { checkSignature, commitVerdict, contentSha256, contentVerdict, signersAfterCheck } from './reviewed.js';
 import { refVerdict, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
 import { isFullSha } from '../policy/canonical.js';
 import type { Resolution } from './resolve.js';
@@ -216,6 +216,9 @@ export function pin(ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }
       if (d?.algo !== 'sha1' && d?.algo !== 'sha256') return { error: 'the git resolver reported no commit, so the reference cannot be pinned' };
       set('revision', d.hex);
       return { params };
+    case 'http':
+      // The content is what was hashed, checked and runs embedded; the URL is only where it was fetched from.
+      return { params };
     case 'bundles': {
       if (d?.algo !== 'sha256') return { error: 'the bundles resolver reported no digest, so the reference cannot be pinned' };
       const b = canonicalBundle(params.find((p) => p.name === 'bundle')?.value ?? '');
@@ -321,6 +324,14 @@ export function followReference(
     return { kind: 'refused', message: `${where}: the git resolver reported commit ${q(got ?? 'none')} for ${q(exact.ref)}, not the commit ${q(exact.commit)} it was asked for; nothing ran`, code: 'REQUEST_RESOLUTION_FAILED' };
   }
   let signedBy: string | undefined;
+  let contentDigest: string | undefined;
+  if (verdict.contentRules) {
+    // http: bound by the bytes themselves (the URL may redirect, and what it serves may change).
+    contentDigest = contentSha256(r.content);
+    const c = contentVerdict(verdict.contentRules, contentDigest, parsed.obj, `${where}${via}`);
+    if ('refused' in c) return { kind: 'refused', message: c.refused, code: c.code };
+    signedBy = c.signedBy;
+  }
   const { rule, signers } = signersAfterCheck(verdict, reachableFrom);
   if (signers) {
     // Over exactly the content that was resolved, pinned and runs.
@@ -328,7 +339,7 @@ export function followReference(
     if ('refused' in sig) return { kind: 'refused', message: `${where}${via}: ${sig.refused}`, code: 'REQUEST_SIGNATURE_INVALID' };
     signedBy = sig.key;
   }
-  const provenance = { ...provenanceOf(where, ref, r), ...(exact ? { revision: exact.ref } : {}) };
+  const provenance = { ...provenanceOf(where, ref, r), ...(exact ? { revision: exact.ref } : {}), ...(contentDigest ? { digest: `sha256:${contentDigest}` } : {}) };
   return {
     kind: 'resolved',
     obj: parsed.obj,

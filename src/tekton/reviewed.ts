@@ -10,11 +10,16 @@
  *   the content that is pinned and runs (src/policy/trusted.ts);
  * - signersAfterCheck: which rule's keys those are when a commit asked for by
  *   SHA could be allowed by several rules: the rule whose refs the commit was
- *   found reachable from.
+ *   found reachable from;
+ * - contentVerdict: a file the http resolver fetched runs only if its bytes
+ *   are ones a rule lists by sha256 (hashed here, over the bytes that are
+ *   read and run, not taken from the resolver's report) or carry a signature
+ *   by one of its keys.
  *
  * Pure: no I/O.
  */
-import type { CommitAnswer, CommitCheck, SourceVerdict } from '../policy/source.js';
+import { createHash } from 'node:crypto';
+import type { CommitAnswer, CommitCheck, ContentRule, SourceVerdict } from '../policy/source.js';
 import { compileGlob, matchGlob } from '../policy/glob.js';
 import { verifySignature, type TrustedKey } from '../policy/trusted.js';
 
@@ -89,4 +94,48 @@ export function signersAfterCheck(
     }
   }
   return { rule: verdict.rule, signers: [] };
+}
+
+/** The sha256 of a resolved file's bytes, as lower-case hex. */
+export function contentSha256(content: Uint8Array | string): string {
+  return createHash('sha256').update(typeof content === 'string' ? Buffer.from(content, 'utf8') : content).digest('hex');
+}
+
+/**
+ * Which of the rules that allow a file's URL allow its content: the first,
+ * in rule order, whose sha256 list holds the file's digest (when it has a
+ * list) and whose keys verify its signature (when it names keys). Refused,
+ * naming the digest and each rule's reason, when none does.
+ */
+export function contentVerdict(
+  rules: readonly ContentRule[],
+  sha256: string,
+  obj: Record<string, unknown>,
+  where: string,
+): { rule: string; signedBy?: string } | { refused: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_SIGNATURE_INVALID' } {
+  const why: string[] = [];
+  let byDigest = false;
+  for (const r of rules) {
+    if (r.sha256 && !r.sha256.includes(sha256)) {
+      byDigest = true;
+      why.push(`${r.name} lists ${r.sha256.length} reviewed file${r.sha256.length === 1 ? '' : 's'} (${r.sha256.slice(0, 3).map((d) => q(`sha256:${d.slice(0, 12)}…`)).join(', ')}${r.sha256.length > 3 ? ', …' : ''}), not this one`);
+      continue;
+    }
+    if (r.signers) {
+      const sig = checkSignature(obj, r.signers, r.name);
+      if ('refused' in sig) {
+        why.push(sig.refused.replace(/; nothing ran$/, ''));
+        continue;
+      }
+      return { rule: r.name, signedBy: sig.key };
+    }
+    return { rule: r.name };
+  }
+  return {
+    // Only signatures failed: the file is one the rules take by key, and it does not verify.
+    code: byDigest ? 'REQUEST_SOURCE_NOT_ALLOWED' : 'REQUEST_SIGNATURE_INVALID',
+    refused:
+      `${where}: the file the http resolver fetched has sha256 ${q(sha256)}, which no rule that allows its URL accepts: ${why.join('; ')}. ` +
+      'A URL names a file, not what it holds: the administrators of the internal cluster list the sha256 of each reviewed version; nothing ran',
+  };
 }

@@ -40,7 +40,7 @@ test('default deny: no rules, no resolver', () => {
   const none: SourcePolicy = { source: SRC, git: [], bundles: [], cluster: false };
   const v = checkSource(none, git('https://github.com/org/catalog.git', 'main'), ctx);
   assert.deepEqual(v, { allowed: false, message: `the git resolver is not allowed for namespace "team-a" on remote "default" by ${SRC} (no sources.git rule applies)` });
-  assert.match((checkSource(none, { resolver: 'hub', params: {} }, ctx) as { message: string }).message, /the "hub" resolver is not allowed .* only git, bundles and cluster can be allowed/);
+  assert.match((checkSource(none, { resolver: 'hub', params: {} }, ctx) as { message: string }).message, /the "hub" resolver is not allowed .* only git, bundles, http and cluster can be allowed/);
   assert.match((checkSource(none, { resolver: 'cluster', params: { namespace: 'internal-services' } }, ctx) as { message: string }).message, /the cluster resolver is not allowed/);
 });
 
