@@ -125,13 +125,13 @@ export function advisoryMessage(state: TektonVersionState): string {
   if (unknown(state)) {
     return (
       `The Tekton Pipelines version of the internal cluster is unknown: ${state.problem ?? 'not a release version'}. ` +
-      `None of the advisories of the git resolver (${ADVISORIES.map((a) => `${a.id}/${a.cve}`).join(', ')}) can be ruled out. ` +
+      `None of the advisories of its resolvers (${ADVISORIES.map((a) => `${a.id}/${a.cve}`).join(', ')}) can be ruled out. ` +
       `Let the controller get ConfigMap ${state.source} (--tekton-namespace names Tekton's namespace; Tekton's Role tekton-pipelines-info lets every authenticated user get it) and ${upgradeAdvice(state.version ?? '') ?? 'run a release'}; see ${DOCS}`
     );
   }
   const advice = upgradeAdvice(state.version ?? '');
   return (
-    `Tekton Pipelines ${versionText(state)} (ConfigMap ${state.source}) has known advisories in the git resolver this controller relies on: ` +
+    `Tekton Pipelines ${versionText(state)} (ConfigMap ${state.source}) has known advisories in the resolvers this controller relies on: ` +
     `${state.advisories.map(describeAdvisory).join('; ')}. ${advice ? `${advice[0]!.toUpperCase()}${advice.slice(1)}` : 'Upgrade Tekton Pipelines'}; see ${DOCS}${state.problem ? ` (${state.problem})` : ''}`
   );
 }
@@ -159,7 +159,7 @@ export function resolverRefusal(state: TektonVersionState, options: ResolverRefu
     );
   }
   return (
-    `resolver references are refused: Tekton Pipelines ${versionText(state)} on the internal cluster has known advisories in its git resolver ` +
+    `resolver references are refused: Tekton Pipelines ${versionText(state)} on the internal cluster has known advisories in its resolvers ` +
     `(${state.advisories.map((a) => `${a.id}/${a.cve}`).join(', ')}), and the controller runs with ${REFUSE_FLAG}. ` +
     `${admins} should ${upgradeAdvice(state.version ?? '') ?? 'upgrade Tekton Pipelines'}, or turn ${REFUSE_FLAG} off`
   );

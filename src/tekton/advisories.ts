@@ -1,8 +1,9 @@
 /**
  * The published security advisories of Tekton Pipelines in the parts this
- * controller relies on (the git resolver, which answers the
+ * controller relies on (the git and http resolvers, which answer the
  * ResolutionRequests the controller makes to check a request's references
- * and the references of the PipelineRuns it creates), and which Tekton
+ * and the references of the PipelineRuns it creates; every resolver runs in
+ * one pod, so a hole that crashes one stops them all), and which Tekton
  * versions they apply to. Pure: a table and a version comparison.
  *
  * How the table was established (see docs/deploying.md, "Supported Tekton
@@ -10,7 +11,8 @@
  * each release of github.com/tektoncd/pipeline the Go module proxy serves
  * (pkg/resolution/resolver/git: the `..`/symlink check of pathInRepo, the
  * "must not begin with '-'" check of revision, and "the system token cannot
- * be sent to a non-default server URL"). Where neither the advisory nor a
+ * be sent to a non-default server URL"; pkg/resolution/resolver/http: the
+ * limit on the body it reads). Where neither the advisory nor a
  * release's source says whether a line has the fix, the table says
  * `unknown` and such a version counts as affected: a version is never
  * called safe on a guess.
@@ -59,6 +61,7 @@ export const TESTED_VERSION = 'v1.6.6';
 export const SUPPORTED_FROM = 'v1.6.2';
 
 const GIT = 'git resolver';
+const HTTP = 'http resolver';
 
 export const ADVISORIES: readonly Advisory[] = [
   {
@@ -127,6 +130,29 @@ export const ADVISORIES: readonly Advisory[] = [
       'source only (the advisory\'s ranges were not at hand): v0.70.0, v1.0.1, v1.6.0, v1.6.1, v1.9.2, v1.10.2 and v1.11.0 send the token, v1.3.4, v1.6.2, v1.6.6, v1.11.1 and v1.12.0 refuse; v1.0.2, v1.3.3, v1.6.3–v1.6.5 and v1.9.3 could not be fetched (v1.6.3–v1.6.5 lie between two fixed releases of the line); 0.x lines got no fix',
     url: 'https://github.com/tektoncd/pipeline/security/advisories/GHSA-wjxp-xrpv-xpff',
   },
+  {
+    kind: 'advisory',
+    id: 'GHSA-m2cx-gpqf-qf74',
+    cve: 'CVE-2026-40924',
+    severity: 'unknown',
+    summary: 'the http resolver reads a response body of any size (io.ReadAll without a limit): a server, or a redirect from an allowed URL, that sends a large body gets the resolvers pod OOM-killed, and with it every resolver of the cluster',
+    component: HTTP,
+    reliance:
+      'every http reference a sources.http rule allows is fetched by it; the controller binds the content by its digest, which does not limit what the resolver reads before the digest is checked, and the pod it crashes also resolves every git and bundles reference',
+    firstAffected: undefined,
+    fixedFrom: 'v1.12.0',
+    lines: {
+      '1.0': { state: 'unknown', lacking: 'v1.0.1' },
+      '1.3': { state: 'fixed', in: 'v1.3.4' },
+      '1.6': { state: 'fixed', in: 'v1.6.2' },
+      '1.9': { state: 'unknown', lacking: 'v1.9.2' },
+      '1.10': { state: 'unknown', lacking: 'v1.10.2' },
+      '1.11': { state: 'fixed', in: 'v1.11.1' },
+    },
+    evidence:
+      'source only (the advisory\'s ranges and severity were not at hand; Go\'s vulnerability database names v1.11.1 as a fixed release): v0.70.0, v1.0.0, v1.0.1, v1.6.0, v1.6.1, v1.9.2, v1.10.0, v1.10.2 and v1.11.0 read the body with io.ReadAll and no limit, v1.3.4, v1.6.2, v1.6.6, v1.11.1 and v1.12.0 stop at 1 MiB; v1.0.2, v1.3.3 and v1.9.3 are not served by the module proxy',
+    url: 'https://github.com/tektoncd/pipeline/security/advisories/GHSA-m2cx-gpqf-qf74',
+  },
 ];
 
 /** The answer for a version that cannot be read as a release: none of the advisories can be ruled out. */
@@ -135,7 +161,7 @@ export const UNKNOWN_VERSION: Advisory = {
   id: 'unknown-version',
   cve: '',
   severity: 'unknown',
-  summary: `the Tekton Pipelines version is not a release version (like ${TESTED_VERSION}), so none of the advisories of the ${GIT} (${ADVISORIES.map((a) => a.id).join(', ')}) can be ruled out`,
+  summary: `the Tekton Pipelines version is not a release version (like ${TESTED_VERSION}), so none of the advisories of the git and http resolvers (${ADVISORIES.map((a) => a.id).join(', ')}) can be ruled out`,
   component: 'Tekton Pipelines',
   reliance: 'every resolver reference of a request',
   firstAffected: undefined,
@@ -243,10 +269,13 @@ export function upgradeAdvice(version: string): string | undefined {
   const sameLine = clean.find((c) => lineOf(c) === lineOf(v));
   const floor = release(SUPPORTED_FROM);
   const later = clean.find((c) => compareTektonVersions(c, floor) >= 0);
-  const unknown = open.flatMap((a) => {
+  // One clause per release the unknowns lack: "… fixes A or B is not known here".
+  const lacking = new Map<string, string[]>();
+  for (const a of open) {
     const f = lineFix(a, v);
-    return f.state === 'unknown' ? [`whether a ${lineOf(v)} release after ${f.lacking} fixes ${a.id} is not known here`] : [];
-  });
+    if (f.state === 'unknown') lacking.set(f.lacking, [...(lacking.get(f.lacking) ?? []), a.id]);
+  }
+  const unknown = [...lacking].map(([release, ids]) => `whether a ${lineOf(v)} release after ${release} fixes ${ids.join(' or ')} is not known here`);
   const note = unknown.length ? ` (${unknown.join('; ')})` : '';
   if (sameLine) return `upgrade Tekton Pipelines to ${formatTektonVersion(sameLine)} or later of the ${lineOf(v)} line${note}`;
   if (later) return `upgrade Tekton Pipelines to ${formatTektonVersion(later)} or later: the ${lineOf(v)} line has no release with every fix known here${note}`;
@@ -255,5 +284,5 @@ export function upgradeAdvice(version: string): string | undefined {
 
 /** "GHSA-… (CVE-…, critical: summary)" for messages. */
 export function describeAdvisory(a: Advisory): string {
-  return a.kind === 'unknown-version' ? a.summary : `${a.id} (${a.cve}, ${a.severity}: ${a.summary})`;
+  return a.kind === 'unknown-version' ? a.summary : `${a.id} (${a.cve}${a.severity === 'unknown' ? '' : `, ${a.severity}`}: ${a.summary})`;
 }

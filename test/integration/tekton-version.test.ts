@@ -56,21 +56,22 @@ describe('the Tekton version (real Tekton, its own RBAC)', () => {
     assert.equal(readyz.status, 200);
     assert.match(readyz.text, new RegExp(`\\[\\+\\]tekton-version ok: Tekton Pipelines ${env.tekton!.version.replace(/\./g, '\\.')} \\(ConfigMap tekton-pipelines/pipelines-info\\): no known advisory`));
     assert.equal(sample(metrics, 'internal_services_tekton_info', { version: env.tekton!.version }), 1);
-    for (const advisory of ['GHSA-j5q5-j9gm-2w5c', 'GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff', 'unknown-version']) assert.equal(sample(metrics, 'internal_services_tekton_advisories', { advisory }), 0, advisory);
+    for (const advisory of ['GHSA-j5q5-j9gm-2w5c', 'GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff', 'GHSA-m2cx-gpqf-qf74', 'unknown-version']) assert.equal(sample(metrics, 'internal_services_tekton_advisories', { advisory }), 0, advisory);
   });
 
   test('a version with advisories: a warning, a Warning Event, an advisory /readyz line and the gauges; still ready', async () => {
     await setVersion('v1.6.1');
     const { readyz, metrics } = await start();
     assert.equal(readyz.status, 200, 'an advisory does not make the controller unready');
-    assert.match(readyz.text, /\[-\]tekton-version failed: Tekton Pipelines v1\.6\.1 \(ConfigMap tekton-pipelines\/pipelines-info\) has known advisories .*GHSA-94jr-7pqp-xhcq \(CVE-2026-40938.*GHSA-wjxp-xrpv-xpff \(CVE-2026-40161.*Upgrade Tekton Pipelines to v1\.6\.2 or later of the 1\.6 line/);
+    assert.match(readyz.text, /\[-\]tekton-version failed: Tekton Pipelines v1\.6\.1 \(ConfigMap tekton-pipelines\/pipelines-info\) has known advisories .*GHSA-94jr-7pqp-xhcq \(CVE-2026-40938.*GHSA-wjxp-xrpv-xpff \(CVE-2026-40161.*GHSA-m2cx-gpqf-qf74 \(CVE-2026-40924: .*Upgrade Tekton Pipelines to v1\.6\.2 or later of the 1\.6 line/);
     assert.equal(sample(metrics, 'internal_services_tekton_info', { version: 'v1.6.1' }), 1);
     assert.equal(sample(metrics, 'internal_services_tekton_advisories', { advisory: 'GHSA-94jr-7pqp-xhcq' }), 1);
     assert.equal(sample(metrics, 'internal_services_tekton_advisories', { advisory: 'GHSA-wjxp-xrpv-xpff' }), 1);
+    assert.equal(sample(metrics, 'internal_services_tekton_advisories', { advisory: 'GHSA-m2cx-gpqf-qf74' }), 1);
     assert.equal(sample(metrics, 'internal_services_tekton_advisories', { advisory: 'GHSA-j5q5-j9gm-2w5c' }), 0);
     const line = controller!.lines.find((l) => l.level === 'warn' && /Tekton Pipelines v1\.6\.1/.test(String(l.msg)));
     assert.ok(line, 'a warning names the version');
-    assert.deepEqual(line['advisories'], ['GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff']);
+    assert.deepEqual(line['advisories'], ['GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff', 'GHSA-m2cx-gpqf-qf74']);
     const events = await waitFor('a TektonAdvisory Event on the config', async () => {
       const e = await warnings('TektonAdvisory');
       return e.length ? e : undefined;

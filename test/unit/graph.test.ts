@@ -391,7 +391,7 @@ test('decide: the pipelineRef\'s ResolutionRequest carries the canonical params,
 });
 
 test('decide: on a Tekton with a known advisory and --refuse-resolvers-on-advisory, every resolver reference is refused before anything is resolved', () => {
-  const why = 'resolver references are refused: Tekton Pipelines v1.6.0 on the internal cluster has known advisories in its git resolver (GHSA-j5q5-j9gm-2w5c/CVE-2026-33211)';
+  const why = 'resolver references are refused: Tekton Pipelines v1.6.0 on the internal cluster has known advisories in its resolvers (GHSA-j5q5-j9gm-2w5c/CVE-2026-33211)';
   const a = decide(observe({ request: todays(), resolversRefused: why }));
   assert.deepEqual(types(a), ['writeStatus']);
   const w = a[0] as Extract<Action, { type: 'writeStatus' }>;

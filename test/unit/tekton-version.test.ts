@@ -35,7 +35,7 @@ test('the state a ConfigMap says: a release (clean or with advisories), "devel",
   assert.deepEqual(clean, { version: 'v1.6.6', advisories: [], source: SRC, settled: true });
   const old = stateFromConfigMap(SRC, cm(' v1.6.1\n'));
   assert.equal(old.version, 'v1.6.1');
-  assert.deepEqual(old.advisories.map((a) => a.id), ['GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff']);
+  assert.deepEqual(old.advisories.map((a) => a.id), ['GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff', 'GHSA-m2cx-gpqf-qf74']);
   assert.equal(old.problem, undefined);
   const devel = stateFromConfigMap(SRC, cm('devel'));
   assert.equal(devel.version, 'devel');
@@ -83,8 +83,8 @@ test('messages: the version, each advisory by id, CVE and summary, and what to d
   const clean = advisoryMessage(stateFromConfigMap(SRC, cm('v1.6.6')));
   assert.equal(clean, `Tekton Pipelines v1.6.6 (ConfigMap ${SRC}): no known advisory`);
   const m = advisoryMessage(stateFromConfigMap(SRC, cm('v1.6.0')));
-  assert.match(m, /^Tekton Pipelines v1\.6\.0 \(ConfigMap tekton-pipelines\/pipelines-info\) has known advisories in the git resolver this controller relies on: /);
-  for (const s of ['GHSA-j5q5-j9gm-2w5c (CVE-2026-33211, critical: path traversal', 'GHSA-94jr-7pqp-xhcq (CVE-2026-40938, high:', 'GHSA-wjxp-xrpv-xpff (CVE-2026-40161, high:']) assert.ok(m.includes(s), s);
+  assert.match(m, /^Tekton Pipelines v1\.6\.0 \(ConfigMap tekton-pipelines\/pipelines-info\) has known advisories in the resolvers this controller relies on: /);
+  for (const s of ['GHSA-j5q5-j9gm-2w5c (CVE-2026-33211, critical: path traversal', 'GHSA-94jr-7pqp-xhcq (CVE-2026-40938, high:', 'GHSA-wjxp-xrpv-xpff (CVE-2026-40161, high:', 'GHSA-m2cx-gpqf-qf74 (CVE-2026-40924: the http resolver reads']) assert.ok(m.includes(s), s);
   assert.match(m, /Upgrade Tekton Pipelines to v1\.6\.2 or later of the 1\.6 line; see docs\/deploying\.md, "Supported Tekton versions"/);
   const unknown = advisoryMessage(stateFromConfigMap(SRC, undefined));
   assert.match(unknown, /^The Tekton Pipelines version of the internal cluster is unknown: there is no ConfigMap tekton-pipelines\/pipelines-info\. None of the advisories/);
@@ -115,8 +115,8 @@ test('resolverRefusal: only with the switch, on a version with an advisory or on
   const m = resolverRefusal(old, REFUSE)!;
   assert.equal(
     m,
-    'resolver references are refused: Tekton Pipelines v1.10.2 on the internal cluster has known advisories in its git resolver (GHSA-94jr-7pqp-xhcq/CVE-2026-40938, GHSA-wjxp-xrpv-xpff/CVE-2026-40161), and the controller runs with --refuse-resolvers-on-advisory. ' +
-      "The internal cluster's administrators should upgrade Tekton Pipelines to v1.11.1 or later: the 1.10 line has no release with every fix known here (whether a 1.10 release after v1.10.2 fixes GHSA-wjxp-xrpv-xpff is not known here), or turn --refuse-resolvers-on-advisory off",
+    'resolver references are refused: Tekton Pipelines v1.10.2 on the internal cluster has known advisories in its resolvers (GHSA-94jr-7pqp-xhcq/CVE-2026-40938, GHSA-wjxp-xrpv-xpff/CVE-2026-40161, GHSA-m2cx-gpqf-qf74/CVE-2026-40924), and the controller runs with --refuse-resolvers-on-advisory. ' +
+      "The internal cluster's administrators should upgrade Tekton Pipelines to v1.11.1 or later: the 1.10 line has no release with every fix known here (whether a 1.10 release after v1.10.2 fixes GHSA-wjxp-xrpv-xpff or GHSA-m2cx-gpqf-qf74 is not known here), or turn --refuse-resolvers-on-advisory off",
   );
   const u = resolverRefusal(unknown, REFUSE)!;
   assert.match(u, /^resolver references are refused: the Tekton Pipelines version of the internal cluster is unknown \(ConfigMap tekton-pipelines\/pipelines-info says version "devel"/);
@@ -133,9 +133,9 @@ test('gauges: a bounded version label and one series per advisory of the table, 
   assert.equal(versionLabel(stateFromConfigMap(SRC, undefined)), 'unknown');
   assert.equal(versionLabel(stateFromConfigMap(SRC, cm('v1 6 6 <script>'))), 'unknown');
   assert.equal(versionLabel(stateFromConfigMap(SRC, cm('v'.repeat(200)))), 'unknown');
-  assert.deepEqual(advisoryGauge(stateFromConfigMap(SRC, cm('v1.6.1'))), { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 1, 'GHSA-wjxp-xrpv-xpff': 1, 'unknown-version': 0 });
-  assert.deepEqual(advisoryGauge(stateFromConfigMap(SRC, cm('v1.6.6'))), { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 0, 'GHSA-wjxp-xrpv-xpff': 0, 'unknown-version': 0 });
-  assert.deepEqual(advisoryGauge(stateFromConfigMap(SRC, undefined)), { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 0, 'GHSA-wjxp-xrpv-xpff': 0, 'unknown-version': 1 });
+  assert.deepEqual(advisoryGauge(stateFromConfigMap(SRC, cm('v1.6.1'))), { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 1, 'GHSA-wjxp-xrpv-xpff': 1, 'GHSA-m2cx-gpqf-qf74': 1, 'unknown-version': 0 });
+  assert.deepEqual(advisoryGauge(stateFromConfigMap(SRC, cm('v1.6.6'))), { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 0, 'GHSA-wjxp-xrpv-xpff': 0, 'GHSA-m2cx-gpqf-qf74': 0, 'unknown-version': 0 });
+  assert.deepEqual(advisoryGauge(stateFromConfigMap(SRC, undefined)), { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 0, 'GHSA-wjxp-xrpv-xpff': 0, 'GHSA-m2cx-gpqf-qf74': 0, 'unknown-version': 1 });
 });
 
 test('the follower: reads at start and on refresh, logs and records one Warning Event per change, survives a failing read', async () => {
@@ -166,12 +166,12 @@ test('the follower: reads at start and on refresh, logs and records one Warning 
   tv.stop();
   assert.deepEqual(reads, ['tekton-pipelines/pipelines-info']);
   assert.equal(tv.current().version, 'v1.6.1');
-  assert.deepEqual(tv.metrics(), { version: 'v1.6.1', advisories: { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 1, 'GHSA-wjxp-xrpv-xpff': 1, 'unknown-version': 0 } });
+  assert.deepEqual(tv.metrics(), { version: 'v1.6.1', advisories: { 'GHSA-j5q5-j9gm-2w5c': 0, 'GHSA-94jr-7pqp-xhcq': 1, 'GHSA-wjxp-xrpv-xpff': 1, 'GHSA-m2cx-gpqf-qf74': 1, 'unknown-version': 0 } });
   assert.equal(tv.readiness().ok, false);
   const warn = lines.filter((l) => l.level === 40);
   assert.equal(warn.length, 1);
   assert.match(warn[0]!.msg, /Tekton Pipelines v1\.6\.1 .* GHSA-94jr-7pqp-xhcq .* Requests with resolver references are refused meanwhile \(--refuse-resolvers-on-advisory\)\.$/);
-  assert.deepEqual(warn[0]!.advisories, ['GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff']);
+  assert.deepEqual(warn[0]!.advisories, ['GHSA-94jr-7pqp-xhcq', 'GHSA-wjxp-xrpv-xpff', 'GHSA-m2cx-gpqf-qf74']);
   // No target yet (no InternalServicesConfig): the Event waits for one.
   assert.equal(recorded.length, 0);
   target = { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: 'internal-services', uid: 'u1' } };
