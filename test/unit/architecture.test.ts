@@ -225,6 +225,8 @@ test('architecture: the recipes of docs/architecture.md name only files and symb
       if (!texts.some((t) => declared.test(t))) wrong.push(`${title}: ${span} is declared in none of ${files.map((f) => relative(ROOT, f)).join(', ') || '(no file named)'}`);
     }
     if (!here) wrong.push(`${title}: names no symbol to check`);
+    // Each recipe was followed once, end to end, for a real change, and says which.
+    if (!/\nFollowed for: /.test(recipe)) wrong.push(`${title}: has no "Followed for:" line naming the change it was last followed for`);
   }
   assert.deepEqual(wrong, []);
   assert.ok(paths > 30 && symbols > 40, `checked ${paths} paths and ${symbols} symbols`);
