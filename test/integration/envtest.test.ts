@@ -203,6 +203,31 @@ describe('envtest environment', () => {
     await kc.makeApiClient(CoreV1Api).readNamespace({ name: CONTROLLER_NAMESPACE });
   });
 
+  it('applies an object whose API is served only a moment later (a CRD still being established), and gives up on one never served', async () => {
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'gadgets.late.example.com' },
+      spec: {
+        group: 'late.example.com',
+        scope: 'Cluster',
+        names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    };
+    const gadget = { apiVersion: 'late.example.com/v1', kind: 'Gadget', metadata: { name: 'g1' } };
+    const t0 = Date.now();
+    const applying = applyObjects(internalAdmin, [gadget] as never, { servedWithinMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 1500));
+    await applyObjects(internalAdmin, [crd] as never);
+    const [stored] = await applying;
+    assert.equal(stored?.metadata?.name, 'g1');
+    assert.ok(Date.now() - t0 >= 1500, 'it waited for the API');
+    await assert.rejects(applyObjects(internalAdmin, [{ apiVersion: 'never.example.com/v1', kind: 'Nothing', metadata: { name: 'x' } }] as never, { servedWithinMs: 1000 }), /create Nothing x failed \(HTTP 404\): 404 page not found/);
+    // A group version that is served, without the kind: also waited for, then refused.
+    await assert.rejects(applyObjects(internalAdmin, [{ apiVersion: 'late.example.com/v1', kind: 'Widget', metadata: { name: 'x' } }] as never, { servedWithinMs: 1000 }), /create Widget x failed: Unrecognized API version and kind: late\.example\.com\/v1 Widget/);
+  });
+
   it('keeps the two clusters isolated', async () => {
     const remote = e().remote.identities.admin.kubeConfig().makeApiClient(CoreV1Api);
     const internal = internalAdmin.makeApiClient(CoreV1Api);

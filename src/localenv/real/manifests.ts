@@ -91,11 +91,27 @@ function describe(obj: KubernetesObject): string {
  * applying the same manifests twice is harmless. Returns the stored objects
  * as client-node gives them back (model objects for built-in kinds).
  */
-export async function applyObjects(kc: KubeConfig, objects: readonly KubernetesObject[]): Promise<KubernetesObject[]> {
-  const client = KubernetesObjectApi.makeApiClient(kc);
+export async function applyObjects(kc: KubeConfig, objects: readonly KubernetesObject[], opts: { servedWithinMs?: number } = {}): Promise<KubernetesObject[]> {
+  let client = KubernetesObjectApi.makeApiClient(kc);
   const applied: KubernetesObject[] = [];
   for (const obj of objects) {
-    applied.push(await applyOne(client, obj));
+    // A kind whose API is not served yet (a CRD just created; on kcp, an API a
+    // new workspace gets through a binding its initializer makes) is looked
+    // up again, with a fresh client (client-node keeps what discovery said),
+    // until it is served or `servedWithinMs` has passed.
+    const deadline = Date.now() + (opts.servedWithinMs ?? 60_000);
+    for (;;) {
+      try {
+        applied.push(await applyOne(client, obj));
+        break;
+      } catch (err) {
+        // client-node's discovery: the group version unknown (a 404 for its
+        // resource list), or known without this kind.
+        if (!/Unrecognized API version and kind|Failed to fetch resource metadata for .*HTTP-Code: 404/.test(String((err as Error).cause ?? err)) || Date.now() >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+        client = KubernetesObjectApi.makeApiClient(kc);
+      }
+    }
   }
   return applied;
 }
