@@ -37,7 +37,6 @@ function describeChar(ch: string): string {
   const cp = ch.codePointAt(0)!;
   return cp < 0x20 || cp === 0x7f || cp > 0x7e ? `U+${cp.toString(16).toUpperCase().padStart(4, '0')}` : q(ch);
 }
-
 // ---------------------------------------------------------------- git url
 
 /** Allowed schemes and their default ports. ssh and scp-like forms would run ssh; file:// and ext:: read or run things locally. */
