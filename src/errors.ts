@@ -19,6 +19,7 @@ export const ErrorCodes = {
   REQUEST_NOT_APPROVED: 'A rule requires approval, and an approver denied the request, or no decision came before approvalTimeout.',
   REQUEST_RESOLUTION_FAILED: 'The Pipeline, or a Task or StepAction it references, could not be resolved (or not within sources.resolutionTimeout), or is not a Tekton v1 object of the expected kind.',
   REQUEST_SIGNATURE_INVALID: 'A source rule requires signatures (Tekton Trusted Resources), and a resolved Pipeline, Task or StepAction is unsigned, or its tekton.dev/signature does not verify against the keys of the rule (changed after signing, or another key).',
+  REQUEST_NOT_CLOSED: 'The PipelineRun built for the request would ask Tekton to resolve something the controller did not check and pin (the closed-world check just before the create failed); nothing was created.',
   REQUEST_INVALID: 'The request is malformed, or the internal cluster refused the PipelineRun built from it.',
   PIPELINERUN_FAILED: 'The PipelineRun ended unsuccessfully.',
   PIPELINERUN_MISSING: 'The PipelineRun of a running request disappeared before it finished.',

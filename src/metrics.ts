@@ -181,6 +181,12 @@ export function createMetrics(): Metrics {
       this.set(sources?.awaitingResults?.() ?? 0);
     },
   });
+  const closedWorldRefusals = new Counter({
+    name: 'internal_services_closed_world_refusals_total',
+    help: 'Requests Rejected (REQUEST_NOT_CLOSED) because the PipelineRun built for them failed the closed-world check just before the create: it would have asked Tekton to resolve something the controller did not check. Any increase is a gap in the controller\'s own walk',
+    registers: [registry],
+  });
+  closedWorldRefusals.inc(0);
   const prunedUnarchived = new Counter({
     name: 'internal_services_pipelineruns_pruned_unarchived_total',
     help: 'Finished PipelineRuns deleted before Tekton Results had stored them, because resultsStoreTimeout ran out (their records or logs may be missing from Results)',
@@ -297,6 +303,9 @@ export function createMetrics(): Metrics {
       },
       prunedUnarchived() {
         prunedUnarchived.inc();
+      },
+      closedWorldRefused() {
+        closedWorldRefusals.inc();
       },
       started(req, seconds, remote) {
         timeToRunning.observe({ request: describeRequested(req.spec), namespace: req.metadata.namespace ?? '', remote }, seconds);

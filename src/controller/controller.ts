@@ -103,6 +103,7 @@ export class Controller {
       },
       deleted: (pr) => this.runs.deleted(pr),
       prunedUnarchived: () => m.prunedUnarchived?.(),
+      closedWorldRefused: () => m.closedWorldRefused?.(),
       deletedUnsigned: (reason, remote) => m.deletedUnsigned?.(reason, remote),
       requeueAfter: (key, ms) => this.queue.addAfter(key, ms),
       refusals,

@@ -33,6 +33,8 @@ export interface ExecutorOptions {
   deleted(pr: PipelineRun): void;
   /** A PipelineRun deleted before Tekton Results stored it. */
   prunedUnarchived?(): void;
+  /** A request was Rejected by the closed-world check (REQUEST_NOT_CLOSED), once its status is written. */
+  closedWorldRefused?(): void;
   /** One of them had no signature of Tekton Chains (why: timeout, failed, no-signature). */
   deletedUnsigned?(reason: string, remote: string): void;
   /** Look at a request again after this long. */
@@ -222,7 +224,11 @@ export class Executor {
         return true;
       case 'writeStatus':
         if (!request) return false;
-        return this.opts.writer.write(statusTarget(remote, kind), key, request, action.status, action.event, attempt);
+      {
+        const written = await this.opts.writer.write(statusTarget(remote, kind), key, request, action.status, action.event, attempt);
+        if (written && action.code === 'REQUEST_NOT_CLOSED') this.opts.closedWorldRefused?.();
+        return written;
+      }
       case 'relayAttestation':
         if (!request) return false;
         return this.opts.writer.relayAttestation(statusTarget(remote, kind), key, request, action.attestation, action.event);

@@ -30,6 +30,8 @@ export interface ControllerMetrics {
   running?(n: number): void;
   /** A finished PipelineRun was deleted before Tekton Results stored it (resultsStoreTimeout ran out). */
   prunedUnarchived?(): void;
+  /** A request was Rejected by the closed-world check just before the create (REQUEST_NOT_CLOSED). */
+  closedWorldRefused?(): void;
   /** With Tekton Chains: a PipelineRun was removed without a signature (timeout, failed, no-signature). */
   deletedUnsigned?(reason: string, remote: string): void;
 }

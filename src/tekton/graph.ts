@@ -65,7 +65,7 @@ export interface Provenance {
   digest?: string;
 }
 
-type GraphRejection = { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' };
+type GraphRejection = { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' | 'REQUEST_PIPELINE_NOT_FOUND' };
 
 export type GraphResult =
   /** need: resolutions to start; checks: commits to look for in their repositories first; lookups: exact refs to look up first. */
@@ -83,9 +83,11 @@ export interface GraphInput {
   /** The Pipeline's spec as resolved or installed. */
   spec: Record<string, unknown>;
   /**
-   * installed: the Pipeline is the administrators' (its literal references,
-   * and those of installed Tasks, are theirs to choose and are left alone);
-   * resolved: it came from a remote source, nothing in it is trusted.
+   * installed: the Pipeline is the administrators'; resolved: it came from a
+   * remote source. Either way every reference in it (and in the installed
+   * Tasks it names) is checked against the source policy, resolved here and
+   * pinned: nothing is left for Tekton to resolve. The origin only changes
+   * what a refusal says (what an administrator should write).
    */
   origin: 'installed' | 'resolved';
   /** The request's params, as the Pipeline declares them (typed). */
@@ -289,6 +291,16 @@ export function followReference(
   const verdict = checkSource(input.policy, ref, { tenant: input.namespace, controllerNamespace: input.controllerNamespace });
   if (!verdict.allowed) return { kind: 'refused', message: `${where}${via}: ${verdict.message}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
   ref = { resolver: ref.resolver, params: verdict.params };
+  // The controller's StepAction copies, reached through the cluster resolver
+  // (on the canonical name): never, whichever rule allows the namespace.
+  const copyName = ref.resolver === 'cluster' ? ref.params.find((p) => p.name === 'name' && p.value.startsWith(STEPACTION_COPY_PREFIX)) : undefined;
+  if (copyName) {
+    return {
+      kind: 'refused',
+      message: `${where}${via}: ${q(copyName.value)} is a copy the controller made of a StepAction it checked for another decision; copies are never reached through a resolver. Refer to the StepAction's own source, which is checked for this request`,
+      code: 'REQUEST_SOURCE_NOT_ALLOWED',
+    };
+  }
   let reachableFrom: string | undefined;
   if (verdict.commitCheck) {
     // A commit by SHA: found in the repository from an allowed ref before
@@ -370,8 +382,37 @@ function substituteRef(resolver: string, params: unknown, vars: ReadonlyMap<stri
   return { ref: out, from: [...new Set(from)], dynamic };
 }
 
-function hasExpression(params: unknown): boolean {
-  return paramsOf(params).some((p) => JSON.stringify(p.value ?? '').includes('$('));
+/**
+ * A reference's shape, before anything else is read of it: a name or a
+ * resolver (never both, never neither: Tekton's default-resolver-type would
+ * give a reference with no name a resolver when the run is created), and no
+ * field beyond `allowed`. Returns why it is refused, or undefined.
+ */
+function refShape(ref: Record<string, unknown>, where: string, allowed: readonly string[]): string | undefined {
+  const extra = Object.keys(ref).filter((k) => !allowed.includes(k));
+  if (extra.length) return `${where} has ${extra.map(q).join(', ')}, which this controller does not understand there, so it is refused rather than passed on to Tekton`;
+  const hasName = typeof ref['name'] === 'string' && ref['name'].trim() !== '';
+  const hasResolver = typeof ref['resolver'] === 'string' && ref['resolver'].trim() !== '';
+  if (ref['name'] !== undefined && !hasName) return `${where}.name is empty or not a string`;
+  if (ref['resolver'] !== undefined && !hasResolver) return `${where}.resolver is empty or not a string`;
+  if (hasName && hasResolver) return `${where} has both a name and a resolver; give one of them`;
+  if (!hasName && !hasResolver) {
+    return `${where} has neither a name nor a resolver: Tekton would fill in the resolver its config-defaults name (default-resolver-type) and resolve it at run time, unchecked, so it is refused; name an installed object or give a resolver and params that the source policy allows`;
+  }
+  if (hasName && ref['params'] !== undefined) return `${where} has params but no resolver`;
+  return undefined;
+}
+
+/** A Task spec that Tekton would take for a custom task (an embedded apiVersion/kind/spec): why it is refused, or undefined. */
+function customTask(spec: Record<string, unknown>, where: string): string | undefined {
+  if (spec['apiVersion'] === undefined && spec['kind'] === undefined && spec['spec'] === undefined) return undefined;
+  return `${where} is a custom task (${q(String(spec['kind'] ?? spec['apiVersion'] ?? 'spec'))}): Tekton would hand it to another controller, which nothing here checks; only Tasks run here`;
+}
+
+/** For a refused literal reference of the administrators' own Pipeline or Task: what changed and what to write. */
+function adminHint(installedBy: string | undefined, from: readonly string[]): string {
+  if (!installedBy || from.length) return '';
+  return ` (a reference written in ${installedBy}: the references of installed Pipelines and Tasks are checked against the source policy and pinned like a requester's; allow the source with a rule in sources of the InternalServicesConfig, see docs/migrating.md)`;
 }
 
 /** Where a param got its value, for messages. */
@@ -428,14 +469,17 @@ export function checkGraph(input: GraphInput): GraphResult {
   let changed = false;
   const provenance: Provenance[] = [];
   const copies = new Map<string, StepActionCopy>();
-  const trusted = input.origin === 'installed';
+  // Whose words a literal reference is, for messages: the administrators'
+  // references are checked and pinned like any other (issue 51), and a
+  // refusal tells them what to write.
+  const installedBy = input.origin === 'installed' ? `the installed Pipeline ${q(input.pipelineName)}` : undefined;
 
   for (const section of ['tasks', 'finally'] as const) {
     const list = spec[section];
     if (list === undefined) continue;
     if (!Array.isArray(list)) return { state: 'rejected', code: 'REQUEST_INVALID', message: `the Pipeline's ${section} is not a list` };
     for (const pt of list) {
-      if (!isObj(pt)) continue;
+      if (!isObj(pt)) return { state: 'rejected', code: 'REQUEST_INVALID', message: `the Pipeline's ${section} holds an entry that is not an object` };
       const name = typeof pt['name'] === 'string' ? pt['name'] : '?';
       const where = `${section}[${name}]`;
       if (pt['pipelineRef'] !== undefined || pt['pipelineSpec'] !== undefined) {
@@ -447,17 +491,18 @@ export function checkGraph(input: GraphInput): GraphResult {
           return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef names a ${q(String(taskRef['kind'] ?? taskRef['apiVersion']))}; only Tasks run here (no custom tasks or cluster-scoped tasks)` };
         }
         if (taskRef['bundle'] !== undefined) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef.bundle is not supported; use the bundles resolver` };
+        const shape = refShape(taskRef, `${where}.taskRef`, ['name', 'kind', 'resolver', 'params']);
+        if (shape) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: shape };
         let taskObj: Record<string, unknown> | undefined;
-        let taskTrusted = false;
+        let taskName: string | undefined;
         let resolvedTask = false;
         if (typeof taskRef['resolver'] === 'string') {
-          if (trusted && !hasExpression(taskRef['params'])) continue; // the administrators' own literal reference
           const s = substituteRef(taskRef['resolver'], taskRef['params'], pvars, context);
           if (s.dynamic.length) {
             return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskRef cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
           }
           const v = followReference(input, `${where}.taskRef`, s.ref, s.from, ['Task']);
-          if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
+          if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message + adminHint(installedBy, s.from) };
           if (v.kind === 'need') need.push(v.ref);
           if (v.kind === 'check') checks.push(v.check);
           if (v.kind === 'lookup') lookups.push(v.lookup);
@@ -468,16 +513,22 @@ export function checkGraph(input: GraphInput): GraphResult {
           provenance.push(v.provenance);
           taskObj = v.obj;
           resolvedTask = true;
-        } else if (typeof taskRef['name'] === 'string') {
-          // A Task installed in the controller's namespace: the
-          // administrators', but the params it is given may not be.
-          taskObj = input.installedTask(taskRef['name']);
-          taskTrusted = true;
-          if (!taskObj) continue; // not installed: Tekton fails the run, nothing runs
         } else {
-          return { state: 'rejected', code: 'REQUEST_INVALID', message: `${where}.taskRef has neither name nor resolver` };
+          // A Task installed in the controller's namespace (refShape made
+          // sure it has a name): the administrators', but the params it is
+          // given may not be, and its own references are checked too.
+          taskName = String(taskRef['name']);
+          taskObj = input.installedTask(taskName);
+          if (!taskObj) {
+            return { state: 'rejected', code: 'REQUEST_PIPELINE_NOT_FOUND', message: `${where}.taskRef names Task ${q(taskName)}, which is not installed in namespace ${q(input.controllerNamespace)} of the internal cluster; nothing ran` };
+          }
         }
-        const steps = checkSteps(input, where, taskObj['spec'] as Record<string, unknown>, pt['params'], pvars, context, name, taskTrusted, { need, checks, lookups }, provenance, copies);
+        const tspec = taskObj['spec'];
+        if (!isObj(tspec)) return { state: 'rejected', code: 'REQUEST_INVALID', message: `${where}.taskRef: the Task has no spec` };
+        const custom = customTask(tspec, `${where}.taskRef`);
+        if (custom) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: custom };
+        const by = taskName ? `the installed Task ${q(taskName)}` : resolvedTask ? undefined : installedBy;
+        const steps = checkSteps(input, where, tspec, pt['params'], pvars, context, name, by, { need, checks, lookups }, provenance, copies);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
         else if (steps.embed || resolvedTask) {
@@ -495,17 +546,18 @@ export function checkGraph(input: GraphInput): GraphResult {
       }
       const taskSpec = pt['taskSpec'];
       if (isObj(taskSpec)) {
-        if (taskSpec['apiVersion'] !== undefined || taskSpec['kind'] !== undefined) {
-          return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where}.taskSpec is a custom task (${q(String(taskSpec['kind'] ?? taskSpec['apiVersion']))}); only Tasks run here` };
-        }
-        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, trusted, { need, checks, lookups }, provenance, copies);
+        const custom = customTask(taskSpec, `${where}.taskSpec`);
+        if (custom) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: custom };
+        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, installedBy, { need, checks, lookups }, provenance, copies);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
         else if (steps.embed) {
           pt['taskSpec'] = { ...(isObj(taskSpec['metadata']) ? { metadata: taskSpec['metadata'] } : {}), ...steps.embed };
           changed = true;
         }
+        continue;
       }
+      return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where} has neither a taskRef nor a taskSpec; nothing else runs here` };
     }
   }
   if (pending || need.length || checks.length || lookups.length) return { state: 'pending', need, checks, lookups };
@@ -526,7 +578,8 @@ function checkSteps(
   pvars: ReadonlyMap<string, Var>,
   context: ReadonlyMap<string, string>,
   task: string,
-  trusted: boolean,
+  /** Whose literal references these are when they are the administrators' (for messages), e.g. the installed Task "x". */
+  installedBy: string | undefined,
   asks: { need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[] },
   provenance: Provenance[],
   copies: Map<string, StepActionCopy>,
@@ -540,23 +593,27 @@ function checkSteps(
   let changed = false;
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i];
-    if (!isObj(step) || !isObj(step['ref'])) continue;
-    const ref = step['ref'];
+    if (!isObj(step)) return { state: 'rejected', code: 'REQUEST_INVALID', message: `${where}.steps[${i}] is not an object` };
+    if (step['ref'] === undefined) continue;
     const stepWhere = `${where}.steps[${typeof step['name'] === 'string' ? step['name'] : i}].ref`;
+    const ref = step['ref'];
+    if (!isObj(ref)) return { state: 'rejected', code: 'REQUEST_INVALID', message: `${stepWhere} is not an object` };
+    const shape = refShape(ref, stepWhere, ['name', 'resolver', 'params']);
+    if (shape) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: shape };
     if (typeof ref['resolver'] !== 'string') {
-      // An installed StepAction, the administrators' — but not one of the
-      // copies of checked StepActions: those were checked under the rules
-      // of the request they were made for, not necessarily this one's.
-      if (!trusted && typeof ref['name'] === 'string' && ref['name'].startsWith(STEPACTION_COPY_PREFIX)) {
-        return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} names ${q(ref['name'])}, a copy the controller made of a StepAction it checked for another reference; refer to the StepAction's source through a resolver instead` };
+      // An installed StepAction, the administrators' — but never one of the
+      // copies of checked StepActions, whoever names it: those were checked
+      // for the decision they were made for, not this one.
+      const named = String(ref['name']);
+      if (named.trim().startsWith(STEPACTION_COPY_PREFIX)) {
+        return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} names ${q(named)}, a copy the controller made of a StepAction it checked for another decision; refer to the StepAction's source through a resolver instead` };
       }
       continue;
     }
-    if (trusted && !hasExpression(ref['params'])) continue;
     const s = substituteRef(ref['resolver'], ref['params'], vars, context);
     if (s.dynamic.length) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${stepWhere} cannot be checked before the run, so it is refused: ${s.dynamic.join('; ')}` };
     const v = followReference(input, stepWhere, s.ref, s.from, ['StepAction']);
-    if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message };
+    if (v.kind === 'refused') return { state: 'rejected', code: v.code, message: v.message + adminHint(installedBy, s.from) };
     if (v.kind === 'need') asks.need.push(v.ref);
     if (v.kind === 'check') asks.checks.push(v.check);
     if (v.kind === 'lookup') asks.lookups.push(v.lookup);

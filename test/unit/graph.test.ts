@@ -190,10 +190,32 @@ test('a Task whose step refers to a StepAction through a resolver: checked, and 
   assert.match((checkGraph(input({ spec: bad, contents })) as { message: string }).message, /^tasks\[sign\]\.steps\[clone\]\.ref \(values from task "sign" param "url", the default of param "rev" of task "sign"\): git url "https:\/\/evil\.example\/x\.git" is not allowed/);
 });
 
-test('installed Pipelines: the administrators\' literal references are left alone; references built from request params are checked like any other', () => {
-  const literal = { tasks: [{ name: 'a', taskRef: gitRef('https://anywhere.example/x.git', 'main', 'a.yaml') }, { name: 'b', taskRef: { name: 'installed-task' } }] };
-  const r = checkGraph(input({ spec: literal, origin: 'installed' }));
-  assert.deepEqual(r, { state: 'ready', spec: undefined, provenance: [], stepActions: [] }, 'nothing to change: run the installed Pipeline by name');
+test('installed Pipelines: the administrators\' literal references are checked, pinned and embedded like any other; references built from request params too', () => {
+  // A literal reference to a source no rule allows: refused, telling the administrator what to write.
+  const unlisted = { tasks: [{ name: 'a', taskRef: gitRef('https://anywhere.example/x.git', 'main', 'a.yaml') }] };
+  const r = checkGraph(input({ spec: unlisted, origin: 'installed', pipelineName: 'release' }));
+  assert.equal(r.state, 'rejected');
+  assert.match((r as { message: string }).message, /tasks\[a\]\.taskRef: git url "https:\/\/anywhere\.example\/x\.git" is not allowed.*a reference written in the installed Pipeline "release".*sources of the InternalServicesConfig/);
+  // A literal reference to an allowed source: looked up exactly, resolved at that commit, embedded, recorded.
+  const allowedLiteral = { tasks: [{ name: 'a', taskRef: gitRef(CATALOG, 'main', 'tasks/a.yaml') }, { name: 'b', taskRef: { name: 'installed-task' } }] };
+  const installed = { spec: { steps: [{ name: 's', image: 'x' }] } };
+  const pending = checkGraph(input({ spec: allowedLiteral, origin: 'installed', installedTask: (n) => (n === 'installed-task' ? installed : undefined) }));
+  assert.deepEqual(pending, { state: 'pending', need: [atHead('tasks/a.yaml')], checks: [], lookups: [] }, 'the literal revision "main" goes through the exact lookup, never git\'s guessing');
+  const ready = checkGraph(input({ spec: allowedLiteral, origin: 'installed', installedTask: (n) => (n === 'installed-task' ? installed : undefined), contents: new Map([['tasks/a.yaml', resolved(task(), SHA_T, 'tasks/a.yaml')]]) }));
+  assert.equal(ready.state, 'ready');
+  const spec = (ready as unknown as { spec: { tasks: Array<Record<string, unknown>> } }).spec;
+  assert.ok(spec, 'the Pipeline runs embedded once anything in it was pinned');
+  assert.equal(spec.tasks[0]!['taskRef'], undefined);
+  assert.deepEqual((spec.tasks[0]!['taskSpec'] as { steps: unknown[] }).steps, [{ name: 'sign', image: 'registry/sign' }]);
+  assert.deepEqual(spec.tasks[1]!['taskRef'], { name: 'installed-task' }, 'an installed Task with nothing to resolve stays by name');
+  assert.deepEqual((ready as { provenance: Array<{ ref: string; revision?: string; digest?: string }> }).provenance.map((p) => [p.ref, p.revision, p.digest]), [['tasks[a].taskRef', MAIN, `sha1:${SHA_T}`]]);
+  // A Task that is not installed is refused before anything is made.
+  const missing = checkGraph(input({ spec: { tasks: [{ name: 'b', taskRef: { name: 'not-there' } }] }, origin: 'installed' }));
+  assert.equal(missing.state === 'rejected' && missing.code, 'REQUEST_PIPELINE_NOT_FOUND');
+  assert.match((missing as { message: string }).message, /tasks\[b\]\.taskRef names Task "not-there", which is not installed/);
+  // Nothing to pin at all: the installed Pipeline runs by name.
+  const plain = checkGraph(input({ spec: { tasks: [{ name: 'b', taskRef: { name: 'installed-task' } }] }, origin: 'installed', installedTask: () => installed }));
+  assert.deepEqual(plain, { state: 'ready', spec: undefined, provenance: [], stepActions: [] });
   const fromParams = checkGraph(input({ origin: 'installed', params: [{ name: 'image', value: 'x' }, { name: 'taskGitUrl', value: 'https://evil.example/x.git' }] }));
   assert.match((fromParams as { message: string }).message, /tasks\[sign\]\.taskRef \(values from param "taskGitUrl".*is not allowed/);
   // an installed Task whose step ref takes its source from a param the Pipeline passes on
