@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify as toYaml } from 'yaml';
 import { ManagedProcess } from './processes.js';
+import { auditFlags } from './audit-policy.js';
 import { IDENTITIES, type ControlPlaneIdentities, type Identity, type IdentitySpec } from './identities.js';
 
 /** "remote", "internal", or a further remote cluster: "remote-2", "remote-3", … */
@@ -22,7 +23,12 @@ export interface ControlPlane {
   /** PEM of the apiserver's self-signed serving certificate chain (trusted by the kubeconfigs). */
   caPem: string;
   identities: ControlPlaneIdentities;
-  /** JSON-lines audit log (level Metadata, one line per completed request) when started with audit: true. */
+  /**
+   * JSON-lines audit log, when there is one (audit-policy.ts): with audit: true,
+   * level Metadata, one line per completed request; on the internal plane with
+   * INTERNAL_SERVICES_AUDIT_DIR set, in that directory, with the bodies of
+   * Tekton's writes (and, without audit: true, nothing else).
+   */
   auditLogPath?: string;
   /** The apiserver's stdout+stderr. */
   logPath: string;
@@ -40,6 +46,8 @@ export interface ApiserverPlaneConfig {
   saPub: string;
   saKey: string;
   auditPolicy: string | undefined;
+  /** Where the audit log goes (default: audit.log in `dir`). */
+  auditLogPath?: string | undefined;
   readyTimeoutMs: number;
   onChange: () => void;
   /** More kube-apiserver flags (e.g. feature gates, to play an older server). */
@@ -102,15 +110,9 @@ export class ApiserverPlane implements ControlPlane {
       '--profiling=false',
     ];
     if (cfg.auditPolicy !== undefined) {
-      this.auditLogPath = join(cfg.dir, 'audit.log');
-      args.push(
-        `--audit-policy-file=${cfg.auditPolicy}`,
-        `--audit-log-path=${this.auditLogPath}`,
-        '--audit-log-format=json',
-        // Write each event before the response is sent, so a test that has
-        // seen the response can count it in the file.
-        '--audit-log-mode=blocking',
-      );
+      // A restart appends to the same file.
+      this.auditLogPath = cfg.auditLogPath ?? join(cfg.dir, 'audit.log');
+      args.push(...auditFlags(cfg.auditPolicy, this.auditLogPath));
     }
     args.push(...(cfg.extraArgs ?? []));
     this.process = new ManagedProcess(

@@ -19,6 +19,7 @@ import { freePorts, ManagedProcess, releaseDir, removeOnExit, startWatchdog, wri
 import { startResults, type ResultsOptions, type ResultsPlatform } from './tekton-results.js';
 import { startTekton, type TektonHost, type TektonOptions, type TektonPlatform } from './tekton.js';
 import { startChains, type ChainsOptions, type ChainsPlatform } from './tekton-chains.js';
+import { auditPolicy, suiteAuditLogPath } from './audit-policy.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
 import { startRegistry, type Registry } from './registry.js';
@@ -52,7 +53,12 @@ export interface StartEnvironmentOptions {
   dir?: string;
   /** How many remote clusters (default 1): each its own kube-apiserver with its own etcd prefix and the remote identities. */
   remotes?: number;
-  /** Write a Metadata-level audit log per apiserver (see ControlPlane.auditLogPath). */
+  /**
+   * Write a Metadata-level audit log per apiserver (see ControlPlane.auditLogPath).
+   * Independently, with INTERNAL_SERVICES_AUDIT_DIR set the internal apiserver
+   * logs Tekton's writes into that directory, for the suite's closed-world check
+   * (audit-policy.ts).
+   */
   audit?: boolean;
   /** Progress messages; defaults to silence (install.sh output then goes to process.stderr). */
   log?: LogFn;
@@ -75,16 +81,6 @@ export interface StartEnvironmentOptions {
   /** More kube-apiserver flags per cluster, e.g. `{ 'remote-2': ['--feature-gates=WatchList=false'] }` for a server without streamed lists. */
   apiserverFlags?: Partial<Record<PlaneName, readonly string[]>>;
 }
-
-// Metadata for every request; RequestReceived is omitted so that each
-// request produces exactly one line (at ResponseComplete, or Panic), which
-// makes per-identity request counts a simple line count.
-const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-  - level: Metadata
-`;
 
 export async function startEnvironment(opts: StartEnvironmentOptions = {}): Promise<Environment> {
   const started = Date.now();
@@ -170,8 +166,17 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     const saKey = join(dir, 'sa.key');
     writeFileSync(saPub, publicKey);
     writeFileSync(saKey, privateKey, { mode: 0o600 });
-    const auditPolicy = join(dir, 'audit-policy.yaml');
-    if (opts.audit) writeFileSync(auditPolicy, AUDIT_POLICY);
+    const suiteLog = suiteAuditLogPath();
+    // The remotes' policy, and the internal plane's (which may also record
+    // Tekton's writes for the closed-world check of the suite).
+    const policyFile = (plane: 'remote' | 'internal'): string | undefined => {
+      const text = auditPolicy({ metadata: Boolean(opts.audit), tektonWrites: plane === 'internal' && suiteLog !== undefined });
+      if (text === undefined) return undefined;
+      const file = join(dir, `audit-policy-${plane}.yaml`);
+      writeFileSync(file, text);
+      return file;
+    };
+    const policies = { remote: policyFile('remote'), internal: policyFile('internal') };
 
     const names: PlaneName[] = ['remote', 'internal', ...Array.from({ length: extraRemotes }, (_, i) => `remote-${i + 2}` as PlaneName)];
     const planes = names.map((name, i) => {
@@ -183,7 +188,8 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
         etcdUrl,
         saPub,
         saKey,
-        auditPolicy: opts.audit ? auditPolicy : undefined,
+        auditPolicy: name === 'internal' ? policies.internal : policies.remote,
+        auditLogPath: name === 'internal' ? suiteLog : undefined,
         readyTimeoutMs,
         onChange: refreshPids,
         extraArgs: opts.apiserverFlags?.[name],
