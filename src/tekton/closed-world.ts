@@ -158,8 +158,7 @@ function walkPipelineTask(pt: Record<string, unknown>, where: string, ctx: Close
 }
 
 function walkTask(spec: Record<string, unknown>, where: string, ctx: ClosedWorldContext, out: Violation[], embedded: boolean): void {
-  // null is absent: Tekton stores an embedded Task with `spec: null` (an empty RawExtension) and reads it as none.
-  if (spec['apiVersion'] != null || spec['kind'] != null || spec['spec'] != null) {
+  if (spec['apiVersion'] !== undefined || spec['kind'] !== undefined || spec['spec'] !== undefined) {
     out.push({ position: where, why: `a custom task (${q(String(spec['kind'] ?? spec['apiVersion'] ?? 'spec'))}): Tekton would hand it to another controller; only Tasks run here` });
   }
   unknownFields(spec, embedded ? [...FIELDS.taskSpec, 'metadata', 'apiVersion', 'kind', 'spec'] : [...FIELDS.taskSpec, 'apiVersion', 'kind', 'spec'], where, out);

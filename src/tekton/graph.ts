@@ -403,12 +403,9 @@ function refShape(ref: Record<string, unknown>, where: string, allowed: readonly
   return undefined;
 }
 
-/**
- * A Task spec that Tekton would take for a custom task (an embedded apiVersion/kind/spec): why it is refused, or undefined.
- * null is absent: Tekton stores every embedded Task with `spec: null` (an empty RawExtension), and reads it back as none.
- */
+/** A Task spec that Tekton would take for a custom task (an embedded apiVersion/kind/spec): why it is refused, or undefined. */
 function customTask(spec: Record<string, unknown>, where: string): string | undefined {
-  if (spec['apiVersion'] == null && spec['kind'] == null && spec['spec'] == null) return undefined;
+  if (spec['apiVersion'] === undefined && spec['kind'] === undefined && spec['spec'] === undefined) return undefined;
   return `${where} is a custom task (${q(String(spec['kind'] ?? spec['apiVersion'] ?? 'spec'))}): Tekton would hand it to another controller, which nothing here checks; only Tasks run here`;
 }
 
