@@ -17,7 +17,7 @@ export interface Metrics {
   commitChecks: CommitCheckerMetrics;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; deletesDenied?(): Record<string, number>; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; deletesDenied?(): Record<string, number>; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; tektonSettings?(): Array<{ setting: string; value: string }>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -239,6 +239,17 @@ export function createMetrics(): Metrics {
     collect() {
       this.reset();
       for (const [component, reasons] of Object.entries(sources?.tektonComponents?.() ?? {})) for (const [reason, n] of Object.entries(reasons)) this.set({ component, reason }, n);
+    },
+  });
+
+  new Gauge({
+    name: 'internal_services_tekton_setting',
+    help: 'Tekton settings that change what a reference means, read at start and every --tekton-version-interval: 1 for the value in force of each setting. setting="default-resolver-type" (ConfigMap config-defaults of Tekton\'s namespace): unset, the resolver a reference with neither name nor resolver is given (git, hub, bundles, cluster, http, other), or unknown; setting="enable-git-resolver" (and hub, bundles, cluster, http; ConfigMap resolvers-feature-flags of the resolvers\' namespace): true, false or unknown',
+    labelNames: ['setting', 'value'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { setting, value } of sources?.tektonSettings?.() ?? []) this.set({ setting, value }, 1);
     },
   });
 
