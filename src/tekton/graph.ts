@@ -405,7 +405,9 @@ function refShape(ref: Record<string, unknown>, where: string, allowed: readonly
 
 /** A Task spec that Tekton would take for a custom task (an embedded apiVersion/kind/spec): why it is refused, or undefined. */
 function customTask(spec: Record<string, unknown>, where: string): string | undefined {
-  if (spec['apiVersion'] === undefined && spec['kind'] === undefined && spec['spec'] === undefined) return undefined;
+  // Tekton stores an embedded task with "spec": null: only a value there makes it a custom task.
+  const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+  if (!given(spec['apiVersion']) && !given(spec['kind']) && !given(spec['spec'])) return undefined;
   return `${where} is a custom task (${q(String(spec['kind'] ?? spec['apiVersion'] ?? 'spec'))}): Tekton would hand it to another controller, which nothing here checks; only Tasks run here`;
 }
 

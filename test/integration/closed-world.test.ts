@@ -84,9 +84,6 @@ before(async () => {
   catalog = await env.tekton!.git.repository('closed-catalog');
   other = await env.tekton!.git.repository('closed-other');
   copyName = stepActionCopyName(structuredClone(saSpec));
-  // Content nobody reviewed, on its own branch; then a tag literally named "main" points at it.
-  const unreviewed = await catalog.commit({ 'tasks/sign.yaml': signTask('unreviewed'), 'stepactions/sa.yaml': stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'sa' }, spec: { ...saSpec, env: [{ name: 'SIMULATED_RESULT_signature', value: 'unreviewed:step' }] } }) }, 'unreviewed', 'unreviewed');
-  await catalog.setTag('main', unreviewed);
   head = await catalog.commit(
     {
       'tasks/sign.yaml': signTask('reviewed'),
@@ -102,6 +99,9 @@ before(async () => {
     },
     'the reviewed catalog',
   );
+  // Content nobody reviewed, on its own branch; then a tag literally named "main" points at it.
+  const unreviewed = await catalog.commit({ 'tasks/sign.yaml': signTask('unreviewed'), 'stepactions/sa.yaml': stringify({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'sa' }, spec: { ...saSpec, env: [{ name: 'SIMULATED_RESULT_signature', value: 'unreviewed:step' }] } }) }, 'unreviewed', 'unreviewed');
+  await catalog.setTag('main', unreviewed);
   await other.commit({ 'tasks/sign.yaml': signTask('other') }, 'other');
   await applyObjects(internalAdmin, [
     testPipeline('admin-literal', { results: [{ name: 'signature', value: '$(tasks.sign.results.signature)' }], tasks: [{ name: 'sign', taskRef: gitRef(catalog.url, 'main', 'tasks/sign.yaml') }] }),
@@ -231,6 +231,6 @@ test('every PipelineRun the controller made in this file passes the closed-world
     if (ref) pipelines.set(ref, await installed('pipelines', ref));
     for (const t of ['admin-forward']) tasks.set(t, await installed('tasks', t));
     const vs = closedWorldViolations(parse(JSON.stringify(pr)) as { spec: unknown }, { installedPipeline: (n) => pipelines.get(n), installedTask: (n) => tasks.get(n), copies, copyPrefix: STEPACTION_COPY_PREFIX });
-    assert.deepEqual(vs, [], pr.metadata.name);
+    assert.deepEqual(vs, [], `${pr.metadata.name}, as stored: ${JSON.stringify(pr.spec)}`);
   }
 });
