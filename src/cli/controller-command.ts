@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitChecker, DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES } from '../git/commit-checker.js';
+import { PathChecks } from '../git/path-checks.js';
 import { Command, Option } from 'commander';
 import { connect, type Cluster } from '../kube/client.js';
 import { ResultsApi } from '../controller/results-client.js';
@@ -235,6 +236,15 @@ export async function runController(flags: ControllerFlags): Promise<void> {
 
   // The internal cluster's Tekton Pipelines version, checked against its advisories, and those of Tekton Results and Chains against their supported ranges (read first below, before any worker starts).
   const events = new EventRecorder(internal, 'internal-services-controller', instance, log);
+  // The cache of the commit checks, and of the path checks beside it.
+  const commitChecker = new CommitChecker({
+    dir: flags.gitCacheDir ?? join(tmpdir(), 'internal-services-git'),
+    log: log.child({ component: 'commit-checker' }),
+    timeoutMs: flags.sourceCheckTimeout,
+    maxBytes: flags.sourceCheckMaxSize,
+    maxTotalBytes: flags.sourceCheckCacheSize,
+    metrics: metrics.commitChecks,
+  });
   let configTarget: () => ReturnType<Controller['configs']['get']> = () => undefined;
   const tektonVersion = new TektonVersion({
     namespace: flags.tektonNamespace,
@@ -278,14 +288,8 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     events: flags.events,
     ...(flags.resultsUrl ? { results: resultsApi(flags, internal) } : {}),
     tektonVersion: () => tektonVersion.current(),
-    commitChecker: new CommitChecker({
-      dir: flags.gitCacheDir ?? join(tmpdir(), 'internal-services-git'),
-      log: log.child({ component: 'commit-checker' }),
-      timeoutMs: flags.sourceCheckTimeout,
-      maxBytes: flags.sourceCheckMaxSize,
-      maxTotalBytes: flags.sourceCheckCacheSize,
-      metrics: metrics.commitChecks,
-    }),
+    commitChecker,
+    pathChecks: new PathChecks({ trees: commitChecker, log: log.child({ component: 'path-checks' }), metrics: metrics.pathChecks }),
     refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,
     ...(flags.drain ? { drain: true } : {}),
   });

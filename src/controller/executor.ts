@@ -19,6 +19,7 @@ import type { Remote } from '../remotes/remote.js';
 import type { StatusTarget, StatusWriter } from './status-writer.js';
 import type { CommitCheck } from '../policy/source.js';
 import type { RefLookup } from '../policy/exact-ref.js';
+import type { PathCheck } from '../policy/path-check.js';
 
 export interface ExecutorOptions {
   internal: Cluster;
@@ -45,6 +46,8 @@ export interface ExecutorOptions {
   checkCommit(key: string, owner: string, check: CommitCheck): void;
   /** Start looking up an exact ref for a request (owner: its uid); the key comes back with the answer. */
   lookUpRef(key: string, owner: string, lookup: RefLookup): void;
+  /** Start checking a git pathInRepo at its commit for a request (owner: its uid); the key comes back with the answer. */
+  checkPath(key: string, owner: string, check: PathCheck): void;
   /** Ask whether a ServiceAccount exists on the internal cluster for a request (owner: its uid); the key comes back with the answer. */
   checkServiceAccount(key: string, owner: string, name: string): void;
   /** Ask Tekton Results whether it stored a finished run; the key comes back with the answer. */
@@ -217,6 +220,11 @@ export class Executor {
         if (!request?.metadata.uid) return false;
         this.opts.lookUpRef(key, request.metadata.uid, action.lookup);
         log.info({ request: key, repository: action.lookup.url, ref: action.lookup.ref }, 'ref lookup started');
+        return true;
+      case 'checkPath':
+        if (!request?.metadata.uid) return false;
+        this.opts.checkPath(key, request.metadata.uid, action.check);
+        log.info({ request: key, repository: action.check.url, commit: action.check.commit, path: action.check.path }, 'path check started');
         return true;
       case 'checkServiceAccount':
         if (!request?.metadata.uid) return false;

@@ -148,6 +148,7 @@ function setup() {
     requeueAfter: (key, ms) => void seen.requeued.push([key, ms]),
     checkCommit: (key, owner, check) => void seen.checks.push([key, owner, check.commit]),
     lookUpRef: (key, owner, lookup) => void seen.checks.push([key, owner, lookup.ref]),
+    checkPath: (key, owner, check) => void seen.checks.push([key, owner, check.path]),
     checkServiceAccount: (key, owner, name) => void seen.checks.push([key, owner, name]),
     refusals,
   });
