@@ -19,6 +19,7 @@
  * a setting is unknown), the gauge internal_services_tekton_setting{setting,
  * value}, and a log line when what is in force changes.
  */
+import { PeriodicRead } from './periodic-read.js';
 import type { Logger } from 'pino';
 import { describeError, statusCode } from '../kube/client.js';
 import type { ReadinessCheck } from '../kube/informer.js';
@@ -110,14 +111,12 @@ export interface TektonSettingsOptions {
 }
 
 /** Follows the Tekton settings (see the module comment). */
-export class TektonSettingsFollower {
+export class TektonSettingsFollower extends PeriodicRead {
   private state: TektonSettingsState;
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
   private reported = '';
-  private reading: Promise<void> | undefined;
 
   constructor(private readonly opts: TektonSettingsOptions) {
+    super(opts.refreshMs ?? 60_000);
     this.state = pendingSettings({ defaults: `${opts.namespace}/${CONFIG_DEFAULTS}`, flags: `${opts.resolversNamespace}/${RESOLVERS_FEATURE_FLAGS}` });
   }
 
@@ -125,24 +124,8 @@ export class TektonSettingsFollower {
     return this.state;
   }
 
-  /** Reads once (resolves when the first read has ended, whatever it found), then again every refresh period. */
-  async start(): Promise<void> {
-    await this.refresh();
-    this.schedule();
-  }
 
-  stop(): void {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-  }
 
-  /** One read now; concurrent calls share it. */
-  refresh(): Promise<void> {
-    this.reading ??= this.readOnce().finally(() => {
-      this.reading = undefined;
-    });
-    return this.reading;
-  }
 
   readiness(): ReadinessCheck {
     return settingsReadiness(this.state);
@@ -153,13 +136,6 @@ export class TektonSettingsFollower {
     return settingsGauge(this.state.settings);
   }
 
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.refresh().finally(() => this.schedule());
-    }, this.opts.refreshMs ?? 60_000);
-    this.timer.unref();
-  }
 
   private async readConfigMap(namespace: string, name: string): Promise<ReadOutcome> {
     try {
@@ -169,7 +145,7 @@ export class TektonSettingsFollower {
     }
   }
 
-  private async readOnce(): Promise<void> {
+  protected async readOnce(): Promise<void> {
     const [defaults, flags] = await Promise.all([this.readConfigMap(this.opts.namespace, CONFIG_DEFAULTS), this.readConfigMap(this.opts.resolversNamespace, RESOLVERS_FEATURE_FLAGS)]);
     const before = this.state;
     this.state = settingsAfterRead(before, defaults, flags);
