@@ -87,10 +87,16 @@ export class Executor {
             log.info({ request: key, stepAction: `${ns}/${copy.metadata.name}`, source: copy.metadata.annotations[ANNOTATION_STEPACTION_SOURCE] }, 'StepAction copy created');
           } catch (e) {
             if (statusCode(e) !== 409) throw e;
-            // Already there (same name, same content): marked as used, so
-            // the sweep of unused copies leaves it (its delete is conditional
-            // on the version it listed).
-            await this.stepActionClient.patchMerge(ns, copy.metadata.name, { metadata: { annotations: { [ANNOTATION_USED_AT]: this.opts.now().toISOString() } } });
+            // Already there: its name is the content's, but what is stored
+            // is not taken on trust. It is replaced with exactly the spec
+            // checked for this decision, and marked as used, so the sweep of
+            // unused copies leaves it (its delete is conditional on the
+            // version it listed). A conflict is retried with the request.
+            const there = await this.stepActionClient.get(ns, copy.metadata.name);
+            await this.stepActionClient.replace(ns, copy.metadata.name, {
+              ...copy,
+              metadata: { ...there.metadata, labels: { ...there.metadata.labels, ...copy.metadata.labels }, annotations: { ...there.metadata.annotations, ...copy.metadata.annotations, [ANNOTATION_USED_AT]: this.opts.now().toISOString() } },
+            });
           }
         }
         try {
