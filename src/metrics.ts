@@ -8,6 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ControllerMetrics } from './controller/options.js';
 import type { RequestObserver } from './kube/client.js';
 import type { CommitCheckerMetrics } from './git/commit-checker.js';
+import type { PathChecksOptions } from './git/path-checks.js';
 import { describeRequested } from './controller/requested-run.js';
 
 export interface Metrics {
@@ -15,9 +16,11 @@ export interface Metrics {
   controller: ControllerMetrics;
   /** Commits asked for by SHA, looked for in their repositories (src/git/commit-checker.ts). */
   commitChecks: CommitCheckerMetrics;
+  /** git pathInRepo checked at its commit for symbolic links and submodules (src/git/path-checks.ts). */
+  pathChecks: NonNullable<PathChecksOptions['metrics']>;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; deletesDenied?(): Record<string, number>; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; deletesDenied?(): Record<string, number>; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; tektonSettings?(): Array<{ setting: string; value: string }>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -242,6 +245,17 @@ export function createMetrics(): Metrics {
     },
   });
 
+  new Gauge({
+    name: 'internal_services_tekton_setting',
+    help: 'Tekton settings that change what a reference means, read at start and every --tekton-version-interval: 1 for the value in force of each setting. setting="default-resolver-type" (ConfigMap config-defaults of Tekton\'s namespace): unset, the resolver a reference with neither name nor resolver is given (git, hub, bundles, cluster, http, other), or unknown; setting="enable-git-resolver" (and hub, bundles, cluster, http; ConfigMap resolvers-feature-flags of the resolvers\' namespace): true, false or unknown',
+    labelNames: ['setting', 'value'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { setting, value } of sources?.tektonSettings?.() ?? []) this.set({ setting, value }, 1);
+    },
+  });
+
   const commitChecks = new Counter({
     name: 'internal_services_source_commit_checks_total',
     help: 'Commits asked for by SHA, looked for in their repository from the refs a source rule allows, by result: reachable, unreachable (refused), failed (the source could not be checked; the request is refused)',
@@ -251,6 +265,14 @@ export function createMetrics(): Metrics {
   const commitCheckSeconds = new Histogram({ name: 'internal_services_source_commit_check_duration_seconds', help: 'Time to answer one commit check, fetch included', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] });
   const sourceFetches = new Counter({ name: 'internal_services_source_fetches_total', help: 'Clones and fetches of the repositories commits are checked in, by result', labelNames: ['ok'] as const, registers: [registry] });
   for (const result of ['reachable', 'unreachable', 'failed']) commitChecks.inc({ result }, 0);
+  const pathChecks = new Counter({
+    name: 'internal_services_source_path_checks_total',
+    help: 'git pathInRepo checked in the repository at the commit to be resolved, by result: ok (a regular file reached through directories), refused (a symbolic link or submodule at some depth, missing, or not a file; the request is refused), failed (the repository could not be asked; the request is refused)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const pathCheckSeconds = new Histogram({ name: 'internal_services_source_path_check_duration_seconds', help: 'Time to answer one path check, fetch of the commit\'s trees included', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] });
+  for (const result of ['ok', 'refused', 'failed']) pathChecks.inc({ result }, 0);
 
   return {
     registry,
@@ -261,6 +283,12 @@ export function createMetrics(): Metrics {
       },
       fetched(ok) {
         sourceFetches.inc({ ok: String(ok) });
+      },
+    },
+    pathChecks: {
+      checked(result, seconds) {
+        pathChecks.inc({ result });
+        pathCheckSeconds.observe(seconds);
       },
     },
     bind(s) {

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitChecker, DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES } from '../git/commit-checker.js';
+import { PathChecks } from '../git/path-checks.js';
 import { Command, Option } from 'commander';
 import { connect, type Cluster } from '../kube/client.js';
 import { ResultsApi } from '../controller/results-client.js';
@@ -22,6 +23,7 @@ import { INTERNAL_REQUEST_KIND } from '../requests/request-kind.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { configMapReader, DEFAULT_TEKTON_NAMESPACE, TektonVersion } from '../controller/tekton-version.js';
 import { CHAINS, RESULTS } from '../tekton/components.js';
+import { defaultResolversNamespace, TektonSettingsFollower } from '../controller/tekton-settings.js';
 import { EventRecorder } from '../kube/events.js';
 import { CONFIG_NAME, INTERNAL_SERVICES_CONFIG } from '../api/types.js';
 
@@ -63,6 +65,7 @@ export interface ControllerFlags {
   tektonNamespace: string;
   tektonResultsNamespace?: string;
   tektonChainsNamespace: string;
+  tektonResolversNamespace?: string;
   tektonVersionInterval: number;
   refuseResolversOnAdvisory: boolean;
   gitCacheDir?: string;
@@ -148,7 +151,12 @@ export function controllerCommand(): Command {
     .addOption(new Option('--tekton-namespace <name>', "namespace of Tekton Pipelines on the internal cluster, whose ConfigMap pipelines-info says its version (checked against Tekton's advisories)").env('TEKTON_NAMESPACE').default(DEFAULT_TEKTON_NAMESPACE).argParser(namespaceName))
     .addOption(new Option('--tekton-results-namespace <name>', `namespace of Tekton Results on the internal cluster, whose ConfigMap ${RESULTS.configMap} says its version (checked against the supported range; none there: not installed); default: --tekton-namespace, where its release installs it`).env('TEKTON_RESULTS_NAMESPACE').argParser(namespaceName))
     .addOption(new Option('--tekton-chains-namespace <name>', `namespace of Tekton Chains on the internal cluster, whose ConfigMap ${CHAINS.configMap} says its version (checked against the supported range; none there: not installed)`).env('TEKTON_CHAINS_NAMESPACE').default(CHAINS.releaseNamespace).argParser(namespaceName))
-    .addOption(new Option('--tekton-version-interval <duration>', 'how often the versions of Tekton Pipelines, Results and Chains are read again').env('TEKTON_VERSION_INTERVAL').default(60_000, '60s').argParser(shortDuration))
+    .addOption(
+      new Option('--tekton-resolvers-namespace <name>', "namespace of Tekton's resolvers on the internal cluster, whose ConfigMap resolvers-feature-flags says which resolvers run (reported); default: --tekton-namespace with -resolvers appended (tekton-pipelines-resolvers), as Tekton's release installs them")
+        .env('TEKTON_RESOLVERS_NAMESPACE')
+        .argParser(namespaceName),
+    )
+    .addOption(new Option('--tekton-version-interval <duration>', 'how often the versions of Tekton Pipelines, Results and Chains, and the Tekton settings (config-defaults, resolvers-feature-flags), are read again').env('TEKTON_VERSION_INTERVAL').default(60_000, '60s').argParser(shortDuration))
     .addOption(
       new Option('--refuse-resolvers-on-advisory', 'refuse requests with resolver references while the Tekton Pipelines version has a known advisory in its resolvers, or cannot be told').env('REFUSE_RESOLVERS_ON_ADVISORY').default(false),
     )
@@ -228,6 +236,15 @@ export async function runController(flags: ControllerFlags): Promise<void> {
 
   // The internal cluster's Tekton Pipelines version, checked against its advisories, and those of Tekton Results and Chains against their supported ranges (read first below, before any worker starts).
   const events = new EventRecorder(internal, 'internal-services-controller', instance, log);
+  // The cache of the commit checks, and of the path checks beside it.
+  const commitChecker = new CommitChecker({
+    dir: flags.gitCacheDir ?? join(tmpdir(), 'internal-services-git'),
+    log: log.child({ component: 'commit-checker' }),
+    timeoutMs: flags.sourceCheckTimeout,
+    maxBytes: flags.sourceCheckMaxSize,
+    maxTotalBytes: flags.sourceCheckCacheSize,
+    metrics: metrics.commitChecks,
+  });
   let configTarget: () => ReturnType<Controller['configs']['get']> = () => undefined;
   const tektonVersion = new TektonVersion({
     namespace: flags.tektonNamespace,
@@ -249,6 +266,15 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     },
   });
 
+  // Tekton settings that change what a reference means (default-resolver-type, the resolvers' feature flags): reported, read at the same times.
+  const tektonSettings = new TektonSettingsFollower({
+    namespace: flags.tektonNamespace,
+    resolversNamespace: flags.tektonResolversNamespace ?? defaultResolversNamespace(flags.tektonNamespace),
+    read: configMapReader(internal),
+    log,
+    refreshMs: flags.tektonVersionInterval,
+  });
+
   const controller = new Controller({
     ...(codeKinds.length ? { kinds: [INTERNAL_REQUEST_KIND, ...codeKinds] } : {}),
     ...(remote ? { remoteName: flags.remoteName } : {}),
@@ -262,14 +288,8 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     events: flags.events,
     ...(flags.resultsUrl ? { results: resultsApi(flags, internal) } : {}),
     tektonVersion: () => tektonVersion.current(),
-    commitChecker: new CommitChecker({
-      dir: flags.gitCacheDir ?? join(tmpdir(), 'internal-services-git'),
-      log: log.child({ component: 'commit-checker' }),
-      timeoutMs: flags.sourceCheckTimeout,
-      maxBytes: flags.sourceCheckMaxSize,
-      maxTotalBytes: flags.sourceCheckCacheSize,
-      metrics: metrics.commitChecks,
-    }),
+    commitChecker,
+    pathChecks: new PathChecks({ trees: commitChecker, log: log.child({ component: 'path-checks' }), metrics: metrics.pathChecks }),
     refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,
     ...(flags.drain ? { drain: true } : {}),
   });
@@ -301,12 +321,13 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     tekton: () => tektonVersion.metrics(),
     kcpShards: () => kcp?.shardViews() ?? [],
     tektonComponents: () => tektonVersion.componentStatus(),
+    tektonSettings: () => tektonSettings.metrics(),
   });
   // Never two controllers at once: the Go controller this one replaces must be gone first (docs/migrating.md).
   const preflight = flags.incumbentCheck
     ? new IncumbentPreflight(internal.kc, { namespace: flags.incumbentNamespace, deployment: flags.incumbentDeployment, lease: flags.incumbentLease }, log.child({ component: 'incumbent-check' }))
     : undefined;
-  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.views.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks(), ...(preflight?.readiness() ?? [])], log) : undefined;
+  const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.views.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks(), tektonSettings.readiness(), ...(preflight?.readiness() ?? [])], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
   let stopping = false;
@@ -320,6 +341,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     }, 9_500);
     hard.unref();
     tektonVersion.stop();
+    tektonSettings.stop();
     preflight?.stop();
     await Promise.all(providers.map((p) => p.stop()));
     await controller.stop(7_000);
@@ -331,12 +353,12 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity, tektonNamespace: flags.tektonNamespace, tektonResultsNamespace: flags.tektonResultsNamespace ?? flags.tektonNamespace, tektonChainsNamespace: flags.tektonChainsNamespace, refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory }, 'starting');
+  log.info({ namespace, remote: remote?.server, remoteSecrets: flags.remoteSecretsSelector || flags.remoteSecret?.length ? { namespace: flags.remoteSecretsNamespace ?? namespace, selector: flags.remoteSecretsSelector, names: flags.remoteSecret } : undefined, internal: internal.server, workers: flags.workers, leaderElect: flags.leaderElect, identity, tektonNamespace: flags.tektonNamespace, tektonResultsNamespace: flags.tektonResultsNamespace ?? flags.tektonNamespace, tektonChainsNamespace: flags.tektonChainsNamespace, tektonResolversNamespace: flags.tektonResolversNamespace ?? defaultResolversNamespace(flags.tektonNamespace), refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory }, 'starting');
   await kubeconfigRemote?.start();
   // Caches fill while waiting for leadership, so a standby takes over warm.
   await controller.startCaches();
-  // The Tekton versions are read once (one get each, in parallel, bounded by the request timeout) before any worker starts: no request is decided before Pipelines' is known.
-  await tektonVersion.start();
+  // The Tekton versions and settings are read once (one get each, in parallel, bounded by the request timeout) before any worker starts: no request is decided before Pipelines' version is known.
+  await Promise.all([tektonVersion.start(), tektonSettings.start()]);
   // Remotes from the providers: each is served once listed; one that cannot be reached does not hold up the others.
   await Promise.all(providers.filter((p) => p !== kubeconfigRemote).map((p) => p.start()));
   // Every replica checks before it stands by (its /readyz says so), and the leader again once it leads.

@@ -7,6 +7,7 @@
 import type { InternalRequest, InternalRequestApproval, InternalRequestStatus } from '../api/types.js';
 import type { ErrorCode } from '../errors.js';
 import type { RefLookup } from '../policy/exact-ref.js';
+import type { PathCheck } from '../policy/path-check.js';
 import type { CommitCheck } from '../policy/source.js';
 import type { Attestation } from '../tekton/chains.js';
 import type { ResolutionRequest } from '../tekton/resolve.js';
@@ -39,6 +40,8 @@ export type Action =
   | { type: 'checkCommit'; check: CommitCheck }
   /** Look up an exact ref in its repository (the commit it points at); the key is looked at again when the answer is in. */
   | { type: 'lookUpRef'; lookup: RefLookup }
+  /** Check in its repository that a git pathInRepo is a regular file at the commit, through no symbolic link or submodule; the key is looked at again when the answer is in. */
+  | { type: 'checkPath'; check: PathCheck }
   /** Ask whether the ServiceAccount the request names exists on the internal cluster; the key is looked at again when the answer is in. */
   | { type: 'checkServiceAccount'; name: string }
   | { type: 'createApproval'; approval: InternalRequestApproval }

@@ -16,6 +16,7 @@ import type { InternalRequestApproval, InternalServicesConfig } from '../api/typ
 import { tenantOfKey } from '../api/request-key.js';
 import { CommitChecker } from '../git/commit-checker.js';
 import { RefLookups } from '../git/ref-lookups.js';
+import { PathChecks } from '../git/path-checks.js';
 import { ServiceAccountChecks, serviceAccountReader } from './service-accounts.js';
 import type { Informer } from '../kube/informer.js';
 import { WorkQueue } from '../kube/queue.js';
@@ -79,6 +80,7 @@ export class Controller {
     const archive = opts.results ? new ResultsArchive(opts.results, log) : undefined;
     const commits = opts.commitChecker ?? new CommitChecker({ dir: join(tmpdir(), `internal-services-git-${process.pid}`), log: log.child({ component: 'commit-checker' }) });
     const refs = opts.refLookups ?? new RefLookups({ log: log.child({ component: 'ref-lookups' }) });
+    const paths = opts.pathChecks ?? new PathChecks({ trees: commits, log: log.child({ component: 'path-checks' }) });
     const serviceAccounts = new ServiceAccountChecks({ get: serviceAccountReader(opts.internal, opts.namespace), now: () => now().getTime(), log });
     const pipelineRunReader = opts.internal.resource<PipelineRun>(PIPELINERUN);
     const logRelay = new LogRelay((pipelineRun, archivedLog) =>
@@ -109,6 +111,7 @@ export class Controller {
       refusals,
       checkCommit: (key, owner, check) => commits.start(owner, check, () => enqueue(key)),
       lookUpRef: (key, owner, lookup) => refs.lookUpRef(owner, lookup, () => enqueue(key)),
+      checkPath: (key, owner, check) => paths.checkPath(owner, check, () => enqueue(key)),
       checkServiceAccount: (key, owner, name) => serviceAccounts.check(name, owner, () => enqueue(key)),
       askArchive: (key, pr) => archive?.ask(pr, () => enqueue(key)),
       fetchLogs: (key, owner, asked, pipelineRun, archivedLog) => logRelay.start(owner, asked, pipelineRun, archivedLog, () => enqueue(key)),
@@ -205,6 +208,7 @@ export class Controller {
         logs: logRelay,
         commits,
         refs,
+        paths,
         serviceAccounts,
         ...(opts.tektonVersion ? { tektonVersion: opts.tektonVersion } : {}),
         refuseResolversOnAdvisory: opts.refuseResolversOnAdvisory === true,

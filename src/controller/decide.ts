@@ -238,6 +238,7 @@ export function decide(o: Observation): Action[] {
       if (v.kind === 'refused') return [...actions, reject(req, o, v.message, v.code), ...resolutions.cleanup()];
       if (v.kind === 'check') return [...actions, ...resolutions.wait(req, [], `checking that commit ${v.check.commit} is reachable from an allowed ref of ${v.check.url}`, { checks: [v.check] })];
       if (v.kind === 'lookup') return [...actions, ...resolutions.wait(req, [], `looking up ${v.lookup.ref} in ${v.lookup.url}`, { lookups: [v.lookup] })];
+      if (v.kind === 'pathCheck') return [...actions, ...resolutions.wait(req, [], `checking that ${v.check.path} is a file of ${v.check.url} at commit ${v.check.commit}, through no symbolic link or submodule`, { paths: [v.check] })];
       if (v.kind !== 'resolved') return [...actions, ...resolutions.wait(req, v.kind === 'need' ? [v.ref] : [], `resolving the Pipeline (${describeRequested(req.spec)})`)];
       provenance.push(v.provenance);
       const md = v.obj['metadata'] as { name?: unknown } | undefined;
@@ -262,7 +263,7 @@ export function decide(o: Observation): Action[] {
       installedTask: (name) => o.tasks?.get(name),
     });
     if (graph.state === 'rejected') return [...actions, reject(req, o, graph.message, graph.code), ...resolutions.cleanup()];
-    if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`, { checks: graph.checks, lookups: graph.lookups })];
+    if (graph.state === 'pending') return [...actions, ...resolutions.wait(req, graph.need, `resolving the Tasks of Pipeline "${pipeline.name}"`, { checks: graph.checks, lookups: graph.lookups, paths: graph.pathChecks })];
     provenance.push(...graph.provenance);
     // The ServiceAccount it names must exist, or its pods would be refused
     // once it runs: asked of the internal cluster (a need), before an

@@ -19,6 +19,7 @@ import type { Remote } from '../remotes/remote.js';
 import type { StatusTarget, StatusWriter } from './status-writer.js';
 import type { CommitCheck } from '../policy/source.js';
 import type { RefLookup } from '../policy/exact-ref.js';
+import type { PathCheck } from '../policy/path-check.js';
 
 export interface ExecutorOptions {
   internal: Cluster;
@@ -45,6 +46,8 @@ export interface ExecutorOptions {
   checkCommit(key: string, owner: string, check: CommitCheck): void;
   /** Start looking up an exact ref for a request (owner: its uid); the key comes back with the answer. */
   lookUpRef(key: string, owner: string, lookup: RefLookup): void;
+  /** Start checking a git pathInRepo at its commit for a request (owner: its uid); the key comes back with the answer. */
+  checkPath(key: string, owner: string, check: PathCheck): void;
   /** Ask whether a ServiceAccount exists on the internal cluster for a request (owner: its uid); the key comes back with the answer. */
   checkServiceAccount(key: string, owner: string, name: string): void;
   /** Ask Tekton Results whether it stored a finished run; the key comes back with the answer. */
@@ -84,10 +87,16 @@ export class Executor {
             log.info({ request: key, stepAction: `${ns}/${copy.metadata.name}`, source: copy.metadata.annotations[ANNOTATION_STEPACTION_SOURCE] }, 'StepAction copy created');
           } catch (e) {
             if (statusCode(e) !== 409) throw e;
-            // Already there (same name, same content): marked as used, so
-            // the sweep of unused copies leaves it (its delete is conditional
-            // on the version it listed).
-            await this.stepActionClient.patchMerge(ns, copy.metadata.name, { metadata: { annotations: { [ANNOTATION_USED_AT]: this.opts.now().toISOString() } } });
+            // Already there: its name is the content's, but what is stored
+            // is not taken on trust. It is replaced with exactly the spec
+            // checked for this decision, and marked as used, so the sweep of
+            // unused copies leaves it (its delete is conditional on the
+            // version it listed). A conflict is retried with the request.
+            const there = await this.stepActionClient.get(ns, copy.metadata.name);
+            await this.stepActionClient.replace(ns, copy.metadata.name, {
+              ...copy,
+              metadata: { ...there.metadata, labels: { ...there.metadata.labels, ...copy.metadata.labels }, annotations: { ...there.metadata.annotations, ...copy.metadata.annotations, [ANNOTATION_USED_AT]: this.opts.now().toISOString() } },
+            });
           }
         }
         try {
@@ -217,6 +226,11 @@ export class Executor {
         if (!request?.metadata.uid) return false;
         this.opts.lookUpRef(key, request.metadata.uid, action.lookup);
         log.info({ request: key, repository: action.lookup.url, ref: action.lookup.ref }, 'ref lookup started');
+        return true;
+      case 'checkPath':
+        if (!request?.metadata.uid) return false;
+        this.opts.checkPath(key, request.metadata.uid, action.check);
+        log.info({ request: key, repository: action.check.url, commit: action.check.commit, path: action.check.path }, 'path check started');
         return true;
       case 'checkServiceAccount':
         if (!request?.metadata.uid) return false;

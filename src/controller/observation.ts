@@ -15,6 +15,7 @@ import { type CapacityView } from '../policy/capacity.js';
 import { type Earlier } from '../requests/idempotency.js';
 import type { CommitAnswer } from '../policy/source.js';
 import type { RefAnswer } from '../policy/exact-ref.js';
+import type { PathAnswer } from '../policy/path-check.js';
 import { type RequestKind } from '../requests/request-kind.js';
 
 
@@ -89,6 +90,14 @@ export interface Observation {
    * asked by src/git/commit-checker.ts).
    */
   refs?: ReadonlyMap<string, RefAnswer>;
+  /**
+   * What the repositories said of the git pathInRepo of this request's
+   * references at their commits (a regular file, through no symbolic link or
+   * submodule), by pathCheckKey() (src/policy/path-check.ts; asked by
+   * src/git/path-checks.ts). Set by the controller for every request: where
+   * it is absent (unit tests of other rules) paths are not checked.
+   */
+  paths?: ReadonlyMap<string, PathAnswer>;
   /**
    * Set when resolver references must be refused (--refuse-resolvers-on-advisory
    * and a Tekton version with a known advisory, see tekton-version.ts): why.

@@ -22,6 +22,7 @@ import type { ResolutionRequest } from '../tekton/resolve.js';
 import type { Pipeline, PipelineRun, Task, TaskRun } from '../tekton/tekton-types.js';
 import type { CommitChecker } from '../git/commit-checker.js';
 import type { RefLookups } from '../git/ref-lookups.js';
+import type { PathChecks } from '../git/path-checks.js';
 import type { EffectiveConfig } from './config.js';
 import type { CapacityView } from '../policy/capacity.js';
 import type { Observation } from './observation.js';
@@ -59,6 +60,8 @@ export interface ObserveSources {
   logs: Pick<LogRelay, 'known'>;
   commits: Pick<CommitChecker, 'answersFor'>;
   refs: Pick<RefLookups, 'answersFor'>;
+  /** What the repositories said of the files git references read (path-checks.ts). */
+  paths: Pick<PathChecks, 'answersFor'>;
   /** What is known of the ServiceAccounts requests name (service-accounts.ts). */
   serviceAccounts: Pick<ServiceAccountChecks, 'known'>;
   tektonVersion?: () => TektonVersionState;
@@ -151,7 +154,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(failedTasks ? { failedTasks } : {}),
     ...(archive ? { archive } : {}),
     ...(logs !== undefined ? { logs } : {}),
-    ...(uid ? { commits: src.commits.answersFor(uid), refs: src.refs.answersFor(uid) } : {}),
+    ...(uid ? { commits: src.commits.answersFor(uid), refs: src.refs.answersFor(uid), paths: src.paths.answersFor(uid) } : {}),
     ...(refused ? { resolversRefused: refused } : {}),
     ...(clustersRefused ? { refused: clustersRefused } : {}),
     ...(incumbentRuns.length ? { incumbentRuns } : {}),

@@ -4,6 +4,7 @@
  */
 import type { CommitChecker } from '../git/commit-checker.js';
 import type { RefLookups } from '../git/ref-lookups.js';
+import type { PathChecks } from '../git/path-checks.js';
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
 import type { Cluster } from '../kube/client.js';
@@ -79,6 +80,8 @@ export interface ControllerOptions {
   commitChecker?: CommitChecker;
   /** Looks up the exact refs git references name (default: one with default settings). */
   refLookups?: RefLookups;
+  /** Checks that git pathInRepo names a regular file at its commit, through no symbolic link or submodule (default: one in the commit checker's cache). */
+  pathChecks?: PathChecks;
   /** Informer tuning (tests use short values). */
   informer?: { watchTimeoutSeconds?: number; backoffMaxMs?: number };
   /**

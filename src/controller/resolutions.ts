@@ -12,6 +12,7 @@ import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '..
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { checkKey, type CommitCheck, type SourcePolicy } from '../policy/source.js';
 import { refLookupKey, type RefLookup } from '../policy/exact-ref.js';
+import { pathCheckKey, type PathCheck } from '../policy/path-check.js';
 import { kindLabel } from '../requests/request-kind.js';
 
 import type { Action } from './actions.js';
@@ -40,10 +41,11 @@ export class Resolutions {
   }
 
   /** Start what is missing (resolutions, commit checks), show the request as Resolving, and look again by the deadline. */
-  wait(req: InternalRequest, need: RemoteRef[], what: string, first: { checks?: CommitCheck[]; lookups?: RefLookup[] } = {}): Action[] {
+  wait(req: InternalRequest, need: RemoteRef[], what: string, first: { checks?: CommitCheck[]; lookups?: RefLookup[]; paths?: PathCheck[] } = {}): Action[] {
     const actions: Action[] = need.map((ref) => ({ type: 'startResolution', resolution: resolutionFor(req, ref, this.o.namespace, this.o.remote ?? DEFAULT_REMOTE, kindLabel(this.o.kind)) }));
     actions.push(...(first.checks ?? []).map((check): Action => ({ type: 'checkCommit', check })));
     actions.push(...(first.lookups ?? []).map((lookup): Action => ({ type: 'lookUpRef', lookup })));
+    actions.push(...(first.paths ?? []).map((check): Action => ({ type: 'checkPath', check })));
     const timeout = this.o.config.resolutionTimeoutMs;
     let ms = timeout;
     for (const rr of this.mine) {
@@ -77,7 +79,7 @@ export class Resolutions {
   }
 }
 
-export function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'refs' | 'resolversRefused'> {
+export function graphContext(o: Observation, req: InternalRequest, r: Resolutions, policy: SourcePolicy): Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'refs' | 'paths' | 'resolversRefused'> {
   return {
     policy,
     namespace: policyTenant(o, req.metadata.namespace ?? ''),
@@ -88,6 +90,7 @@ export function graphContext(o: Observation, req: InternalRequest, r: Resolution
       const kept = r.pinnedRef(l);
       return kept ? { state: 'found', commit: kept } : o.refs?.get(refLookupKey(l));
     },
+    ...(o.paths ? { paths: (c: PathCheck) => o.paths?.get(pathCheckKey(c)) } : {}),
     ...(o.resolversRefused ? { resolversRefused: o.resolversRefused } : {}),
   };
 }

@@ -30,6 +30,7 @@
  * gauge internal_services_tekton_component_status{component,reason} has all
  * three, Pipelines included (reasons ok, advisory, unknown).
  */
+import { PeriodicRead } from './periodic-read.js';
 import type { Logger } from 'pino';
 import { describeError, statusCode, type Cluster, type KubeObject } from '../kube/client.js';
 import type { ReadinessCheck } from '../kube/informer.js';
@@ -235,19 +236,17 @@ interface Followed {
 }
 
 /** Follows the internal cluster's Tekton Pipelines version, and those of the other components given (see the module comment). */
-export class TektonVersion {
+export class TektonVersion extends PeriodicRead {
   private state: TektonVersionState;
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
   private reported = '';
   /** Warning Events still to be recorded (there was no target), by component: the last one of each. */
   private readonly pendingEvents = new Map<string, { reason: string; message: string }>();
-  private reading: Promise<void> | undefined;
   readonly source: string;
   /** The other components, with their state and what was last reported of it. */
   private readonly others: Followed[];
 
   constructor(private readonly opts: TektonVersionOptions) {
+    super(opts.refreshMs ?? 60_000);
     this.source = `${opts.namespace}/${PIPELINES_INFO}`;
     this.state = pendingState(this.source);
     this.others = (opts.components ?? []).map(({ component, namespace }) => {
@@ -266,24 +265,8 @@ export class TektonVersion {
     return this.others.map((o) => o.state);
   }
 
-  /** Reads once (resolves when the first read has ended, whatever it found), then again every refresh period. */
-  async start(): Promise<void> {
-    await this.refresh();
-    this.schedule();
-  }
 
-  stop(): void {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-  }
 
-  /** One read now; concurrent calls share it. */
-  refresh(): Promise<void> {
-    this.reading ??= this.readOnce().finally(() => {
-      this.reading = undefined;
-    });
-    return this.reading;
-  }
 
   /** The Pipelines check (tekton-version). */
   readiness(): ReadinessCheck {
@@ -305,13 +288,6 @@ export class TektonVersion {
     return Object.fromEntries([['pipelines', reasonGauge('pipelines', pipelinesReason(this.state))], ...this.others.map((o) => [o.component.id, reasonGauge(o.component.id, o.state.reason)])]);
   }
 
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.refresh().finally(() => this.schedule());
-    }, this.opts.refreshMs ?? 60_000);
-    this.timer.unref();
-  }
 
   /** One get: the ConfigMap (undefined: 404), or why not. */
   private async readConfigMap(namespace: string, name: string): Promise<ReadOutcome> {
@@ -322,7 +298,7 @@ export class TektonVersion {
     }
   }
 
-  private async readOnce(): Promise<void> {
+  protected async readOnce(): Promise<void> {
     const [outcome, ...others] = await Promise.all([
       this.readConfigMap(this.opts.namespace, PIPELINES_INFO),
       ...this.others.map((o) => this.readConfigMap(o.namespace, o.component.configMap)),

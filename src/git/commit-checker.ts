@@ -33,6 +33,10 @@
  * there at start count against the total, left-over temporary clones are
  * removed.
  *
+ * The path checks (path-checks.ts) use the same cache, limits and runner:
+ * beside a repository's clone, a store of the trees of the commits asked
+ * for (`inTrees`).
+ *
  * Over ~400 lines on purpose: the cache, its limits and the git runner are
  * one piece (the limits are enforced while git runs).
  */
@@ -199,11 +203,11 @@ export class CommitChecker {
    * The clone of the repository a URL names: one per repository identity, so
    * `x` and `x.git` share a clone only where the host serves them as one.
    */
-  private repoFor(url: string): Repo {
+  private repoFor(url: string, suffix = '.git'): Repo {
     this.scan();
     const c = canonicalGitUrl(url);
     const identity = c.ok ? gitRepositoryIdentity(c.value) : url;
-    const name = `${createHash('sha256').update(identity).digest('hex').slice(0, 32)}.git`;
+    const name = `${createHash('sha256').update(identity).digest('hex').slice(0, 32)}${suffix}`;
     let repo = this.repos.get(name);
     if (!repo) {
       repo = { name, url, chain: Promise.resolve(), fetchedFrom: -Infinity, bytes: 0, usedAt: this.now(), users: 0 };
@@ -332,8 +336,23 @@ export class CommitChecker {
       // Stopped for a limit: what it had fetched so far goes too.
       if (!res.ok && res.limit) rmSync(dir, { recursive: true, force: true });
     }
+    res = this.settle(repo, dir, res, t0);
+    if (!res.ok) {
+      repo.fetchedFrom = -Infinity;
+      return `fetching ${url} failed: ${res.error}`;
+    }
+    repo.fetchedFrom = started;
+    return undefined;
+  }
+
+  private tooLargeMessage(): string {
+    const flag = this.maxBytes < (this.opts.maxBytes ?? DEFAULT_MAX_BYTES) ? '--source-check-cache-size' : '--source-check-max-size';
+    return `the repository is larger than ${size(this.maxBytes)}, the most the controller keeps to check commits (${flag})`;
+  }
+
+  /** After a clone or fetch: the limits hold (it may have finished between two looks of the watch), the size is measured. */
+  private settle(repo: Repo, dir: string, res: RunResult, t0: bigint): RunResult {
     if (res.ok) {
-      // Finished between two looks of the watch: the limits hold all the same.
       const bytes = dirSize(dir);
       if (bytes > this.maxBytes) {
         rmSync(dir, { recursive: true, force: true });
@@ -346,17 +365,64 @@ export class CommitChecker {
     repo.bytes = existsSync(dir) ? dirSize(dir) : 0;
     this.reportBytes();
     this.opts.metrics?.fetched?.(res.ok, Number(process.hrtime.bigint() - t0) / 1e9);
-    if (!res.ok) {
-      repo.fetchedFrom = -Infinity;
-      return `fetching ${url} failed: ${res.error}`;
-    }
-    repo.fetchedFrom = started;
-    return undefined;
+    return res;
   }
 
-  private tooLargeMessage(): string {
-    const flag = this.maxBytes < (this.opts.maxBytes ?? DEFAULT_MAX_BYTES) ? '--source-check-cache-size' : '--source-check-max-size';
-    return `the repository is larger than ${size(this.maxBytes)}, the most the controller keeps to check commits (${flag})`;
+  /**
+   * For the path checks (src/git/path-checks.ts): runs `use` on a store of
+   * the trees of `commit` (`git fetch --depth=1 --filter=blob:none`: no
+   * history, no file contents), one per repository beside its clone (never
+   * in the clone: a shallow fetch there would cut the history the
+   * reachability checks walk), in the repository's turn, under the same
+   * deadline and size limits. A commit is fetched once (kept under
+   * refs/c/<commit>); a store past half of --source-check-max-size starts
+   * again. `git` runs git in the store. Never throws.
+   */
+  async inTrees<T>(url: string, commit: string, use: (git: (args: string[]) => Promise<{ ok: true; stdout: string } | { ok: false; error: string }>) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
+    const r = this.repoFor(url, '.trees.git');
+    const dir = join(this.opts.dir, r.name);
+    r.users++;
+    let out: { ok: true; value: T } | { ok: false; error: string } = { ok: false, error: 'not checked' };
+    const turn = r.chain.then(async () => {
+      const err = await this.fetchTrees(r, dir, url, commit);
+      if (err !== undefined) out = { ok: false, error: err };
+      else out = { ok: true, value: await use(async (args) => this.run(args, dir)) };
+    });
+    r.chain = turn.catch(() => undefined);
+    await turn.catch((e: unknown) => {
+      out = { ok: false, error: (e as Error).message };
+    });
+    r.users--;
+    r.usedAt = this.now();
+    return out;
+  }
+
+  /** Brings `commit`'s trees into the store; undefined when they are there, else why not. */
+  private async fetchTrees(repo: Repo, dir: string, url: string, commit: string): Promise<string | undefined> {
+    if (!/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(commit)) return `${JSON.stringify(commit)} is not a full commit SHA`;
+    const keep = `refs/c/${commit}`;
+    if (existsSync(dir)) {
+      const has = await this.run(['for-each-ref', '--format=%(objectname)', keep], dir);
+      if (has.ok && has.stdout.trim() !== '') return undefined;
+      if (repo.bytes > this.maxBytes / 2) rmSync(dir, { recursive: true, force: true });
+    }
+    mkdirSync(this.opts.dir, { recursive: true });
+    const t0 = process.hrtime.bigint();
+    this.makeRoom(repo, repo.bytes);
+    if (!existsSync(dir)) {
+      const tmp = `${dir}.tmp-${process.pid}`;
+      rmSync(tmp, { recursive: true, force: true });
+      const made = await this.run(['init', '--bare', '--quiet', tmp], this.opts.dir);
+      if (!made.ok) return `making the tree store failed: ${made.error}`;
+      renameSync(tmp, dir);
+    }
+    const cfg = await this.run(['config', 'remote.origin.url', url], dir);
+    let res: RunResult = cfg.ok
+      ? await this.run(['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--recurse-submodules=no', '--depth=1', '--filter=blob:none', 'origin', `+${commit}:${keep}`], dir, undefined, { dir, repo })
+      : cfg;
+    if (!res.ok && res.limit) rmSync(dir, { recursive: true, force: true });
+    res = this.settle(repo, dir, res, t0);
+    return res.ok ? undefined : `fetching commit ${commit} of ${url} failed: ${res.error}`;
   }
 
   private fetch(dir: string, repo: Repo): Promise<RunResult> {

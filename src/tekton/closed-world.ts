@@ -71,6 +71,9 @@ function unknownFields(obj: Record<string, unknown>, allowed: readonly string[],
   }
 }
 
+/** A field that says something: not absent, null or empty. */
+const given = (v: unknown): boolean => v !== undefined && v !== null && v !== '';
+
 function nonEmptyName(ref: Record<string, unknown>): string | undefined {
   const n = ref['name'];
   return typeof n === 'string' && n.trim() !== '' ? n : undefined;
@@ -158,7 +161,8 @@ function walkPipelineTask(pt: Record<string, unknown>, where: string, ctx: Close
 }
 
 function walkTask(spec: Record<string, unknown>, where: string, ctx: ClosedWorldContext, out: Violation[], embedded: boolean): void {
-  if (spec['apiVersion'] !== undefined || spec['kind'] !== undefined || spec['spec'] !== undefined) {
+  // Tekton stores an embedded task with "spec": null and "metadata": {}: only a value there makes it a custom task.
+  if (given(spec['apiVersion']) || given(spec['kind']) || given(spec['spec'])) {
     out.push({ position: where, why: `a custom task (${q(String(spec['kind'] ?? spec['apiVersion'] ?? 'spec'))}): Tekton would hand it to another controller; only Tasks run here` });
   }
   unknownFields(spec, embedded ? [...FIELDS.taskSpec, 'metadata', 'apiVersion', 'kind', 'spec'] : [...FIELDS.taskSpec, 'apiVersion', 'kind', 'spec'], where, out);

@@ -28,6 +28,7 @@ import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type
 import { canonicalBundle } from '../policy/canonical-oci.js';
 import { checkSignature, commitVerdict, contentSha256, contentVerdict, signersAfterCheck } from './reviewed.js';
 import { refVerdict, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
+import { pathVerdict, type PathAnswer, type PathCheck } from '../policy/path-check.js';
 import { isFullSha } from '../policy/canonical.js';
 import type { Resolution } from './resolve.js';
 import { stepActionCopy, STEPACTION_COPY_PREFIX, type StepActionCopy } from './stepaction-copy.js';
@@ -68,8 +69,8 @@ export interface Provenance {
 type GraphRejection = { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' | 'REQUEST_PIPELINE_NOT_FOUND' };
 
 export type GraphResult =
-  /** need: resolutions to start; checks: commits to look for in their repositories first; lookups: exact refs to look up first. */
-  | { state: 'pending'; need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[] }
+  /** need: resolutions to start; checks: commits to look for in their repositories first; lookups: exact refs to look up first; pathChecks: git paths to check at their commits first. */
+  | { state: 'pending'; need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[]; pathChecks: PathCheck[] }
   | GraphRejection
   /**
    * spec: the Pipeline spec to embed, or undefined when nothing had to change
@@ -105,6 +106,13 @@ export interface GraphInput {
   commits?(check: CommitCheck): CommitAnswer | undefined;
   /** What the repository says of an exact ref (the commit it points at), or undefined when not asked yet. */
   refs?(lookup: RefLookup): RefAnswer | undefined;
+  /**
+   * What the repository says of a git pathInRepo at the commit to be
+   * resolved (a regular file, through no symbolic link or submodule), or
+   * undefined when not asked yet. Absent: paths are not checked (the
+   * controller always gives it).
+   */
+  paths?(check: PathCheck): PathAnswer | undefined;
   /** Set when no resolver reference may be resolved now (a Tekton version with a known advisory): why. */
   resolversRefused?: string;
   /** A Task installed in the controller's namespace, by name (undefined: not known). */
@@ -267,6 +275,8 @@ export type Followed =
   | { kind: 'check'; check: CommitCheck }
   /** The exact ref must first be looked up in the repository (the commit it points at is what is resolved). */
   | { kind: 'lookup'; lookup: RefLookup }
+  /** The file must first be found, at the commit, to be a regular file reached through no symbolic link or submodule. */
+  | { kind: 'pathCheck'; check: PathCheck }
   | { kind: 'pending'; ref: RemoteRef }
   | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' };
 
@@ -278,7 +288,7 @@ export type Followed =
  * values came from, for messages.
  */
 export function followReference(
-  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'refs' | 'resolversRefused'>,
+  input: Pick<GraphInput, 'policy' | 'namespace' | 'controllerNamespace' | 'lookup' | 'commits' | 'refs' | 'paths' | 'resolversRefused'>,
   where: string,
   ref: RemoteRef,
   from: string[],
@@ -322,6 +332,17 @@ export function followReference(
     if (e.kind === 'pending') return { kind: 'pending', ref };
     exact = { ref: revision, commit: e.commit };
     ref = { resolver: ref.resolver, params: ref.params.map((p) => (p.name === 'revision' ? { name: p.name, value: e.commit } : p)), forRef: revision };
+  }
+  // The rule's paths hold for the file read: at that commit, pathInRepo is a
+  // regular file reached through directories, never a symbolic link or a
+  // submodule (src/policy/path-check.ts); checked before anything is resolved.
+  if (ref.resolver === 'git' && input.paths) {
+    const get = (n: string) => ref.params.find((p) => p.name === n)?.value ?? '';
+    const check: PathCheck = { url: get('url'), commit: get('revision'), path: get('pathInRepo') };
+    const pv = pathVerdict(check, input.paths(check), `${where}${via}`);
+    if (pv.kind === 'check') return { kind: 'pathCheck', check };
+    if (pv.kind === 'pending') return { kind: 'pending', ref };
+    if (pv.kind === 'refused') return pv;
   }
   const r = input.lookup(ref);
   if (!r) return { kind: 'need', ref };
@@ -405,7 +426,9 @@ function refShape(ref: Record<string, unknown>, where: string, allowed: readonly
 
 /** A Task spec that Tekton would take for a custom task (an embedded apiVersion/kind/spec): why it is refused, or undefined. */
 function customTask(spec: Record<string, unknown>, where: string): string | undefined {
-  if (spec['apiVersion'] === undefined && spec['kind'] === undefined && spec['spec'] === undefined) return undefined;
+  // Tekton stores an embedded task with "spec": null: only a value there makes it a custom task.
+  const given = (v: unknown) => v !== undefined && v !== null && v !== '';
+  if (!given(spec['apiVersion']) && !given(spec['kind']) && !given(spec['spec'])) return undefined;
   return `${where} is a custom task (${q(String(spec['kind'] ?? spec['apiVersion'] ?? 'spec'))}): Tekton would hand it to another controller, which nothing here checks; only Tasks run here`;
 }
 
@@ -465,6 +488,7 @@ export function checkGraph(input: GraphInput): GraphResult {
   const need: RemoteRef[] = [];
   const checks: CommitCheck[] = [];
   const lookups: RefLookup[] = [];
+  const pathChecks: PathCheck[] = [];
   let pending = false;
   let changed = false;
   const provenance: Provenance[] = [];
@@ -506,6 +530,7 @@ export function checkGraph(input: GraphInput): GraphResult {
           if (v.kind === 'need') need.push(v.ref);
           if (v.kind === 'check') checks.push(v.check);
           if (v.kind === 'lookup') lookups.push(v.lookup);
+          if (v.kind === 'pathCheck') pathChecks.push(v.check);
           if (v.kind !== 'resolved') {
             pending = true;
             continue;
@@ -528,7 +553,7 @@ export function checkGraph(input: GraphInput): GraphResult {
         const custom = customTask(tspec, `${where}.taskRef`);
         if (custom) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: custom };
         const by = taskName ? `the installed Task ${q(taskName)}` : resolvedTask ? undefined : installedBy;
-        const steps = checkSteps(input, where, tspec, pt['params'], pvars, context, name, by, { need, checks, lookups }, provenance, copies);
+        const steps = checkSteps(input, where, tspec, pt['params'], pvars, context, name, by, { need, checks, lookups, pathChecks }, provenance, copies);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
         else if (steps.embed || resolvedTask) {
@@ -548,7 +573,7 @@ export function checkGraph(input: GraphInput): GraphResult {
       if (isObj(taskSpec)) {
         const custom = customTask(taskSpec, `${where}.taskSpec`);
         if (custom) return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: custom };
-        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, installedBy, { need, checks, lookups }, provenance, copies);
+        const steps = checkSteps(input, where, taskSpec, pt['params'], pvars, context, name, installedBy, { need, checks, lookups, pathChecks }, provenance, copies);
         if (steps.state === 'rejected') return steps;
         if (steps.state === 'pending') pending = true;
         else if (steps.embed) {
@@ -560,7 +585,7 @@ export function checkGraph(input: GraphInput): GraphResult {
       return { state: 'rejected', code: 'REQUEST_SOURCE_NOT_ALLOWED', message: `${where} has neither a taskRef nor a taskSpec; nothing else runs here` };
     }
   }
-  if (pending || need.length || checks.length || lookups.length) return { state: 'pending', need, checks, lookups };
+  if (pending || need.length || checks.length || lookups.length) return { state: 'pending', need, checks, lookups, pathChecks };
   return { state: 'ready', spec: changed || input.origin === 'resolved' ? spec : undefined, provenance, stepActions: [...copies.values()] };
 }
 
@@ -580,7 +605,7 @@ function checkSteps(
   task: string,
   /** Whose literal references these are when they are the administrators' (for messages), e.g. the installed Task "x". */
   installedBy: string | undefined,
-  asks: { need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[] },
+  asks: { need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[]; pathChecks: PathCheck[] },
   provenance: Provenance[],
   copies: Map<string, StepActionCopy>,
 ): GraphRejection | { state: 'pending' } | { state: 'ok'; embed: Record<string, unknown> | undefined } {
@@ -617,6 +642,7 @@ function checkSteps(
     if (v.kind === 'need') asks.need.push(v.ref);
     if (v.kind === 'check') asks.checks.push(v.check);
     if (v.kind === 'lookup') asks.lookups.push(v.lookup);
+    if (v.kind === 'pathCheck') asks.pathChecks.push(v.check);
     if (v.kind !== 'resolved') {
       pending = true;
       continue;

@@ -855,6 +855,9 @@ describe('installed with helm on the internal apiserver, the controller runs wit
       { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines', name: 'tekton-results-info' },
       { verb: 'get', resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-info' },
       { verb: 'get', resource: 'configmaps', namespace: 'openshift-pipelines', name: 'chains-info' },
+      // The Tekton settings: default-resolver-type and the resolvers' feature flags.
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines', name: 'config-defaults' },
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines-resolvers', name: 'resolvers-feature-flags' },
     ]);
     await expectAccess(env.internal, SA, false, [
       ...each(['get', 'list', 'watch'], { resource: 'secrets', namespace: NS, name: 'signing-key' }),
@@ -867,6 +870,8 @@ describe('installed with helm on the internal apiserver, the controller runs wit
       { verb: 'get', resource: 'configmaps', namespace: NS },
       ...each(['list', 'watch', 'update'], { resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-info' }),
       { verb: 'get', resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-config' },
+      ...each(['list', 'watch', 'update', 'patch'], { resource: 'configmaps', namespace: 'tekton-pipelines', name: 'config-defaults' }),
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines', name: 'feature-flags' },
     ]);
   });
 

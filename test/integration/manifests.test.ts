@@ -195,6 +195,11 @@ describe('config/default (internal cluster)', () => {
         { verb: 'get', resource: 'configmaps', namespace, name: 'tekton-results-info' },
         { verb: 'get', resource: 'configmaps', namespace, name: 'chains-info' },
       ]),
+      // The Tekton settings (default-resolver-type, the resolvers' feature flags): by name, wherever Tekton is.
+      ...['tekton-pipelines', 'tekton-pipelines-resolvers', 'openshift-pipelines'].flatMap((namespace) => [
+        { verb: 'get', resource: 'configmaps', namespace, name: 'config-defaults' },
+        { verb: 'get', resource: 'configmaps', namespace, name: 'resolvers-feature-flags' },
+      ]),
     ]);
   });
 
@@ -210,6 +215,11 @@ describe('config/default (internal cluster)', () => {
       ...each(['update', 'delete'], { resource: 'configmaps', namespace: 'tekton-pipelines', name: 'tekton-results-info' }),
       { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines', name: 'pipelines-info' },
       { verb: 'get', resource: 'configmaps', namespace: 'tekton-chains', name: 'chains-config' },
+      // Of Tekton's settings only get, and none of its other ConfigMaps.
+      ...each(['list', 'watch', 'update', 'patch', 'delete'], { resource: 'configmaps', namespace: 'tekton-pipelines', name: 'config-defaults' }),
+      ...each(['update', 'delete'], { resource: 'configmaps', namespace: 'tekton-pipelines-resolvers', name: 'resolvers-feature-flags' }),
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines', name: 'feature-flags' },
+      { verb: 'get', resource: 'configmaps', namespace: 'tekton-pipelines-resolvers', name: 'git-resolver-config' },
       { verb: 'list', resource: 'configmaps' },
       // PipelineRuns only in its own namespace.
       ...each(['create', 'get', 'list', 'delete'], { group: TEKTON, resource: 'pipelineruns', namespace: OTHER_NS }),

@@ -244,7 +244,7 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     assert.deepEqual(done.status?.results, { version: 'checked' });
   });
 
-  test('a resolution that fails (no such path, unreachable repository): Rejected with the resolver\'s (or the ref lookup\'s) message within the deadline', async () => {
+  test('a reference that cannot be resolved (no such path, unreachable repository): Rejected with the path check\'s (or the ref lookup\'s) message within the deadline', async () => {
     const t0 = Date.now();
     await Promise.all([
       createRequest(requester, TENANT, 'missing-path', todays({ pathInRepo: 'pipelines/internal/nope/nope.yaml' })),
@@ -253,7 +253,8 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     const [missing, unreachable] = await Promise.all([waitForPhase(requester, TENANT, 'missing-path', FINAL, 40_000), waitForPhase(requester, TENANT, 'unreachable', FINAL, 40_000)]);
     const elapsed = Date.now() - t0;
     assert.equal(missing.status?.conditions?.[0]?.reason, 'Rejected');
-    assert.match(messageOf(missing), /^spec\.pipeline\.pipelineRef: resolving it with the git resolver failed: .*error opening file "pipelines\/internal\/nope\/nope\.yaml"/s);
+    // The path is checked in the repository at the commit before anything is resolved: there is no such directory.
+    assert.match(messageOf(missing), /^spec\.pipeline\.pipelineRef: "pipelines\/internal\/nope\/nope\.yaml" at commit [0-9a-f]{40} of "git:\/\/.*": the repository has no "pipelines\/internal\/nope" there \(no such directory at this commit\); the file must be at that path at that commit\. Nothing was resolved or run$/);
     assert.equal(unreachable.status?.conditions?.[0]?.reason, 'Rejected');
     // The exact ref is looked up before anything is resolved: the repository's answer (none) is the message.
     assert.match(messageOf(unreachable), /^spec\.pipeline\.pipelineRef: "refs\/heads\/main" could not be looked up in "git:\/\/127\.0\.0\.1:1\/nothing\.git": git ls-remote failed: .*(refused|unable to connect).*; nothing was resolved or run$/s);

@@ -171,9 +171,9 @@ test('architecture: decide() and everything it imports, in every room, do no I/O
   assert.deepEqual(wrong, [], `decide()'s closure: ${[...seen].map((f) => relative(ROOT, f)).sort().join(', ')}`);
 });
 
-test('architecture: the Tekton version verdicts (advisories, supported ranges) do no I/O and read no clock', () => {
-  // The follower (src/controller/tekton-version.ts) reads the cluster and keeps time; these only decide.
-  const files = ['advisories.ts', 'components.ts'].map((f) => join(ROOT, 'src', 'tekton', f));
+test('architecture: the Tekton version verdicts (advisories, supported ranges) and settings do no I/O and read no clock', () => {
+  // The followers (src/controller/tekton-version.ts, tekton-settings.ts) read the cluster and keep time; these only decide.
+  const files = ['advisories.ts', 'components.ts', 'settings.ts'].map((f) => join(ROOT, 'src', 'tekton', f));
   const wrong: string[] = [];
   for (const f of files) {
     const text = codeOf(f);

@@ -25,6 +25,7 @@ const withStep = (ref: unknown) => inline([{ name: 't', taskSpec: { steps: [{ na
 const cases: Array<{ name: string; pr: { spec?: unknown }; ctx?: Partial<ClosedWorldContext>; want: RegExp | null }> = [
   { name: 'an installed Pipeline by name whose Task is installed and closed', pr: { spec: { pipelineRef: { name: 'sign' } } }, want: null },
   { name: 'an embedded Pipeline: Tasks embedded, a step naming an installed StepAction and a copy made for it', pr: inline([{ name: 't', taskSpec: { steps: [{ name: 'a', ref: { name: 'installed-sa' } }, { name: 'b', ref: { name: COPY } }] } }, { name: 'u', taskRef: { name: 'installed', kind: 'Task' } }], { finally: [{ name: 'f', taskSpec: { steps: [{ name: 'x', image: 'y' }] } }] }), want: null },
+  { name: 'an embedded task as Tekton stores it ("spec": null, "metadata": {})', pr: inline([{ name: 't', taskSpec: { metadata: {}, spec: null, steps: [{ name: 's', image: 'x' }] } }]), want: null },
   { name: 'matrix and when change nothing', pr: inline([{ name: 't', matrix: { params: [{ name: 'a', value: ['1'] }] }, when: [{ input: 'a', operator: 'in', values: ['a'] }], taskSpec: { steps: [{ name: 's', image: 'x' }] } }]), want: null },
   { name: 'a pipelineRef with a resolver', pr: { spec: { pipelineRef: { resolver: 'git', params: [] } } }, want: /spec\.pipelineRef\.resolver: "resolver" is a resolver Tekton would run/ },
   { name: 'a pipelineRef with no name', pr: { spec: { pipelineRef: {} } }, want: /spec\.pipelineRef: a reference with no name: Tekton's default-resolver-type/ },
@@ -79,8 +80,8 @@ test('decide: a PipelineRun the walk let through but the final check refuses is 
   assert.equal(w?.code, 'REQUEST_NOT_CLOSED');
   assert.equal(w?.status.conditions?.[0]?.reason, 'Rejected');
   assert.match(w?.status.conditions?.[0]?.message ?? '', /Pipeline\[sign\]\.spec\.tasks\[t\]\.taskSpec\.sidecars\[0\]\.ref: a reference in a sidecar/);
-  // The same Pipeline without it runs, by name.
-  const ok = { ...pipeline(), spec: { params: [{ name: 'image' }], tasks: [{ name: 't', taskSpec: { steps: [{ name: 's', image: 'x' }] } }] } } as unknown as ReturnType<typeof pipeline>;
+  // The same Pipeline without it runs, by name (its embedded task as Tekton stores it: "spec": null).
+  const ok = { ...pipeline(), spec: { params: [{ name: 'image' }], tasks: [{ name: 't', taskSpec: { metadata: {}, spec: null, steps: [{ name: 's', image: 'x' }] } }] } } as unknown as ReturnType<typeof pipeline>;
   const run = decide(observation({ pipeline: ok })).find((a): a is Extract<Action, { type: 'createPipelineRun' }> => a.type === 'createPipelineRun');
   assert.deepEqual(run?.pipelineRun.spec.pipelineRef, { name: 'sign' });
   assert.equal(run?.pipelineRun.metadata.namespace, NS);

@@ -27,7 +27,7 @@ import { NOW, NS, pipelineRun, request } from './fixtures.js';
 const KEY = 'prod/team-a/req';
 const SIGNING_KEY = 'prod/team-a/req/SigningRequest';
 
-type Op = 'create' | 'get' | 'tryGet' | 'delete' | 'patchMerge' | 'replaceStatus';
+type Op = 'create' | 'get' | 'tryGet' | 'delete' | 'patchMerge' | 'replace' | 'replaceStatus';
 type Failure = { code: number; message?: string };
 
 /**
@@ -72,6 +72,10 @@ function fakeClient(plural: string) {
     async patchMerge(ns: string, name: string, patch: object) {
       step('patchMerge', [ns, name, patch]);
       return {};
+    },
+    async replace(ns: string, name: string, body: KubeObject) {
+      step('replace', [ns, name, body]);
+      return { ...body, metadata: { ...body.metadata, resourceVersion: String(++rv) } };
     },
     async replaceStatus(ns: string, name: string, body: KubeObject) {
       step('replaceStatus', [ns, name, body]);
@@ -148,6 +152,7 @@ function setup() {
     requeueAfter: (key, ms) => void seen.requeued.push([key, ms]),
     checkCommit: (key, owner, check) => void seen.checks.push([key, owner, check.commit]),
     lookUpRef: (key, owner, lookup) => void seen.checks.push([key, owner, lookup.ref]),
+    checkPath: (key, owner, check) => void seen.checks.push([key, owner, check.path]),
     checkServiceAccount: (key, owner, name) => void seen.checks.push([key, owner, name]),
     refusals,
   });
@@ -176,15 +181,20 @@ test('createPipelineRun: created in the controller\'s namespace, and the API ser
   assert.equal(created.metadata.uid, `server-${pr.metadata.name}`, 'as the API server returned it');
 });
 
-test('createPipelineRun with StepAction copies: the copies first; one already there is marked as used; a failure stops before the PipelineRun', async () => {
+test('createPipelineRun with StepAction copies: the copies first; one already there is replaced with exactly the spec checked and marked as used; a failure stops before the PipelineRun', async () => {
   const { act, client } = setup();
   const pr = pipelineRun('u-1');
   const copy = (name: string): StepActionCopy => ({ apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name, namespace: NS, labels: { [LABEL_STEPACTION_COPY]: 'true' }, annotations: { [ANNOTATION_STEPACTION_SOURCE]: '{}' } }, spec: { image: name } });
   const sas = client('stepactions');
   sas.fail.create = [{ code: 409 }];
+  // What is stored under the name was changed since it was made: an extra script.
+  sas.objects.set('is-stepaction-a', { apiVersion: 'tekton.dev/v1beta1', kind: 'StepAction', metadata: { name: 'is-stepaction-a', namespace: NS, resourceVersion: '7', labels: { [LABEL_STEPACTION_COPY]: 'true' }, annotations: { other: 'kept' } }, spec: { image: 'is-stepaction-a', script: 'curl evil' } } as KubeObject);
   assert.equal(await act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pr, stepActions: [copy('is-stepaction-a'), copy('is-stepaction-b')] }), true);
-  assert.deepEqual(sas.ops(), ['create', 'patchMerge', 'create']);
-  assert.deepEqual(sas.calls[1]!.args, [NS, 'is-stepaction-a', { metadata: { annotations: { [ANNOTATION_USED_AT]: NOW.toISOString() } } }]);
+  assert.deepEqual(sas.ops(), ['create', 'get', 'replace', 'create']);
+  const replaced = sas.calls[2]!.args[2] as StepActionCopy & { metadata: { resourceVersion?: string } };
+  assert.deepEqual(replaced.spec, { image: 'is-stepaction-a' }, 'exactly the spec checked, nothing of what was stored');
+  assert.equal(replaced.metadata.resourceVersion, '7', 'in the version read: a change meanwhile is a conflict, retried');
+  assert.deepEqual(replaced.metadata.annotations, { other: 'kept', [ANNOTATION_STEPACTION_SOURCE]: '{}', [ANNOTATION_USED_AT]: NOW.toISOString() });
   assert.deepEqual(client('pipelineruns').ops(), ['create'], 'then the PipelineRun');
   sas.fail.create = [{ code: 403, message: 'forbidden' }];
   await assert.rejects(act(KEY, request(), { type: 'createPipelineRun', pipelineRun: pr, stepActions: [copy('is-stepaction-c')] }), /forbidden/);

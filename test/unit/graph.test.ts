@@ -200,7 +200,7 @@ test('installed Pipelines: the administrators\' literal references are checked, 
   const allowedLiteral = { tasks: [{ name: 'a', taskRef: gitRef(CATALOG, 'main', 'tasks/a.yaml') }, { name: 'b', taskRef: { name: 'installed-task' } }] };
   const installed = { spec: { steps: [{ name: 's', image: 'x' }] } };
   const pending = checkGraph(input({ spec: allowedLiteral, origin: 'installed', installedTask: (n) => (n === 'installed-task' ? installed : undefined) }));
-  assert.deepEqual(pending, { state: 'pending', need: [atHead('tasks/a.yaml')], checks: [], lookups: [] }, 'the literal revision "main" goes through the exact lookup, never git\'s guessing');
+  assert.deepEqual(pending, { state: 'pending', need: [atHead('tasks/a.yaml')], checks: [], lookups: [], pathChecks: [] }, 'the literal revision "main" goes through the exact lookup, never git\'s guessing');
   const ready = checkGraph(input({ spec: allowedLiteral, origin: 'installed', installedTask: (n) => (n === 'installed-task' ? installed : undefined), contents: new Map([['tasks/a.yaml', resolved(task(), SHA_T, 'tasks/a.yaml')]]) }));
   assert.equal(ready.state, 'ready');
   const spec = (ready as unknown as { spec: { tasks: Array<Record<string, unknown>> } }).spec;

@@ -56,6 +56,7 @@ function sources(o: { runs?: PipelineRun[]; approvals?: InternalRequestApproval[
     logs: { known: () => undefined },
     commits: { answersFor: () => new Map() },
     refs: { answersFor: () => new Map() },
+    paths: { answersFor: () => new Map() },
     serviceAccounts: { known: () => undefined },
     refuseResolversOnAdvisory: false,
     refusals: new Refusals(),
