@@ -114,6 +114,19 @@ function handedOverStatus(req: InternalRequest, now: Date): InternalRequest['sta
   return { ...req.status, conditions, startTime: req.status?.startTime ?? rfc3339(now) };
 }
 
+/** What to do about a request the Go controller would take as new but cannot run. */
+const SHAPE_TODO =
+  'let this controller run it to its end first (without --drain; then drain and run the rollback again), or have its requester send it again without the namespace and kind params (the Go controller adds them, and this controller accepts that shape too)';
+
+/** Why the Go controller, taking this request as new, could not run it; undefined when it can. */
+export function goCannotRun(req: InternalRequest): string | undefined {
+  const ref = req.spec.pipeline?.pipelineRef;
+  if (ref?.resolver !== 'cluster') return undefined;
+  const given = (ref.params ?? []).map((p) => p.name).filter((n) => n === 'namespace' || n === 'kind');
+  if (!given.length) return undefined;
+  return `its cluster-resolver pipelineRef gives ${given.map((n) => JSON.stringify(n)).join(' and ')}, which the Go controller appends again; Tekton refuses the duplicate params and the Go controller retries for ever`;
+}
+
 function stepFor(input: RollbackInput, req: InternalRequest): { step: RollbackStep; run?: string } {
   const drain = 'run this controller with --drain until it has ended here (it takes nothing new meanwhile), then run the rollback again';
   if (req.metadata.deletionTimestamp) return { step: { kind: 'blocked', why: 'being deleted: its run is being stopped here', todo: drain } };
@@ -122,7 +135,15 @@ function stepFor(input: RollbackInput, req: InternalRequest): { step: RollbackSt
   const goRuns = input.runs.filter((pr) => incumbentRequestOf(pr) !== undefined);
   const goRun = ours ? undefined : incumbentRunOf(req, goRuns);
   const phase = phaseOf(req);
-  if (phase === undefined && !ours) return { step: { kind: 'take', why: 'new: no controller has written to it; the Go controller takes it' } };
+  // The Go controller appends namespace and kind to a cluster-resolver
+  // reference itself: one that has them already (the shape this controller
+  // asks for) would be given each twice; Tekton refuses the duplicate params
+  // and the Go controller retries for ever, its finalizer on, no status.
+  const unrunnable = goCannotRun(req);
+  if (phase === undefined && !ours) {
+    if (unrunnable) return { step: { kind: 'blocked', why: `new, in a shape the Go controller cannot run: ${unrunnable}`, todo: SHAPE_TODO } };
+    return { step: { kind: 'take', why: 'new: no controller has written to it; the Go controller takes it' } };
+  }
   if (goRun?.ambiguous) return { step: { kind: 'blocked', why: `the Go controller made ${goRun.ambiguous.length} PipelineRuns for it and recorded none`, todo: 'delete the ones that are not its own (docs/migrating.md)' } };
   if (goRun?.run) {
     const name = `${goRun.run.metadata.namespace}/${goRun.run.metadata.name}`;
@@ -130,6 +151,7 @@ function stepFor(input: RollbackInput, req: InternalRequest): { step: RollbackSt
   }
   if (!ours) {
     if (phase === Phase.WaitingForConfig || phase === Phase.WaitingForWorkspace || phase === Phase.Resolving || (phase === Phase.Running && !req.status?.pipelineRun)) {
+      if (unrunnable) return { step: { kind: 'blocked', why: `${phase}, in a shape the Go controller cannot run: ${unrunnable}`, todo: SHAPE_TODO } };
       return { step: { kind: 'release', why: `${phase}: nothing of it ran here; its status is cleared and the Go controller decides it as a new request`, request: req } };
     }
     if (phase === Phase.AwaitingApproval) return { step: { kind: 'blocked', why: 'awaiting approval: the Go controller would run it at once, without the approval', todo: `approve or deny it, or wait for its approvers; ${drain}` } };

@@ -258,6 +258,23 @@ function provenanceOf(where: string, ref: RemoteRef, r: Extract<Resolution, { st
   };
 }
 
+/**
+ * The cluster resolver as the Go controller's requests use it: `name` only,
+ * the Go controller adding `namespace` (its own) and `kind` (pipeline) itself.
+ * Tekton's cluster resolver would default a missing kind to "task", so the
+ * missing params are written out here, by position — the controller's
+ * namespace (the only one the rule lets the cluster resolver read) and the
+ * kind the reference must be — and the checks, the resolution and the
+ * record all see them. A request in that shape runs after the switch as it
+ * did under the Go controller (docs/migrating.md).
+ */
+function clusterDefaults(ref: RemoteRef, controllerNamespace: string, kinds: readonly string[]): RemoteRef {
+  if (ref.resolver !== 'cluster' || kinds.length !== 1) return ref;
+  const has = (n: string) => ref.params.some((p) => p.name === n);
+  const add = [...(has('kind') ? [] : [{ name: 'kind', value: kinds[0]!.toLowerCase() }]), ...(has('namespace') ? [] : [{ name: 'namespace', value: controllerNamespace }])];
+  return add.length ? { ...ref, params: [...ref.params, ...add] } : ref;
+}
+
 /** Refuses resolver params this controller does not pass on. */
 export function unknownResolverParams(ref: RemoteRef): string | undefined {
   const known = KNOWN_PARAMS[ref.resolver];
@@ -298,6 +315,7 @@ export function followReference(
   if (input.resolversRefused) return { kind: 'refused', message: `${where}${via}: ${input.resolversRefused}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
   const extra = unknownResolverParams(ref);
   if (extra) return { kind: 'refused', message: `${where}${via}: ${extra}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
+  ref = clusterDefaults(ref, input.controllerNamespace, kinds);
   const verdict = checkSource(input.policy, ref, { tenant: input.namespace, controllerNamespace: input.controllerNamespace });
   if (!verdict.allowed) return { kind: 'refused', message: `${where}${via}: ${verdict.message}`, code: 'REQUEST_SOURCE_NOT_ALLOWED' };
   ref = { resolver: ref.resolver, params: verdict.params };

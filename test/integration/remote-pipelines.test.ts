@@ -180,6 +180,12 @@ describe('spec.pipeline with the git resolver, real Tekton (pods simulated)', ()
     assert.equal(done.status?.pipeline?.resolver, 'cluster');
     assert.match(done.status?.pipeline?.source ?? '', /^\/apis\/tekton.dev\/v1\/namespaces\/internal-services\/pipeline\/plain@/);
     assert.match(done.status?.pipeline?.digest ?? '', /^sha256:[0-9a-f]{64}$/);
+    // As the Go controller's requesters write it (name only; it added namespace and kind itself): the same Pipeline, the same record.
+    await createRequest(requester, TENANT, 'by-cluster-go-shape', { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'name', value: 'plain' }] } }, params: { image: 'g' } });
+    const go = await waitForPhase(requester, TENANT, 'by-cluster-go-shape', FINAL, 60_000);
+    assert.equal(go.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(go));
+    assert.deepEqual(go.status?.results, { out: 'plain:g' });
+    assert.equal(go.status?.pipeline?.source, done.status?.pipeline?.source);
   });
 
   test("the requester CLI's git shape completes and prints the results", async () => {

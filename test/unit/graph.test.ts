@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
-import { checkGraph, pin, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import { checkGraph, followReference, pin, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
 import { ANNOTATION_STEPACTION_SOURCE, LABEL_STEPACTION_COPY, stepActionCopyName } from '../../src/tekton/stepaction-copy.js';
 import type { Resolution, ResolutionRequest } from '../../src/tekton/resolve.js';
 import { refLookupKey, type RefAnswer, type RefLookup } from '../../src/policy/exact-ref.js';
@@ -475,4 +475,17 @@ test('signatures: where the rule asks, every resolved resource is verified over 
   const broken = checkGraph(input({ policy: { ...policy, git: [{ ...rule, signatures: { authorities: [{ name: 'k', key: { data: 'not a key' } }] } }] } }));
   assert.equal(broken.state, 'rejected');
   assert.match(broken.state === 'rejected' ? broken.message : '', /sources\.git\[0\] is unusable and grants nothing \(signatures\.authorities\[0\] \("k"\): not a PEM public key/);
+});
+
+test("the cluster resolver in the Go controller's shape (name only): namespace and kind are written out by position before anything is checked or resolved", () => {
+  const asked: RemoteRef[] = [];
+  const ctx = { ...input({ policy: { ...policy, cluster: true } }), lookup: (ref: RemoteRef) => void asked.push(ref) as undefined };
+  const v = followReference(ctx, 'spec.pipeline.pipelineRef', { resolver: 'cluster', params: [{ name: 'name', value: 'plain' }] }, [], ['Pipeline']);
+  assert.equal(v.kind, 'need');
+  assert.deepEqual((v as { ref: RemoteRef }).ref.params, [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'plain' }, { name: 'namespace', value: NS }]);
+  const t = followReference(ctx, 'tasks[a].taskRef', { resolver: 'cluster', params: [{ name: 'name', value: 't' }] }, [], ['Task']);
+  assert.deepEqual((t as { ref: RemoteRef }).ref.params.find((p) => p.name === 'kind'), { name: 'kind', value: 'task' });
+  // Given, they are checked as given: another namespace is still refused.
+  const elsewhere = followReference(ctx, 'spec.pipeline.pipelineRef', { resolver: 'cluster', params: [{ name: 'name', value: 'plain' }, { name: 'namespace', value: 'default' }] }, [], ['Pipeline']);
+  assert.equal(elsewhere.kind, 'refused');
 });

@@ -8,7 +8,10 @@ import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE, pipelineRunName } from
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { done, NOW, NS, pipelineRun, request, runningStatus } from './fixtures.js';
 
-const REF = { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'sign' }, { name: 'namespace', value: NS }] } }, params: { image: 'quay.io/x' } };
+/** A cluster-resolver request as the Go controller's requesters write it: name only (it adds namespace and kind itself). */
+const REF = { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'name', value: 'sign' }] } }, params: { image: 'quay.io/x' } };
+/** The same with namespace and kind, as this controller used to require: the Go controller would give each twice. */
+const WITH_NS = { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'kind', value: 'pipeline' }, { name: 'name', value: 'sign' }, { name: 'namespace', value: NS }] } }, params: { image: 'quay.io/x' } };
 const inPhase = (phase: Phase, extra: InternalRequest['status'] = {}): InternalRequest['status'] => ({ conditions: inProgress(undefined, phase, { message: `in ${phase}`, observedGeneration: 1 }, NOW), ...extra });
 
 /** A request of team-a named `name` (uid u-<name>), spec.pipeline unless `spec` says otherwise. */
@@ -38,11 +41,22 @@ test('rollback: each state gets its step; anything the Go controller cannot cont
     req('installed', runningHere('installed'), { request: 'sign', params: { image: 'quay.io/x' } }),
     req('deleting', runningHere('deleting'), REF as Partial<InternalRequest['spec']>, { deletionTimestamp: '2026-11-22T09:59:50Z' }),
     req('succeeded', { conditions: finished(undefined, Reason.Succeeded, { message: 'ok' }, NOW) }),
+    req('new-with-ns', undefined, WITH_NS as Partial<InternalRequest['spec']>),
+    req('resolving-with-ns', inPhase(Phase.Resolving), WITH_NS as Partial<InternalRequest['spec']>),
+    req('running-with-ns', runningHere('running-with-ns'), WITH_NS as Partial<InternalRequest['spec']>),
   ];
-  const runs = [runFor('running'), runFor('ended', done(true)), runFor('installed'), runFor('deleting')];
+  const runs = [runFor('running'), runFor('ended', done(true)), runFor('installed'), runFor('deleting'), runFor('running-with-ns')];
   const plan = planRollback(input(requests, runs));
   assert.equal(plan.ready, false);
-  assert.deepEqual(plan.counts, { unfinished: 10, take: 1, release: 2, handOver: 2, blocked: 5 });
+  assert.deepEqual(plan.counts, { unfinished: 13, take: 1, release: 2, handOver: 3, blocked: 7 });
+  // What the Go controller would take as new, in a shape it cannot run, is not handed to it to hang.
+  for (const n of ['new-with-ns', 'resolving-with-ns']) {
+    const s = stepOf(plan, n) as { kind: string; why: string; todo: string };
+    assert.equal(s.kind, 'blocked', n);
+    assert.match(s.why, /a shape the Go controller cannot run: its cluster-resolver pipelineRef gives "kind" and "namespace", which the Go controller appends again; Tekton refuses the duplicate params/, n);
+    assert.match(s.todo, /without the namespace and kind params/, n);
+  }
+  assert.equal(stepOf(plan, 'running-with-ns').kind, 'handOver', 'a run already made is adopted as it is: nothing is built again');
   assert.equal(plan.rows.some((r) => r.request.endsWith('/succeeded')), false, 'finished requests are not in the plan');
   assert.equal(stepOf(plan, 'new').kind, 'take');
   for (const n of ['resolving', 'waiting-config']) assert.equal(stepOf(plan, n).kind, 'release', n);
