@@ -117,6 +117,12 @@ export function decide(o: Observation): Action[] {
   }
 
   if (!ours) {
+    // The incumbent's runs cannot all be looked at (its namespace cannot be listed):
+    // this request may have one there; nothing is declared missing or made until then.
+    if (o.incumbentUnreadable) {
+      if (showsPhase(req, Phase.Following, o.incumbentUnreadable)) return actions;
+      return [...actions, waiting(req, o, Phase.Following, o.incumbentUnreadable, {}, { type: 'Warning', reason: Phase.Following, message: o.incumbentUnreadable })];
+    }
     // The request was marked Running but its PipelineRun is gone: someone
     // deleted it. It cannot be re-run (that would run the work twice).
     if (req.status?.pipelineRun) {
@@ -136,7 +142,7 @@ export function decide(o: Observation): Action[] {
     // which (the runs carry no uid): none is followed and none is made; a
     // person deletes the ones that are not this request's.
     if (incumbent.ambiguous) {
-      const names = incumbent.ambiguous.map((pr) => `${o.namespace}/${pr.metadata.name}`).sort().join(', ');
+      const names = incumbent.ambiguous.map((pr) => `${pr.metadata.namespace ?? o.namespace}/${pr.metadata.name}`).sort().join(', ');
       const msg = `the previous controller made ${incumbent.ambiguous.length} PipelineRuns for this request (${names}) and did not record which is its own; delete the ones that are not, and the other is followed to its end`;
       if (showsPhase(req, Phase.Following, msg)) return actions;
       return [...actions, waiting(req, o, Phase.Following, msg, {}, { type: 'Warning', reason: Phase.Following, message: msg })];
@@ -331,7 +337,7 @@ export function decide(o: Observation): Action[] {
     return actions;
   }
 
-  const ref = `${o.namespace}/${ours.metadata.name}`;
+  const ref = `${ours.metadata.namespace ?? o.namespace}/${ours.metadata.name}`;
   const out = runOutcomeOf(ours);
   if (!out.done) {
     // The configuration changed under a running request, and the rule that
