@@ -37,7 +37,7 @@ import type { Action } from './actions.js';
 import { policyTenant, type Observation } from './observation.js';
 import { finish, reject, running, runningMessage, waiting } from './status-report.js';
 import { graphContext, Resolutions } from './resolutions.js';
-import { holdsIncumbentFinalizer, INCUMBENT_FINALIZER, incumbentRequestOf, incumbentRunOf } from '../requests/incumbent.js';
+import { holdsIncumbentFinalizer, INCUMBENT_FINALIZER, incumbentRequestOf, incumbentRunOf, mayHaveIncumbentRun } from '../requests/incumbent.js';
 import { approvalGate, deleteApproval } from './approval-gate.js';
 import { archiveOf, logsAnswer, relayChains, removeDone } from './retention.js';
 
@@ -117,9 +117,9 @@ export function decide(o: Observation): Action[] {
   }
 
   if (!ours) {
-    // The incumbent's runs cannot all be looked at (its namespace cannot be listed):
-    // this request may have one there; nothing is declared missing or made until then.
-    if (o.incumbentUnreadable) {
+    // The incumbent's runs cannot all be looked at (its namespace cannot be listed) and it
+    // may have made one for this request: nothing is declared missing or made until they can.
+    if (o.incumbentUnreadable && mayHaveIncumbentRun(req)) {
       if (showsPhase(req, Phase.Following, o.incumbentUnreadable)) return actions;
       return [...actions, waiting(req, o, Phase.Following, o.incumbentUnreadable, {}, { type: 'Warning', reason: Phase.Following, message: o.incumbentUnreadable })];
     }
