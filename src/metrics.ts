@@ -20,7 +20,7 @@ export interface Metrics {
   pathChecks: NonNullable<PathChecksOptions['metrics']>;
   apiObserver: RequestObserver;
   /** Set the callbacks read at scrape time. */
-  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; deletesDenied?(): Record<string, number>; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; tektonSettings?(): Array<{ setting: string; value: string }>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
+  bind(sources: { running(): number; lastContact(): Array<{ informer: string; ms: number }>; leader(): boolean; configPresent(): boolean; configProblems?(): number; incumbentPresent?(): number; waiting(): Record<string, Record<string, number>>; remotes(): Array<{ remote: string; up: boolean }>; pastTimeout?(): Record<string, number>; awaitingResults?(): number; deletesDenied?(): Record<string, number>; tekton?(): { version: string; advisories: Record<string, number> }; tektonComponents?(): Record<string, Record<string, number>>; tektonSettings?(): Array<{ setting: string; value: string }>; kcpShards?(): Array<{ shard: string; up: boolean; workspaces: number; waiting?: number }> }): void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -166,6 +166,14 @@ export function createMetrics(): Metrics {
     registers: [registry],
     collect() {
       this.set(sources?.configPresent() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'internal_services_incumbent_present',
+    help: '1 while the Go controller this one replaces may run on the internal cluster (its Deployment has replicas, or its leader-election Lease is held, or they cannot be read): no request is acted on; 0 once it is gone (always 0 with --no-incumbent-check)',
+    registers: [registry],
+    collect() {
+      this.set(sources?.incumbentPresent?.() ?? 0);
     },
   });
   new Gauge({

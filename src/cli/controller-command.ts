@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
 import { LeaderElector } from '../kube/leader.js';
 import { INCUMBENT_DEPLOYMENT, INCUMBENT_LEASE, INCUMBENT_NAMESPACE, IncumbentPreflight } from '../migrate/incumbent-preflight.js';
+import { incumbentWatches } from '../migrate/incumbent-watch.js';
 import { createMetrics } from '../metrics.js';
 import { checkProviderFlags, readKcpKubeconfig, remoteProviders } from './remote-providers.js';
 import { byteSize, duration, namespaceName, positiveInt, remoteName, secretNames, shortDuration, workspacePaths } from './flag-parsers.js';
@@ -278,6 +279,8 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   const controller = new Controller({
     ...(codeKinds.length ? { kinds: [INTERNAL_REQUEST_KIND, ...codeKinds] } : {}),
     ...(remote ? { remoteName: flags.remoteName } : {}),
+    // The Go controller's runs are followed in its namespace too (unless none was ever installed: --no-incumbent-check).
+    ...(flags.incumbentCheck ? { incumbentNamespace: flags.incumbentNamespace } : {}),
     internal,
     namespace,
     log,
@@ -313,6 +316,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     lastContact: () => controller.views.lastContact(),
     leader: () => (elector ? elector.isLeader : true),
     configPresent: () => controller.views.configPresent,
+    incumbentPresent: () => preflight?.present() ?? 0,
     configProblems: () => controller.views.configProblems(),
     waiting: () => controller.views.waitingByPhase(),
     pastTimeout: () => controller.views.pipelineRunsPastTimeout(),
@@ -323,10 +327,10 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     tektonComponents: () => tektonVersion.componentStatus(),
     tektonSettings: () => tektonSettings.metrics(),
   });
-  // Never two controllers at once: the Go controller this one replaces must be gone first (docs/migrating.md).
-  const preflight = flags.incumbentCheck
-    ? new IncumbentPreflight(internal.kc, { namespace: flags.incumbentNamespace, deployment: flags.incumbentDeployment, lease: flags.incumbentLease }, log.child({ component: 'incumbent-check' }))
-    : undefined;
+  // Never two controllers at once, all the time: the Go controller this one replaces must be gone first, and stay gone (docs/migrating.md).
+  const incumbentRefs = { namespace: flags.incumbentNamespace, deployment: flags.incumbentDeployment, lease: flags.incumbentLease };
+  const incumbentLog = log.child({ component: 'incumbent-check' });
+  const preflight = flags.incumbentCheck ? new IncumbentPreflight(internal.kc, incumbentRefs, incumbentLog, 5_000, incumbentWatches(internal, incumbentRefs, incumbentLog)) : undefined;
   const health = healthAddr ? await startHealthServer(healthAddr, () => [...controller.views.readiness(), ...providers.flatMap((p) => p.readiness()), ...tektonVersion.readinessChecks(), tektonSettings.readiness(), ...(preflight?.readiness() ?? [])], log) : undefined;
   const metricsServer = metricsAddr ? await startMetricsServer(metricsAddr, metrics.registry, log) : undefined;
 
@@ -342,7 +346,7 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     hard.unref();
     tektonVersion.stop();
     tektonSettings.stop();
-    preflight?.stop();
+    await preflight?.stop();
     await Promise.all(providers.map((p) => p.stop()));
     await controller.stop(7_000);
     await elector?.release();
@@ -373,5 +377,8 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     if (!leading) return;
   }
   if (elector && preflight && !(await preflight.waitUntilClear())) return;
-  if (!stopping) controller.startWorkers();
+  if (stopping) return;
+  controller.startWorkers();
+  // And while it serves: the Go controller back (a GitOps resync of its manifests) holds every action at once, until it is gone again.
+  if (preflight) void preflight.follow({ pause: (why) => controller.hold(why), resume: () => controller.release() });
 }

@@ -13,6 +13,8 @@ import { connect, describeError, type Cluster } from '../kube/client.js';
 import { checkIncumbent, INCUMBENT_NAMESPACE, type IncumbentVerdict } from '../migrate/incumbent-preflight.js';
 import { migrateCheck, type CheckReport, type IncumbentConfigSpec, type Judgement } from '../migrate/migrate-check.js';
 import { handOverWrites, planRollback, type RollbackPlan } from '../migrate/rollback.js';
+import type { RunsSeen } from '../migrate/run-location.js';
+import { INCUMBENT_SELECTOR } from '../requests/incumbent.js';
 import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun } from '../tekton/tekton-types.js';
 
 interface CheckFlags {
@@ -176,6 +178,14 @@ async function run(flags: CheckFlags): Promise<CheckReport & { incumbentConfig: 
     (l) => new Set(l.items.map((sa) => sa.metadata?.name ?? '')),
     () => undefined,
   );
+  // Where the Go controller's runs are: in this controller's namespace and in its own.
+  const runs: RunsSeen = { runs: [], namespaces: [...new Set([flags.namespace, flags.incumbentNamespace])], unreadable: {} };
+  for (const ns of runs.namespaces) {
+    await internal.resource<PipelineRun>(PIPELINERUN).list(ns, { labelSelector: INCUMBENT_SELECTOR }).then(
+      (l) => void (runs.runs as PipelineRun[]).push(...l.items),
+      (e: unknown) => void ((runs.unreadable as Record<string, string>)[ns] = describeError(e)),
+    );
+  }
   requests.sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
   const report = migrateCheck({
     namespace: flags.namespace,
@@ -186,6 +196,7 @@ async function run(flags: CheckFlags): Promise<CheckReport & { incumbentConfig: 
     incumbent: incumbent?.spec as IncumbentConfigSpec | undefined,
     ours,
     serviceAccounts,
+    runs,
     now: new Date(),
   });
   return {
@@ -205,6 +216,7 @@ function render(r: CheckReport & { incumbentConfig: string; ourConfig: string },
   out.push('');
   for (const row of r.rows) {
     out.push(`${row.request}  (Go: ${row.incumbent}${row.followed ? '; followed, not judged again' : ''})`);
+    if (row.run) out.push(`    its run:           ${row.run}`);
     out.push(`    here:              ${show(row.now)}`);
     if (row.proposed.here !== row.now.here || row.proposed.message !== row.now.message) out.push(`    with the proposal: ${show(row.proposed)}`);
   }

@@ -67,6 +67,8 @@ export class Controller {
   private readonly workers: Workers;
   private readonly housekeeping: Housekeeping;
   private started = false;
+  /** Why every action is held (the Go controller is back: incumbent-gate.ts), or undefined. */
+  private heldBecause: string | undefined;
   private readonly log: Logger;
 
   constructor(private readonly opts: ControllerOptions) {
@@ -115,6 +117,7 @@ export class Controller {
       checkServiceAccount: (key, owner, name) => serviceAccounts.check(name, owner, () => enqueue(key)),
       askArchive: (key, pr) => archive?.ask(pr, () => enqueue(key)),
       fetchLogs: (key, owner, asked, pipelineRun, archivedLog) => logRelay.start(owner, asked, pipelineRun, archivedLog, () => enqueue(key)),
+      held: () => this.heldBecause,
     });
     this.remotes = new RemoteSet(
       {
@@ -133,6 +136,14 @@ export class Controller {
     // The remote the incumbent Go controller served: its runs there are followed, not made again (requests/incumbent.ts).
     const incumbentRemote = opts.incumbentRemote ?? opts.remoteName;
     const incumbentKey = (pr: PipelineRun) => (incumbentRemote ? incumbentKeyOf(incumbentRemote, pr) : undefined);
+    // Its runs in the controller's namespace and in its own (--incumbent-namespace).
+    const incumbentRuns = () => [...this.caches.incumbentRuns.list(), ...(this.caches.incumbentRunsThere?.list() ?? [])];
+    const incumbentUnreadable = () => {
+      const there = this.caches.incumbentRunsThere;
+      if (!there || there.synced) return undefined;
+      const ns = opts.incumbentNamespace;
+      return `the previous (Go) controller's PipelineRuns in namespace ${ns} cannot be listed, and this request may have its run there: nothing is decided for it until they can be (grant the controller get, list, watch, patch and delete on pipelineruns in ${ns}: kubectl apply -f config/rbac/internal-incumbent, or the chart's incumbent.check; or set --incumbent-namespace to where the Go controller ran)`;
+    };
     this.caches = internalCaches(opts.internal, opts.namespace, log, inf, {
       pipelineRun: (pr, deleted) => {
         const { key, freed } = this.runs.observed(pr, deleted);
@@ -146,11 +157,11 @@ export class Controller {
         const key = incumbentKey(pr);
         if (key) enqueue(key);
       },
-    });
+    }, opts.incumbentNamespace);
     this.runs = new RunIndex(this.caches.pipelineRuns, opts.namespace);
     this.configSource = new ConfigSource({ internal: opts.internal, namespace: opts.namespace, log, defaultRemote: opts.remoteName, informer: inf, changed: () => this.housekeeping.requeueLive(), debugOff: () => this.housekeeping.sweep() });
     this.configs = this.configSource.informer;
-    this.housekeeping = new Housekeeping({ internal: opts.internal, namespace: opts.namespace, log, now, queue: this.queue, remotes: () => this.remotes.values(), runs: this.runs, pipelineRuns: this.caches.pipelineRuns, resolutions: this.caches.resolutions, writer: this.writer, capacity: this.capacity, refusals, config: () => this.config(), otherKeys: () => [...this.caches.incumbentRuns.list()].flatMap((pr) => incumbentKey(pr) ?? []) });
+    this.housekeeping = new Housekeeping({ internal: opts.internal, namespace: opts.namespace, log, now, queue: this.queue, remotes: () => this.remotes.values(), runs: this.runs, pipelineRuns: this.caches.pipelineRuns, resolutions: this.caches.resolutions, writer: this.writer, capacity: this.capacity, refusals, config: () => this.config(), held: () => this.heldBecause !== undefined, otherKeys: () => incumbentRuns().flatMap((pr) => incumbentKey(pr) ?? []) });
     this.views = new HealthViews({
       namespace: opts.namespace,
       remotes: () => this.remotes.values(),
@@ -214,7 +225,7 @@ export class Controller {
         refuseResolversOnAdvisory: opts.refuseResolversOnAdvisory === true,
         ...(opts.drain ? { drain: true } : {}),
         refusals,
-        ...(incumbentRemote ? { incumbent: { remote: incumbentRemote, runs: () => this.caches.incumbentRuns.list() } } : {}),
+        ...(incumbentRemote ? { incumbent: { remote: incumbentRemote, runs: incumbentRuns, unreadable: incumbentUnreadable } } : {}),
       },
     });
     this.workers = new Workers(this.queue, this.reconciler, log, m.reconciled);
@@ -239,6 +250,8 @@ export class Controller {
     // Remotes are started as remotes (a kind defined later starts with them).
     for (const r of this.remotes.values()) r.start();
     for (const i of this.internalInformers) i.start();
+    // Not waited for: until it lists, the requests that may have a run there wait (decide.ts).
+    this.caches.incumbentRunsThere?.start();
     await Promise.all(this.internalInformers.map((i) => i.waitForSync()));
   }
 
@@ -277,6 +290,23 @@ export class Controller {
     this.startWorkers();
   }
 
+  /**
+   * Holds every action at once (the Go controller is back while this one
+   * serves: docs/migrating.md): the executor carries out none, and its keys
+   * are looked at again until release().
+   */
+  hold(reason: string): void {
+    this.heldBecause = reason;
+  }
+
+  /** Acts again (the Go controller is gone again): every live request and everything we made is looked at. */
+  release(): void {
+    if (this.heldBecause === undefined) return;
+    this.heldBecause = undefined;
+    this.housekeeping.requeueLive();
+    this.housekeeping.sweep();
+  }
+
   /** Stops acting at once (lost leadership): no new work; in-flight calls are abandoned by the caller exiting. */
   halt(): void {
     this.workers.halt();
@@ -288,7 +318,7 @@ export class Controller {
    */
   async stop(graceMs = 8_000): Promise<void> {
     if (!(await this.workers.drain(graceMs))) this.log.warn({ graceMs }, 'in-flight work did not finish in time');
-    await Promise.all([...this.internalInformers.map((i) => i.stop()), this.remotes.stopAll(), this.definitions?.stop()]);
+    await Promise.all([...this.internalInformers.map((i) => i.stop()), this.caches.incumbentRunsThere?.stop(), this.remotes.stopAll(), this.definitions?.stop()]);
     this.opts.internal.close();
   }
 

@@ -37,7 +37,7 @@ import type { Action } from './actions.js';
 import { policyTenant, type Observation } from './observation.js';
 import { finish, reject, running, runningMessage, waiting } from './status-report.js';
 import { graphContext, Resolutions } from './resolutions.js';
-import { holdsIncumbentFinalizer, INCUMBENT_FINALIZER, incumbentRequestOf, incumbentRunOf } from '../requests/incumbent.js';
+import { holdsIncumbentFinalizer, INCUMBENT_FINALIZER, incumbentRequestOf, incumbentRunOf, mayHaveIncumbentRun } from '../requests/incumbent.js';
 import { approvalGate, deleteApproval } from './approval-gate.js';
 import { archiveOf, logsAnswer, relayChains, removeDone } from './retention.js';
 
@@ -117,6 +117,12 @@ export function decide(o: Observation): Action[] {
   }
 
   if (!ours) {
+    // The incumbent's runs cannot all be looked at (its namespace cannot be listed) and it
+    // may have made one for this request: nothing is declared missing or made until they can.
+    if (o.incumbentUnreadable && mayHaveIncumbentRun(req)) {
+      if (showsPhase(req, Phase.Following, o.incumbentUnreadable)) return actions;
+      return [...actions, waiting(req, o, Phase.Following, o.incumbentUnreadable, {}, { type: 'Warning', reason: Phase.Following, message: o.incumbentUnreadable })];
+    }
     // The request was marked Running but its PipelineRun is gone: someone
     // deleted it. It cannot be re-run (that would run the work twice).
     if (req.status?.pipelineRun) {
@@ -136,7 +142,7 @@ export function decide(o: Observation): Action[] {
     // which (the runs carry no uid): none is followed and none is made; a
     // person deletes the ones that are not this request's.
     if (incumbent.ambiguous) {
-      const names = incumbent.ambiguous.map((pr) => `${o.namespace}/${pr.metadata.name}`).sort().join(', ');
+      const names = incumbent.ambiguous.map((pr) => `${pr.metadata.namespace ?? o.namespace}/${pr.metadata.name}`).sort().join(', ');
       const msg = `the previous controller made ${incumbent.ambiguous.length} PipelineRuns for this request (${names}) and did not record which is its own; delete the ones that are not, and the other is followed to its end`;
       if (showsPhase(req, Phase.Following, msg)) return actions;
       return [...actions, waiting(req, o, Phase.Following, msg, {}, { type: 'Warning', reason: Phase.Following, message: msg })];
@@ -332,7 +338,7 @@ export function decide(o: Observation): Action[] {
     return actions;
   }
 
-  const ref = `${o.namespace}/${ours.metadata.name}`;
+  const ref = `${ours.metadata.namespace ?? o.namespace}/${ours.metadata.name}`;
   const out = runOutcomeOf(ours);
   if (!out.done) {
     // The configuration changed under a running request, and the rule that

@@ -20,6 +20,7 @@ import type { StatusTarget, StatusWriter } from './status-writer.js';
 import type { CommitCheck } from '../policy/source.js';
 import type { RefLookup } from '../policy/exact-ref.js';
 import type { PathCheck } from '../policy/path-check.js';
+import { gate, HELD_RETRY_MS } from './incumbent-gate.js';
 
 export interface ExecutorOptions {
   internal: Cluster;
@@ -54,6 +55,10 @@ export interface ExecutorOptions {
   askArchive?(key: string, pipelineRun: PipelineRun): void;
   /** Fetch the logs a requester asked for (owner: the request's uid); the key comes back with them. */
   fetchLogs?(key: string, owner: string, asked: string, pipelineRun: string, archivedLog: string | undefined): void;
+  /** Why every action is held now (the Go controller is back: incumbent-gate.ts), or undefined: act. */
+  held?(): string | undefined;
+  /** An action was held (counted). */
+  heldAction?(type: Action['type']): void;
 }
 
 export class Executor {
@@ -75,6 +80,13 @@ export class Executor {
     if (!kind) throw new Error(`request kind of ${key} is not served on remote ${remote.name}`);
     const ns = this.opts.namespace;
     const log = this.opts.log;
+    // The one gate every action passes: nothing is done while the Go controller is back.
+    if (gate(this.opts.held?.(), action) === 'hold') {
+      this.opts.heldAction?.(action.type);
+      log.debug({ request: key, action: action.type }, 'held: the Go controller is back');
+      this.opts.requeueAfter(key, HELD_RETRY_MS);
+      return false;
+    }
     switch (action.type) {
       case 'createPipelineRun': {
         const pr = action.pipelineRun;
@@ -248,9 +260,11 @@ export class Executor {
         return this.opts.writer.relayAttestation(statusTarget(remote, kind), key, request, action.attestation, action.event);
       case 'cancelPipelineRun': {
         const name = action.pipelineRun.metadata.name!;
+        // Where it is: ours in the controller's namespace, the Go controller's wherever it made it (--incumbent-namespace).
+        const at = action.pipelineRun.metadata.namespace || ns;
         try {
-          await this.prClient.patchMerge(ns, name, { ...(action.annotations ? { metadata: { annotations: action.annotations } } : {}), spec: { status: 'Cancelled' } });
-          log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun cancelled');
+          await this.prClient.patchMerge(at, name, { ...(action.annotations ? { metadata: { annotations: action.annotations } } : {}), spec: { status: 'Cancelled' } });
+          log.info({ request: key, pipelineRun: `${at}/${name}`, why: action.why }, 'PipelineRun cancelled');
         } catch (e) {
           if (statusCode(e) !== 404) throw e;
         }
@@ -258,21 +272,22 @@ export class Executor {
       }
       case 'deletePipelineRun': {
         const name = action.pipelineRun.metadata.name!;
+        const at = action.pipelineRun.metadata.namespace || ns;
         try {
-          await this.prClient.delete(ns, name, action.pipelineRun.metadata.uid);
+          await this.prClient.delete(at, name, action.pipelineRun.metadata.uid);
         } catch (e) {
           if (statusCode(e) !== 409) throw e; // 409: precondition failed, a newer object of that name
         }
         this.opts.deleted(action.pipelineRun);
         if (action.unsigned) {
           this.opts.deletedUnsigned?.(action.unsigned, remote.metricsName);
-          log.warn({ request: key, pipelineRun: `${ns}/${name}`, why: action.why, unsigned: action.unsigned }, 'PipelineRun deleted without a signature of Tekton Chains');
+          log.warn({ request: key, pipelineRun: `${at}/${name}`, why: action.why, unsigned: action.unsigned }, 'PipelineRun deleted without a signature of Tekton Chains');
           return true;
         }
         if (action.unarchived) {
           this.opts.prunedUnarchived?.();
-          log.warn({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted before Tekton Results stored it');
-        } else log.info({ request: key, pipelineRun: `${ns}/${name}`, why: action.why }, 'PipelineRun deleted');
+          log.warn({ request: key, pipelineRun: `${at}/${name}`, why: action.why }, 'PipelineRun deleted before Tekton Results stored it');
+        } else log.info({ request: key, pipelineRun: `${at}/${name}`, why: action.why }, 'PipelineRun deleted');
         return true;
       }
     }

@@ -37,6 +37,8 @@ export interface HousekeepingDeps {
   capacity: Pick<CapacityGate, 'forgetRemote'>;
   refusals: Pick<Refusals, 'forgetRemote' | 'expire'>;
   config: () => EffectiveConfig;
+  /** While true (the Go controller is back), the sweep removes nothing itself (the StepAction copies stay). */
+  held?: () => boolean;
   /** More request keys a sweep looks at (the incumbent's runs). */
   otherKeys?: () => Iterable<string>;
 }
@@ -79,7 +81,7 @@ export class Housekeeping {
     this.d.runs.expire();
     this.d.writer.expire();
     this.d.refusals.expire(this.d.now().getTime());
-    if (!only && !this.sweepingCopies) {
+    if (!only && !this.sweepingCopies && !this.d.held?.()) {
       this.sweepingCopies = true;
       sweepStepActionCopies(this.d.internal.resource<StepActionCopy>(STEPACTION), this.d.namespace, this.d.pipelineRuns.list(), this.d.now().getTime(), this.d.log)
         .catch((e: unknown) => this.d.log.warn({ err: describeError(e) }, 'could not list the StepAction copies to remove unused ones'))

@@ -25,6 +25,13 @@ export interface InternalCaches {
   resolutions: Informer<ResolutionRequest>;
   /** The incumbent controller's PipelineRuns in the controller's namespace. */
   incumbentRuns: Informer<PipelineRun>;
+  /**
+   * And in its own namespace (--incumbent-namespace, where its kustomize
+   * default runs it and its runs), when that is another: not waited for at
+   * start (a namespace the controller may not read must not hold up the
+   * rest); until it has listed, requests that may have a run there wait.
+   */
+  incumbentRunsThere?: Informer<PipelineRun>;
 }
 
 export interface InternalCacheHandlers {
@@ -38,7 +45,7 @@ export interface InternalCacheHandlers {
   incumbentRun(pr: PipelineRun): void;
 }
 
-export function internalCaches(internal: Cluster, namespace: string, log: Logger, inf: Pick<InformerOptions, 'resyncPeriodMs' | 'observer' | 'watchTimeoutSeconds' | 'backoffMaxMs'>, on: InternalCacheHandlers): InternalCaches {
+export function internalCaches(internal: Cluster, namespace: string, log: Logger, inf: Pick<InformerOptions, 'resyncPeriodMs' | 'observer' | 'watchTimeoutSeconds' | 'backoffMaxMs'>, on: InternalCacheHandlers, incumbentNamespace?: string): InternalCaches {
   const owned = { ...inf, namespace, labelSelector: OWNED_SELECTOR, transform: slimMeta };
   const pipelineRuns = new Informer<PipelineRun>(`internal/pipelineruns`, internal.resource<PipelineRun>(PIPELINERUN), {
     onAdd: (pr) => on.pipelineRun(pr, false),
@@ -63,11 +70,13 @@ export function internalCaches(internal: Cluster, namespace: string, log: Logger
     onDelete: onRr,
     onResync: () => on.resynced(),
   }, log, owned);
-  const incumbentRuns = new Informer<PipelineRun>('internal/incumbent-pipelineruns', internal.resource<PipelineRun>(PIPELINERUN), {
+  const incumbentIn = (ns: string, name: string) => new Informer<PipelineRun>(name, internal.resource<PipelineRun>(PIPELINERUN), {
     onAdd: (pr) => on.incumbentRun(pr),
     onUpdate: (_o, pr) => on.incumbentRun(pr),
     onDelete: (pr) => on.incumbentRun(pr),
     onResync: () => on.resynced(),
-  }, log, { ...inf, namespace, labelSelector: INCUMBENT_SELECTOR, transform: (pr: PipelineRun) => withoutChainsPayloads(slimMeta(pr)) });
-  return { pipelineRuns, pipelines, tasks, approvals, resolutions, incumbentRuns };
+  }, log, { ...inf, namespace: ns, labelSelector: INCUMBENT_SELECTOR, transform: (pr: PipelineRun) => withoutChainsPayloads(slimMeta(pr)) });
+  const incumbentRuns = incumbentIn(namespace, 'internal/incumbent-pipelineruns');
+  const there = incumbentNamespace && incumbentNamespace !== namespace ? { incumbentRunsThere: incumbentIn(incumbentNamespace, `internal/incumbent-pipelineruns@${incumbentNamespace}`) } : {};
+  return { pipelineRuns, pipelines, tasks, approvals, resolutions, incumbentRuns, ...there };
 }

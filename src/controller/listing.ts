@@ -47,8 +47,13 @@ export function removesForAnother(actions: readonly Action[], uid: string | unde
   return actions.some((a) => {
     switch (a.type) {
       case 'cancelPipelineRun':
-      case 'deletePipelineRun':
-        return requestUidOf(a.pipelineRun) !== uid;
+      case 'deletePipelineRun': {
+        // A run the controller did not make (no request uid on it: the Go
+        // controller's) is confirmed before it is touched, whichever request
+        // it is taken for: the cache that says its request is gone may be behind.
+        const owner = requestUidOf(a.pipelineRun);
+        return owner === undefined || owner !== uid;
+      }
       case 'deleteResolution':
         return requestUidOf(a.resolution) !== uid;
       case 'deleteApproval':
@@ -67,14 +72,26 @@ export function removesForAnother(actions: readonly Action[], uid: string | unde
  * the cache's answer stands (undefined), or the run of a request nobody can
  * see any more would be kept for ever.
  */
-export async function confirmingRead(client: Pick<ResourceClient<InternalRequest>, 'tryGet'>, log: Logger, key: string, namespace: string, name: string): Promise<InternalRequest | undefined> {
+export async function confirmingRead(client: Pick<ResourceClient<InternalRequest>, 'tryGet'>, log: Logger, key: string, namespace: string, name: string, forbidden?: () => void): Promise<InternalRequest | undefined> {
   try {
     return await client.tryGet(namespace, name);
   } catch (e) {
     if (statusCode(e) !== 403) throw e;
+    forbidden?.();
     log.info({ request: key, err: describeError(e) }, 'the request cannot be read to confirm that it is gone (forbidden); acting on the cache, which does not show it');
     return undefined;
   }
+}
+
+/**
+ * The plan to carry out when the request could not be read to confirm
+ * what the cache says (403): what the controller made for it goes as the
+ * cache says, but a run it did not make (the Go controller's, which
+ * carries no request uid) is never cancelled or deleted on the word of a
+ * cache alone. Pure.
+ */
+export function withoutUnconfirmedRemovals(actions: readonly Action[]): Action[] {
+  return actions.filter((a) => !((a.type === 'cancelPipelineRun' || a.type === 'deletePipelineRun') && requestUidOf(a.pipelineRun) === undefined));
 }
 
 /**

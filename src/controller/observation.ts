@@ -115,6 +115,12 @@ export interface Observation {
    * belong to an earlier request of that name, which is gone.
    */
   incumbentRuns?: PipelineRun[];
+  /**
+   * The incumbent's runs cannot all be looked at (its namespace cannot be
+   * listed): why, and what to grant. A request with no run of ours then
+   * waits: none is declared missing, none is made.
+   */
+  incumbentUnreadable?: string;
   /** The remote refused a delete of a finished request lately (ttlSecondsAfterFinished): none is planned for a while. */
   deletesDenied?: true;
   /**

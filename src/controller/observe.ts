@@ -70,7 +70,7 @@ export interface ObserveSources {
   drain?: boolean;
   refusals: Pick<Refusals, 'of' | 'deletesDeniedOn' | 'finalizersDeniedOn'>;
   /** The incumbent Go controller's runs, on the remote it served (requests/incumbent.ts). */
-  incumbent?: { remote: string; runs(): Iterable<PipelineRun> };
+  incumbent?: { remote: string; runs(): Iterable<PipelineRun>; /** Why its runs cannot all be looked at now (its namespace cannot be listed), or undefined. */ unreadable?(): string | undefined };
 }
 
 /**
@@ -110,7 +110,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   let failedTasks: string[] | undefined;
   if (request && ours && !isFinished(request)) {
     const out = runOutcomeOf(ours);
-    if (out.done && !out.succeeded) failedTasks = await once(memo, `failedTasks/${ours.metadata.uid}/${ours.metadata.resourceVersion}`, () => failedTasksOf(src.taskRuns, ns, ours, src.log));
+    if (out.done && !out.succeeded) failedTasks = await once(memo, `failedTasks/${ours.metadata.uid}/${ours.metadata.resourceVersion}`, () => failedTasksOf(src.taskRuns, ours.metadata.namespace ?? ns, ours, src.log));
   }
   const resolutions = [...src.resolutions.list()].filter((rr) => requestKeyOf({ metadata: rr.metadata ?? {} }) === key);
   const earlier = needPipeline && request && idempotencyKeyOf(request) ? await once(memo, `earlier/${uid}/${request.metadata.resourceVersion}`, () => earlierOf(src.sameKeyRequests, { name: remote.name, client: kind.client, kind: kind.kind }, request)) : undefined;
@@ -131,9 +131,11 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
   const now = src.now();
   const clustersRefused = src.refusals.of(key, uid);
   const k = splitKey(key);
-  const incumbentRuns = src.incumbent && remote.name === src.incumbent.remote && !k.kind
-    ? [...src.incumbent.runs()].filter((pr) => { const r = incumbentRequestOf(pr); return r?.namespace === k.namespace && r.name === k.name; })
+  const incumbentServed = src.incumbent && remote.name === src.incumbent.remote && !k.kind;
+  const incumbentRuns = incumbentServed
+    ? [...src.incumbent!.runs()].filter((pr) => { const r = incumbentRequestOf(pr); return r?.namespace === k.namespace && r.name === k.name; })
     : [];
+  const incumbentUnreadable = incumbentServed ? src.incumbent!.unreadable?.() : undefined;
   const observation: Observation = {
     namespace: ns,
     remote: remote.name,
@@ -158,6 +160,7 @@ export async function observe(src: ObserveSources, key: string, remote: Remote, 
     ...(refused ? { resolversRefused: refused } : {}),
     ...(clustersRefused ? { refused: clustersRefused } : {}),
     ...(incumbentRuns.length ? { incumbentRuns } : {}),
+    ...(incumbentUnreadable ? { incumbentUnreadable } : {}),
     ...(src.drain ? { draining: true as const } : {}),
     ...(saName && saAnswer ? { serviceAccount: { name: saName, answer: saAnswer } } : {}),
     ...(request && isFinished(request) && src.refusals.deletesDeniedOn(remote.name, now.getTime()) ? { deletesDenied: true as const } : {}),

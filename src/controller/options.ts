@@ -47,6 +47,13 @@ export interface ControllerOptions {
   remoteName?: string;
   /** The remote the incumbent Go controller served (default: remoteName): its in-flight runs there are followed to the end, not made again (docs/migrating.md). */
   incumbentRemote?: string;
+  /**
+   * The namespace the incumbent Go controller ran in and made its runs in
+   * (--incumbent-namespace; its kustomize default internal-services-system):
+   * its runs are followed there too, beside the controller's namespace.
+   * Unset: only in the controller's namespace.
+   */
+  incumbentNamespace?: string;
   internal: Cluster;
   /** The controller's namespace on the internal cluster. */
   namespace: string;

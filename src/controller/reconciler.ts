@@ -23,7 +23,7 @@ import { decide } from './decide.js';
 import type { Executor } from './executor.js';
 import type { CapacityGate } from './capacity-gate.js';
 import { KeyLocks } from './idempotency-lookups.js';
-import { confirmingRead } from './listing.js';
+import { confirmingRead, withoutUnconfirmedRemovals } from './listing.js';
 import { liveReadFor, type LiveReads } from './live-reads.js';
 import { observe, type ObserveMemo, type ObserveSources } from './observe.js';
 import type { StatusWriter } from './status-writer.js';
@@ -112,7 +112,7 @@ export class Reconciler {
     for (;;) {
       const seen = await observe(this.d.sources, key, remote, kind, request, reads, memo);
       if (!seen) return {};
-      const actions = decide(seen.observation);
+      let actions = decide(seen.observation);
       const read = liveReadFor(actions, seen, reads, kind.kind.builtIn);
       if (read === 'request' || read === 'confirm') {
         // A typed kind's request is decided again on a fresh read before
@@ -124,8 +124,10 @@ export class Reconciler {
         // confirmed before it removes what was made for a request the cache
         // does not show (it may be behind: listing.ts).
         const k = splitKey(key);
-        const got = read === 'request' ? await kind.client.tryGet(k.namespace, k.name) : await confirmingRead(kind.client, this.d.log, key, k.namespace, k.name);
+        let unconfirmed = false;
+        const got = read === 'request' ? await kind.client.tryGet(k.namespace, k.name) : await confirmingRead(kind.client, this.d.log, key, k.namespace, k.name, () => (unconfirmed = true));
         reads.request = 'read';
+        if (unconfirmed) actions = withoutUnconfirmedRemovals(actions);
         if (read === 'request' && (!got || got.metadata.uid !== request?.metadata.uid)) return {}; // gone or replaced: its delete event brings the key back
         if (got && (got.metadata.uid !== request?.metadata.uid || read === 'request')) {
           request = kind.kind.toRequest(got as never);

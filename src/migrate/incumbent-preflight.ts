@@ -121,44 +121,123 @@ export async function checkIncumbent(kc: KubeConfig, refs: IncumbentRefs, now: (
   return incumbentVerdict(refs, deployment, lease, now(), who);
 }
 
+/** What a new verdict means for a controller that serves: hold every action, take them up again, or nothing changes. Pure. */
+export type Transition = 'pause' | 'resume' | undefined;
+export function transitionOf(paused: boolean, v: Pick<IncumbentVerdict, 'clear'>): Transition {
+  if (!v.clear && !paused) return 'pause';
+  if (v.clear && paused) return 'resume';
+  return undefined;
+}
+
+/** What the controller does when the incumbent comes back while it serves, and when it is gone again. */
+export interface ServingHooks {
+  pause(message: string): void;
+  resume(message: string): void;
+}
+
+/** Something that wakes the check at once when the incumbent's objects change (incumbent-watch.ts: watches of the two by name). */
+export interface Triggers {
+  start(wake: () => void): void;
+  stop(): Promise<void> | void;
+}
+
 /**
- * The preflight as the controller runs it: checks until the incumbent is
- * gone (every `everyMs`), saying why it waits when that changes; until then
- * the readiness line `incumbent` fails with the same message.
+ * The check as the controller runs it, before and while it serves ("never
+ * both, all the time"): before, it checks until the incumbent is gone
+ * (every `everyMs`), saying why it waits when that changes; then it goes on
+ * checking for as long as the controller runs (every `servingEveryMs`, and at
+ * once when the watches show a change of the Deployment or the Lease), and
+ * tells the controller to hold every action while the incumbent is back.
+ * While it is not gone, the readiness line `incumbent` fails with the same
+ * message, naming what came back.
  */
 export class IncumbentPreflight {
   private last: IncumbentVerdict | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
+  private watching = false;
 
   constructor(
     private readonly kc: KubeConfig,
     private readonly refs: IncumbentRefs,
     private readonly log: Logger,
     private readonly everyMs = 5_000,
+    private readonly triggers?: Triggers,
+    private readonly servingEveryMs = 2_000,
   ) {}
+
+  private startTriggers(): void {
+    if (this.watching || !this.triggers) return;
+    this.watching = true;
+    this.triggers.start(() => this.wake?.());
+  }
+
+  private async check(): Promise<IncumbentVerdict> {
+    const v = await checkIncumbent(this.kc, this.refs);
+    this.last = v;
+    return v;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.wake = resolve;
+      setTimeout(resolve, ms).unref();
+    });
+  }
 
   /** Resolves true once the incumbent is gone, false if stopped first. */
   async waitUntilClear(): Promise<boolean> {
+    this.startTriggers();
+    let said: string | undefined;
     for (;;) {
       if (this.stopped) return false;
-      const v = await checkIncumbent(this.kc, this.refs);
-      if (v.message !== this.last?.message) {
+      const v = await this.check();
+      if (v.message !== said) {
         if (v.clear) this.log.info({ incumbent: this.refs }, v.message);
         else this.log.error({ incumbent: this.refs }, v.message);
+        said = v.message;
       }
-      this.last = v;
       if (v.clear) return true;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        setTimeout(resolve, this.everyMs).unref();
-      });
+      await this.sleep(this.everyMs);
     }
   }
 
-  stop(): void {
+  /**
+   * While the controller serves (after waitUntilClear): checks again and
+   * again; the incumbent back (or no longer readable) pauses the
+   * controller at once, gone again resumes it. Returns when stopped.
+   */
+  async follow(hooks: ServingHooks): Promise<void> {
+    this.startTriggers();
+    let paused = this.last !== undefined && !this.last.clear;
+    let said = this.last?.message;
+    while (!this.stopped) {
+      await this.sleep(this.servingEveryMs);
+      if (this.stopped) return;
+      const v = await this.check();
+      const t = transitionOf(paused, v);
+      if (t === 'pause') {
+        paused = true;
+        this.log.error({ incumbent: this.refs }, `pausing: the Go controller is back while this controller serves; no request is acted on (no PipelineRun created, cancelled or deleted, no status written) until it is gone again: ${v.message}`);
+        hooks.pause(v.message);
+      } else if (t === 'resume') {
+        paused = false;
+        this.log.info({ incumbent: this.refs }, `resuming: ${v.message}`);
+        hooks.resume(v.message);
+      } else if (paused && v.message !== said) this.log.error({ incumbent: this.refs }, `still paused: ${v.message}`);
+      said = v.message;
+    }
+  }
+
+  /** 1 while the incumbent is present (or cannot be told gone), 0 once it is gone; for the gauge. */
+  present(): number {
+    return this.last && this.last.clear ? 0 : 1;
+  }
+
+  async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
+    await this.triggers?.stop();
   }
 
   readiness(): ReadinessCheck[] {

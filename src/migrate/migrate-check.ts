@@ -29,6 +29,7 @@ import { decide, type Action } from '../controller/decide.js';
 import { effectiveConfig } from '../controller/config.js';
 import { requestedOf, requestedServiceAccount } from '../controller/requested-run.js';
 import type { Pipeline } from '../tekton/tekton-types.js';
+import { runLocation, type RunsSeen } from './run-location.js';
 
 /** The Go controller's InternalServicesConfig spec (api/v1alpha1/internalservicesconfig_types.go at ac3f07f). */
 export interface IncumbentConfigSpec {
@@ -56,6 +57,8 @@ export interface CheckInput {
    * listed (a request naming one is then judged as if it exists).
    */
   serviceAccounts?: ReadonlySet<string> | undefined;
+  /** The Go controller's runs, where they were looked for (run-location.ts). */
+  runs?: RunsSeen;
   now: Date;
 }
 
@@ -70,6 +73,8 @@ export interface RequestRow {
   incumbent: string;
   /** In progress under the Go controller: followed to its end after the switch, not judged again. */
   followed: boolean;
+  /** Where its run is (run-location.ts), for a request the Go controller reached and did not finish. */
+  run?: string;
   /** Under the configuration checked against (this controller's, or the Go controller's carried over). */
   now: Judgement;
   /** Under the proposed configuration. */
@@ -179,6 +184,7 @@ export function migrateCheck(input: CheckInput): CheckReport {
     request: `${req.metadata.namespace}/${req.metadata.name}`,
     incumbent: req.status?.conditions?.[0]?.reason || 'new',
     followed: !isFinished(req) && req.status?.conditions?.[0]?.reason === 'Running',
+    ...((l) => (l ? { run: l } : {}))(input.runs ? runLocation(req, input.runs) : undefined),
     now: first(req),
     proposed: { here: 'runs', message: '' },
   }));

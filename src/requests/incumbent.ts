@@ -21,12 +21,27 @@
 import type { InternalRequest } from '../api/types.js';
 import { requestKey } from '../api/request-key.js';
 import type { PipelineRun } from '../tekton/tekton-types.js';
-import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE, LABEL_REQUEST_UID } from '../tekton/pipelinerun.js';
+import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE, LABEL_REQUEST_UID, pipelineRunName } from '../tekton/pipelinerun.js';
 
 export const INCUMBENT_FINALIZER = 'internal-services.appstudio.openshift.io/pipelinerun-cleanup';
 /** Whether the incumbent's finalizer is on the request (it stays until a controller removes it: the request cannot go before). */
 export function holdsIncumbentFinalizer(req: Pick<InternalRequest, 'metadata'>): boolean {
   return req.metadata.finalizers?.includes(INCUMBENT_FINALIZER) === true;
+}
+
+/**
+ * Whether the incumbent may have made a run for this request: it holds its
+ * finalizer (the incumbent adds it first, before it makes a run:
+ * adapter.go EnsureFinalizerIsAdded), it shows the incumbent's Running
+ * (False/Running), or it names a run that is not ours. A request with none
+ * of these was never reached by the incumbent's reconcile.
+ */
+export function mayHaveIncumbentRun(req: Pick<InternalRequest, 'metadata' | 'status'>): boolean {
+  if (holdsIncumbentFinalizer(req)) return true;
+  const c = req.status?.conditions?.[0];
+  if (c?.type === 'Succeeded' && c.status === 'False' && c.reason === 'Running') return true;
+  const named = req.status?.pipelineRun;
+  return named !== undefined && named !== '' && !named.endsWith(`/${pipelineRunName(req.metadata.uid ?? '')}`);
 }
 
 /** The incumbent's runs, as a label selector (any value). */

@@ -7,6 +7,7 @@ import { effectiveConfig } from '../../src/controller/config.js';
 import { assertPhase, config, done, NOW, NS, pipeline, pipelineRun, request, runningStatus, TODAYS_PAYLOAD, observation } from './fixtures.js';
 import { inProgress, Phase } from '../../src/api/conditions.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE, pipelineRunName } from '../../src/tekton/pipelinerun.js';
+import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 
 const observe = (o: Partial<Observation>): Observation => observation(o);
@@ -623,4 +624,34 @@ test('the ServiceAccount a request names: asked of the internal cluster first (a
   // a request naming none, or one that is not allowed, asks nothing
   assert.ok(!types(decide(observe({ request: request(), config: cfg }))).includes('checkServiceAccount'));
   assert.equal(statusOf(decide(observe({ request: request({ serviceAccount: 'root' }), config: cfg, serviceAccount: undefined }))).code, 'REQUEST_SERVICE_ACCOUNT_NOT_ALLOWED');
+});
+
+test('incumbent in its own namespace (internal-services-system): its run is followed there, to its outcome; and while that namespace cannot be listed, a request the Go controller reached waits: none is declared missing, none made', () => {
+  const there = (status?: PipelineRun['status']) => {
+    const r = goRun('internalrequest-abcde', '2026-11-22T09:59:05Z', status);
+    return { ...r, metadata: { ...r.metadata, namespace: 'internal-services-system' } };
+  };
+  const named = request({}, {}, goRunning('internal-services-system/internalrequest-abcde'));
+  // Running there: followed, named where it is.
+  const running = decide(observe({ request: named, incumbentRuns: [there({ conditions: [{ type: 'Succeeded', status: 'Unknown', reason: 'Running' }] } as never)] }));
+  assert.deepEqual(types(running), ['writeStatus']);
+  assert.equal(statusOf(running).status.pipelineRun, 'internal-services-system/internalrequest-abcde');
+  // Finished there: its outcome, then the run removed (where it is: the action carries it).
+  const ended = decide(observe({ request: named, incumbentRuns: [there(done(true, { results: [{ name: 'sig', value: 'abc' }] }))] }));
+  assert.deepEqual(types(ended), ['writeStatus', 'deletePipelineRun']);
+  assert.equal(statusOf(ended).status.conditions?.[0]?.reason, 'Succeeded');
+  assert.equal((ended[1] as Extract<Action, { type: 'deletePipelineRun' }>).pipelineRun.metadata.namespace, 'internal-services-system');
+  // Not in view because its namespace cannot be listed: it waits, saying what to grant; not Failed (PIPELINERUN_MISSING), not run again.
+  const why = 'the previous (Go) controller\'s PipelineRuns in namespace internal-services-system cannot be listed … config/rbac/internal-incumbent';
+  for (const req of [named, request({}, { finalizers: [INCUMBENT_FINALIZER] }), request({}, {}, goRunning())]) {
+    const a = decide(observe({ request: req, incumbentUnreadable: why }));
+    assert.deepEqual(types(a), ['writeStatus'], JSON.stringify(req.status));
+    const w = statusOf(a);
+    assert.deepEqual([w.status.conditions?.[0]?.status, w.status.conditions?.[0]?.reason], ['Unknown', 'Running'], 'the requester waits');
+    assert.equal(w.status.conditions?.[1]?.message, why);
+  }
+  // A request the Go controller never reached (no finalizer of its: it adds it before any run, no status of its) is decided as usual.
+  assert.ok(types(decide(observe({ request: request(), incumbentUnreadable: why }))).includes('createPipelineRun'));
+  // Without the flag, the same named request would be declared missing: that is what the rule prevents.
+  assert.equal(statusOf(decide(observe({ request: named }))).code, 'PIPELINERUN_MISSING');
 });

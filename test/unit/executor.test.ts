@@ -104,7 +104,7 @@ const signing: RequestKind = {
   statusBody: (req, status) => ({ apiVersion: 'signing.example.com/v1alpha1', kind: 'SigningRequest', metadata: req.metadata, status }) as never,
 };
 
-function setup() {
+function setup(opts: { held?: () => string | undefined } = {}) {
   const clients = new Map<string, FakeClient>();
   const asked: string[] = [];
   const internal = {
@@ -155,6 +155,7 @@ function setup() {
     checkPath: (key, owner, check) => void seen.checks.push([key, owner, check.path]),
     checkServiceAccount: (key, owner, name) => void seen.checks.push([key, owner, name]),
     refusals,
+    ...(opts.held ? { held: opts.held } : {}),
   });
   const act = (key: string, req: InternalRequest | undefined, action: Action, attempt = 0) => executor.act(remote as unknown as Remote, key, req, action, attempt);
   const warnings = () => lines.filter((l) => l.level === 40);
@@ -358,4 +359,30 @@ test('requeueAfter: handed back to the work queue with its delay', async () => {
   const { act, seen } = setup();
   assert.equal(await act(SIGNING_KEY, request(), { type: 'requeueAfter', ms: 30_000 }), true);
   assert.deepEqual(seen.requeued, [[SIGNING_KEY, 30_000]]);
+});
+
+test('held (the Go controller is back): no create, cancel, delete, status write or finalizer removal reaches a cluster; the key is looked at again; released: acted on', async () => {
+  let held: string | undefined = 'the Go controller\'s Deployment internal-services-system/internal-services-controller-manager has 1 replica(s) asked for';
+  const { act, client, irClient, seen } = setup({ held: () => held });
+  const req = request({}, { finalizers: ['internal-services.appstudio.openshift.io/pipelinerun-cleanup'] });
+  const goRun = { ...pipelineRun('u-1'), metadata: { name: 'internalrequest-abcde', namespace: 'internal-services-system', uid: 'go-1', labels: { 'internal-services.appstudio.openshift.io/name': 'req', 'internal-services.appstudio.openshift.io/namespace': 'team-a' } } } as PipelineRun;
+  const plan: Action[] = [
+    { type: 'createPipelineRun', pipelineRun: pipelineRun('u-1') },
+    { type: 'cancelPipelineRun', pipelineRun: goRun, why: 'its InternalRequest was deleted' },
+    { type: 'deletePipelineRun', pipelineRun: goRun, why: 'its InternalRequest was deleted' },
+    { type: 'writeStatus', status: running },
+    { type: 'removeFinalizer', request: req, finalizer: 'internal-services.appstudio.openshift.io/pipelinerun-cleanup', why: 'finished' },
+    { type: 'deleteRequest', request: req, why: 'ttl' },
+  ];
+  for (const a of plan) assert.equal(await act(KEY, req, a), false, `${a.type} held: the rest of the plan does not run`);
+  assert.deepEqual(client('pipelineruns').calls, [], 'nothing sent to the internal cluster');
+  assert.deepEqual(irClient.calls, [], 'nothing sent to the remote');
+  assert.deepEqual([seen.created, seen.deleted], [[], []]);
+  assert.deepEqual(seen.requeued, plan.map(() => [KEY, 5_000]), 'each time the key comes back');
+  assert.equal(await act(KEY, req, { type: 'requeueAfter', ms: 10 }), true, 'a requeue passes');
+
+  held = undefined;
+  assert.equal(await act(KEY, req, plan[1]!), true);
+  assert.equal(await act(KEY, req, plan[2]!), true);
+  assert.deepEqual(client('pipelineruns').calls.map((c) => [c.op, c.args[0], c.args[1]]), [['patchMerge', 'internal-services-system', 'internalrequest-abcde'], ['delete', 'internal-services-system', 'internalrequest-abcde']], 'the Go controller\'s run, cancelled and deleted where it is');
 });

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Deployment, V1Lease } from '@kubernetes/client-node';
-import { incumbentVerdict, INCUMBENT_DEPLOYMENT, INCUMBENT_LEASE, INCUMBENT_NAMESPACE } from '../../src/migrate/incumbent-preflight.js';
+import { incumbentVerdict, transitionOf, INCUMBENT_DEPLOYMENT, INCUMBENT_LEASE, INCUMBENT_NAMESPACE } from '../../src/migrate/incumbent-preflight.js';
 
 const refs = { namespace: INCUMBENT_NAMESPACE, deployment: INCUMBENT_DEPLOYMENT, lease: INCUMBENT_LEASE };
 const NOW = new Date('2026-11-27T10:00:00Z');
@@ -45,4 +45,25 @@ test('refused: replicas asked for or running, a lease still held, or either unre
     assert.match(v.message, /^not serving while the Go controller may run/, name);
     assert.match(v.message, msg, name);
   }
+});
+
+test('while serving: the Go controller back (scaled up again, its Lease taken) or unreadable pauses at once; gone again resumes; the verdict names what came back', () => {
+  const steps: Array<[string, Parameters<typeof incumbentVerdict>[1], Parameters<typeof incumbentVerdict>[2], 'pause' | 'resume' | undefined, RegExp]> = [
+    ['serving, scaled to 0', deployment(0), lease('go-pod-1_abc', 60), undefined, /does not run/],
+    ['GitOps resync: asked for 1, no pod yet', deployment(1, 0, 0), lease('go-pod-1_abc', 60), 'pause', /has 1 replica\(s\) asked for, 0 running/],
+    ['its pod runs and leads', deployment(1), lease('go-pod-2_def', 1), undefined, /held by "go-pod-2_def"/],
+    ['scaled to 0, its lease still held', deployment(0), lease('go-pod-2_def', 5), undefined, /held by "go-pod-2_def"/],
+    ['its lease ran out', deployment(0), lease('go-pod-2_def', 16), 'resume', /does not run/],
+    ['the Deployment cannot be read any more', { error: 'HTTP 403 forbidden', forbidden: true }, null, 'pause', /refused/],
+    ['readable again, gone', null, null, 'resume', /does not run/],
+  ];
+  let paused = false;
+  for (const [name, d, l, want, msg] of steps) {
+    const v = incumbentVerdict(refs, d, l, NOW);
+    const t = transitionOf(paused, v);
+    assert.equal(t, want, `${name}: ${v.message}`);
+    assert.match(v.message, msg, name);
+    if (t) paused = t === 'pause';
+  }
+  assert.equal(paused, false);
 });
