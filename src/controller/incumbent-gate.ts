@@ -30,6 +30,7 @@ export function passesHold(action: Action): boolean {
     case 'startResolution':
     case 'checkCommit':
     case 'lookUpRef':
+    case 'checkPath':
     case 'checkServiceAccount':
     case 'createApproval':
     case 'deleteApproval':

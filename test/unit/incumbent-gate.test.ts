@@ -17,6 +17,7 @@ const every: Action[] = [
   { type: 'startResolution', resolution: {} as never },
   { type: 'checkCommit', check: {} as never },
   { type: 'lookUpRef', lookup: {} as never },
+  { type: 'checkPath', check: { url: 'https://x/y.git', commit: 'a'.repeat(40), path: 'p.yaml' } },
   { type: 'checkServiceAccount', name: 'sa' },
   { type: 'createApproval', approval: {} as never },
   { type: 'deleteApproval', approval: {} as never, why: 'x' },
@@ -30,7 +31,7 @@ const every: Action[] = [
 
 /** Every action type, checked by the compiler: a new one fails the build here until it is listed. */
 const TYPES: Record<Action['type'], true> = {
-  createPipelineRun: true, writeStatus: true, cancelPipelineRun: true, deletePipelineRun: true, relayAttestation: true, startResolution: true, checkCommit: true, lookUpRef: true,
+  createPipelineRun: true, writeStatus: true, cancelPipelineRun: true, deletePipelineRun: true, relayAttestation: true, startResolution: true, checkCommit: true, lookUpRef: true, checkPath: true,
   checkServiceAccount: true, createApproval: true, deleteApproval: true, deleteResolution: true, removeFinalizer: true, deleteRequest: true, askArchive: true, fetchLogs: true, requeueAfter: true,
 };
 
