@@ -163,7 +163,13 @@ export class IncumbentPreflight {
     private readonly log: Logger,
     private readonly everyMs = 5_000,
     private readonly triggers?: Triggers,
-    private readonly servingEveryMs = 2_000,
+    /**
+     * While serving, the watches wake the check at once on any change; this
+     * period is the backstop (a watch that is refused or behind, a Lease
+     * that runs out, which no event announces): one GET of each object per
+     * period, 10 s by default.
+     */
+    private readonly servingEveryMs = 10_000,
   ) {}
 
   private startTriggers(): void {

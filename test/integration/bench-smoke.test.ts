@@ -121,7 +121,8 @@ describe('npm run bench', () => {
 
     // Tekton talked to the internal apiserver under its own identities; the per-request figures count the controller's only.
     assert.ok(p.api.byIdentity.some((b) => b.cluster === 'internal' && b.user.startsWith('system:serviceaccount:tekton-pipelines:') && b.writes > 0), JSON.stringify(p.api.byIdentity));
-    const notOurs = p.api.rows.filter((x) => /^(taskruns|pods|leases)/.test(x.resource) || (x.resource.startsWith('pipelineruns') && !['create', 'delete', 'list', 'watch'].includes(x.verb)));
+    // The controller reads one Lease itself, by name: the Go controller's (the incumbent check while it serves, docs/migrating.md).
+    const notOurs = p.api.rows.filter((x) => /^(taskruns|pods)/.test(x.resource) || (x.resource.startsWith('leases') && x.verb !== 'get') || (x.resource.startsWith('pipelineruns') && !['create', 'delete', 'list', 'watch'].includes(x.verb)));
     assert.deepEqual(notOurs, [], 'requests by Tekton counted as the controller\'s');
     assert.equal(p.api.stateWritesPerAllowed.max, 4);
     assert.ok(isNum(p.cpuMsPerRequest['tekton']) && p.cpuMsPerRequest['tekton'] > 0);
