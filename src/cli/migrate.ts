@@ -120,7 +120,7 @@ async function rollback(flags: RollbackFlags): Promise<RollbackResult> {
         }
         if (need.status) {
           await requestsClient.replaceStatus(ns, step.request.metadata.name ?? '', { ...step.request, status: step.status });
-          result.written.push(`${row.request}: status handed over (startTime, Progressing message)`);
+          result.written.push(`${row.request}: status handed over (startTime; the message says who follows it; the Progressing condition, which the Go controller does not write, removed)`);
         }
       }
     } catch (e) {

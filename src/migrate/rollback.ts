@@ -51,7 +51,7 @@ export const INCUMBENT_OWNER_ANNOTATION = 'operator-sdk/primary-resource';
 export const INCUMBENT_OWNER_TYPE_ANNOTATION = 'operator-sdk/primary-resource-type';
 export const INCUMBENT_OWNER_TYPE = 'InternalRequest.appstudio.redhat.com';
 
-/** The Progressing message of a request handed over: the requester's contract (conditions[0]) stays Unknown/Running. */
+/** The message of a request handed over, in its Succeeded condition (conditions[0], which stays Unknown/Running: the requester waits). */
 export const HANDED_OVER = 'handed over to the Go controller (rollback): it follows this PipelineRun and writes the outcome';
 
 export interface RollbackInput {
@@ -109,8 +109,16 @@ function marked(run: PipelineRun, want: { labels: Record<string, string>; annota
 }
 
 /** The request's status once handed over: startTime present, the Progressing message saying who follows it now. */
+/**
+ * The Go controller writes only its `Succeeded` condition (by type): a
+ * `Progressing` condition left on a handed-over request would stay
+ * True/Running after the Go controller wrote its outcome. So it goes, and
+ * who follows the request now is said in the `Succeeded` condition's
+ * message (still Unknown/Running: the requester waits), which the Go
+ * controller overwrites when it ends.
+ */
 function handedOverStatus(req: InternalRequest, now: Date): InternalRequest['status'] {
-  const conditions = (req.status?.conditions ?? []).map((c): Condition => (c.type === PROGRESSING && c.status === 'True' ? { ...c, message: HANDED_OVER } : c));
+  const conditions = (req.status?.conditions ?? []).filter((c) => c.type !== PROGRESSING).map((c): Condition => (c.type === 'Succeeded' && c.status === 'Unknown' ? { ...c, message: HANDED_OVER } : c));
   return { ...req.status, conditions, startTime: req.status?.startTime ?? rfc3339(now) };
 }
 

@@ -73,7 +73,8 @@ test('rollback: each state gets its step; anything the Go controller cannot cont
   assert.deepEqual(h.annotations, { 'operator-sdk/primary-resource': 'team-a/running', 'operator-sdk/primary-resource-type': 'InternalRequest.appstudio.redhat.com' });
   assert.equal(h.status?.startTime, '2026-11-22T09:59:30Z');
   assert.deepEqual([h.status?.conditions?.[0]?.status, h.status?.conditions?.[0]?.reason], ['Unknown', 'Running'], 'the requester still waits');
-  assert.equal(h.status?.conditions?.[1]?.message, HANDED_OVER);
+  assert.equal(h.status?.conditions?.[0]?.message, HANDED_OVER);
+  assert.deepEqual(h.status?.conditions?.map((c) => c.type), ['Succeeded'], 'no Progressing condition: the Go controller writes only Succeeded, and a Progressing one would stay True/Running after its outcome');
   assert.match((stepOf(plan, 'ended') as { why: string }).why, /at once \(it has ended\)/);
 });
 
