@@ -28,7 +28,8 @@ import { CONFIG_NAME, type InternalServicesConfig } from '../api/config-types.js
 import { decide, type Action } from '../controller/decide.js';
 import { effectiveConfig } from '../controller/config.js';
 import { requestedOf, requestedServiceAccount } from '../controller/requested-run.js';
-import type { Pipeline } from '../tekton/tekton-types.js';
+import type { Pipeline, PipelineRun } from '../tekton/tekton-types.js';
+import { incumbentRunOf, mayHaveIncumbentRun } from '../requests/incumbent.js';
 import { runLocation, type RunsSeen } from './run-location.js';
 
 /** The Go controller's InternalServicesConfig spec (api/v1alpha1/internalservicesconfig_types.go at ac3f07f). */
@@ -180,10 +181,14 @@ export function migrateCheck(input: CheckInput): CheckReport {
   const judgedUnder = input.ours ? 'ours' : 'incumbent';
   const base = input.ours ? structuredClone(input.ours.spec ?? {}) : carriedOver(input.incumbent);
   const first = judgeUnder(input, config(input.namespace, structuredClone(base)));
+  // A request in the Go controller's window between its create and its
+  // status write has no status but a run of the Go's: it is running, and
+  // followed after the switch, not new.
+  const goRun = (req: InternalRequest) => (input.runs && mayHaveIncumbentRun(req) ? incumbentRunOf(req, input.runs.runs as PipelineRun[]).run : undefined);
   const rows: RequestRow[] = input.requests.map((req) => ({
     request: `${req.metadata.namespace}/${req.metadata.name}`,
-    incumbent: req.status?.conditions?.[0]?.reason || 'new',
-    followed: !isFinished(req) && req.status?.conditions?.[0]?.reason === 'Running',
+    incumbent: req.status?.conditions?.[0]?.reason || (goRun(req) ? 'Running (no status written yet)' : 'new'),
+    followed: !isFinished(req) && (req.status?.conditions?.[0]?.reason === 'Running' || goRun(req) !== undefined),
     ...((l) => (l ? { run: l } : {}))(input.runs ? runLocation(req, input.runs) : undefined),
     now: first(req),
     proposed: { here: 'runs', message: '' },

@@ -95,3 +95,22 @@ test('with a configuration of this controller\'s already: judged under it, and t
   assert.equal((r.proposal.spec as Record<string, unknown>)['debug'], true, 'its own settings kept');
   assert.deepEqual((r.proposal.spec as Record<string, unknown>)['allowList'], ['team-a', 'team-b']);
 });
+
+test("a request in the Go controller's window (its finalizer and its run, no status yet) is shown running and followed, not new and judged", async () => {
+  const { INCUMBENT_FINALIZER } = await import('../../src/requests/incumbent.js');
+  const { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } = await import('../../src/tekton/pipelinerun.js');
+  const window = named('go-window', 'team-a', { request: 'not-installed-here', params: { image: 'x' } });
+  window.metadata.finalizers = [INCUMBENT_FINALIZER];
+  const finalizerOnly = named('go-finalizer-only', 'team-a', { request: 'not-installed-here', params: { image: 'x' } });
+  finalizerOnly.metadata.finalizers = [INCUMBENT_FINALIZER];
+  const goRun = { apiVersion: 'tekton.dev/v1', kind: 'PipelineRun', metadata: { name: 'internalrequest-abcde', namespace: 'internal-services-system', creationTimestamp: '2026-11-22T09:59:10Z', labels: { [INCUMBENT_LABEL_NAME]: 'go-window', [INCUMBENT_LABEL_NAMESPACE]: 'team-a' } }, spec: {} };
+  const report = migrateCheck(input({ requests: [window, finalizerOnly], runs: { runs: [goRun] as never, namespaces: [NS, 'internal-services-system'], unreadable: {} } }));
+  const w = report.rows.find((r) => r.request === 'team-a/go-window')!;
+  assert.equal(w.incumbent, 'Running (no status written yet)');
+  assert.equal(w.followed, true);
+  assert.match(w.run ?? '', /internal-services-system\/internalrequest-abcde \(running\); followed there after the switch/);
+  // The finalizer alone (the Go controller stopped before it made a run): new, judged as any other.
+  const f = report.rows.find((r) => r.request === 'team-a/go-finalizer-only')!;
+  assert.deepEqual([f.incumbent, f.followed], ['new', false]);
+  assert.equal(report.counts.followed, 1);
+});
