@@ -72,3 +72,57 @@ export class OwnedAnswers<A extends { state: string }> {
     }
   }
 }
+
+/**
+ * Questions asked of a repository for requests (owners): each question's
+ * run is shared by concurrent askers of the same key, and its answer is kept
+ * per owner (OwnedAnswers), so one request sees one answer while it is
+ * decided. What a run asks and how its answer is reported is the user's.
+ */
+export class OwnedLookups<A extends { state: string }> {
+  private readonly answers: OwnedAnswers<A>;
+  private readonly running = new Map<string, Promise<A>>();
+
+  constructor(opts: { ttlMs: number; now: () => number }, private readonly pending: A) {
+    this.answers = new OwnedAnswers<A>({ ttlMs: opts.ttlMs, max: 10_000, now: opts.now });
+  }
+
+  /** An owner's answers, by key, as they stand (no I/O). */
+  answersFor(owner: string): ReadonlyMap<string, A> {
+    return this.answers.forOwner(owner);
+  }
+
+  forget(owner: string): void {
+    this.answers.forget(owner);
+  }
+
+  /**
+   * Starts `run` for the owner unless its answer is in or under way; when
+   * it is in, `report` gets it with the seconds it took and `done` is called
+   * (it only enqueues a key: what it throws is dropped).
+   */
+  start(owner: string, key: string, run: () => Promise<A>, report: (answer: A, seconds: number) => void, done: () => void): void {
+    if (this.answers.get(owner, key)) return;
+    this.answers.set(owner, key, this.pending);
+    const t0 = process.hrtime.bigint();
+    void this.shared(key, run).then((answer) => {
+      this.answers.set(owner, key, answer);
+      report(answer, Number(process.hrtime.bigint() - t0) / 1e9);
+      try {
+        done();
+      } catch {
+        // The callback only enqueues a key.
+      }
+    });
+  }
+
+  /** One run per key at a time, shared by whoever asks meanwhile. `run` must not throw. */
+  shared(key: string, run: () => Promise<A>): Promise<A> {
+    let p = this.running.get(key);
+    if (!p) {
+      p = run().finally(() => this.running.delete(key));
+      this.running.set(key, p);
+    }
+    return p;
+  }
+}

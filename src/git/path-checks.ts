@@ -17,7 +17,7 @@
 import type { Logger } from 'pino';
 import { pathCheckKey, type PathAnswer, type PathCheck } from '../policy/path-check.js';
 import type { CommitChecker } from './commit-checker.js';
-import { OwnedAnswers } from './owned-answers.js';
+import { OwnedLookups } from './owned-answers.js';
 
 export interface PathChecksOptions {
   /** Where the trees are fetched and listed (the commit checker's cache). */
@@ -36,53 +36,34 @@ const ENTRY = /^([0-7]{6}) ([a-z]+) ([0-9a-f]{40,64})\t(.*)$/s;
 const REGULAR = new Set(['100644', '100755']);
 
 export class PathChecks {
-  private readonly answers: OwnedAnswers<PathAnswer>;
-  private readonly running = new Map<string, Promise<PathAnswer>>();
+  private readonly lookups: OwnedLookups<PathAnswer>;
 
   constructor(private readonly opts: PathChecksOptions) {
-    this.answers = new OwnedAnswers<PathAnswer>({ ttlMs: opts.answerTtlMs ?? 10 * 60_000, max: 10_000, now: opts.now ?? Date.now });
+    this.lookups = new OwnedLookups<PathAnswer>({ ttlMs: opts.answerTtlMs ?? 10 * 60_000, now: opts.now ?? Date.now }, { state: 'pending' });
   }
 
   /** An owner's answers, by pathCheckKey(), as they stand (no I/O). */
   answersFor(owner: string): ReadonlyMap<string, PathAnswer> {
-    return this.answers.forOwner(owner);
+    return this.lookups.answersFor(owner);
   }
 
   forget(owner: string): void {
-    this.answers.forget(owner);
+    this.lookups.forget(owner);
   }
 
   /** Starts the check unless it is answered or under way; `done` is called when the answer is in. */
   checkPath(owner: string, check: PathCheck, done: () => void): void {
-    const key = pathCheckKey(check);
-    if (this.answers.get(owner, key)) return;
-    this.answers.set(owner, key, { state: 'pending' });
-    const t0 = process.hrtime.bigint();
-    void this.check(check).then((answer) => {
-      this.answers.set(owner, key, answer);
+    this.lookups.start(owner, pathCheckKey(check), () => this.check(check), (answer, seconds) => {
       const result = answer.state === 'pending' ? 'failed' : answer.state;
-      this.opts.metrics?.checked?.(result, Number(process.hrtime.bigint() - t0) / 1e9);
+      this.opts.metrics?.checked?.(result, seconds);
       const msg = result === 'failed' ? 'path could not be checked' : result === 'refused' ? 'path refused' : 'path checked';
       this.opts.log[result === 'ok' ? 'info' : 'warn']({ repository: check.url, commit: check.commit, path: check.path, answer }, msg);
-      try {
-        done();
-      } catch {
-        // The callback only enqueues a key.
-      }
-    });
+    }, done);
   }
 
   /** One check (shared with a concurrent one of the same file). Never throws. */
   check(check: PathCheck): Promise<PathAnswer> {
-    const key = pathCheckKey(check);
-    let p = this.running.get(key);
-    if (!p) {
-      p = this.run(check)
-        .catch((e: unknown): PathAnswer => ({ state: 'failed', message: (e as Error).message }))
-        .finally(() => this.running.delete(key));
-      this.running.set(key, p);
-    }
-    return p;
+    return this.lookups.shared(pathCheckKey(check), () => this.run(check).catch((e: unknown): PathAnswer => ({ state: 'failed', message: (e as Error).message })));
   }
 
   private async run(c: PathCheck): Promise<PathAnswer> {

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import type { Logger } from 'pino';
 import { isFullSha } from '../policy/canonical.js';
 import { refLookupKey, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
-import { OwnedAnswers } from './owned-answers.js';
+import { OwnedLookups } from './owned-answers.js';
 import { gitEnvironment, GIT_SAFE_ARGS } from './git-env.js';
 
 export interface RefLookupsOptions {
@@ -34,52 +34,35 @@ export interface RefLookupsOptions {
 const MAX_OUTPUT = 1024 * 1024;
 
 export class RefLookups {
-  private readonly answers: OwnedAnswers<RefAnswer>;
-  private readonly running = new Map<string, Promise<RefAnswer>>();
+  private readonly lookups: OwnedLookups<RefAnswer>;
   private readonly timeoutMs: number;
 
   constructor(private readonly opts: RefLookupsOptions) {
     this.timeoutMs = opts.timeoutMs ?? 60_000;
-    this.answers = new OwnedAnswers<RefAnswer>({ ttlMs: opts.answerTtlMs ?? 10 * 60_000, max: 10_000, now: opts.now ?? Date.now });
+    this.lookups = new OwnedLookups<RefAnswer>({ ttlMs: opts.answerTtlMs ?? 10 * 60_000, now: opts.now ?? Date.now }, { state: 'pending' });
   }
 
   /** An owner's answers, by refLookupKey(), as they stand (no I/O). */
   answersFor(owner: string): ReadonlyMap<string, RefAnswer> {
-    return this.answers.forOwner(owner);
+    return this.lookups.answersFor(owner);
   }
 
   forget(owner: string): void {
-    this.answers.forget(owner);
+    this.lookups.forget(owner);
   }
 
   /** Starts the lookup unless it is answered or under way; `done` is called when the answer is in. */
   lookUpRef(owner: string, lookup: RefLookup, done: () => void): void {
-    const key = refLookupKey(lookup);
-    if (this.answers.get(owner, key)) return;
-    this.answers.set(owner, key, { state: 'pending' });
-    const t0 = process.hrtime.bigint();
-    void this.lookUp(lookup).then((answer) => {
-      this.answers.set(owner, key, answer);
+    this.lookups.start(owner, refLookupKey(lookup), () => this.lookUp(lookup), (answer, seconds) => {
       const result = answer.state === 'pending' ? 'failed' : answer.state;
-      this.opts.metrics?.lookedUp?.(result, Number(process.hrtime.bigint() - t0) / 1e9);
+      this.opts.metrics?.lookedUp?.(result, seconds);
       this.opts.log[result === 'failed' ? 'warn' : 'info']({ repository: lookup.url, ref: lookup.ref, answer }, result === 'failed' ? 'ref could not be looked up' : 'ref looked up');
-      try {
-        done();
-      } catch {
-        // The callback only enqueues a key.
-      }
-    });
+    }, done);
   }
 
   /** One lookup (shared with a concurrent one of the same ref). Never throws. */
   lookUp(lookup: RefLookup): Promise<RefAnswer> {
-    const key = refLookupKey(lookup);
-    let p = this.running.get(key);
-    if (!p) {
-      p = this.run(lookup).finally(() => this.running.delete(key));
-      this.running.set(key, p);
-    }
-    return p;
+    return this.lookups.shared(refLookupKey(lookup), () => this.run(lookup));
   }
 
   private async run(l: RefLookup): Promise<RefAnswer> {
