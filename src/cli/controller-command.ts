@@ -367,6 +367,9 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   await Promise.all(providers.filter((p) => p !== kubeconfigRemote).map((p) => p.start()));
   // Every replica checks before it stands by (its /readyz says so), and the leader again once it leads.
   if (preflight && !(await preflight.waitUntilClear())) return;
+  // From here on the check goes on, standby or leader: /readyz and the gauge follow the Go controller coming back and
+  // going, and a standby that takes over while it is back starts held (nothing acted on until it is gone again).
+  if (preflight) void preflight.follow({ pause: (why) => controller.hold(why), resume: () => controller.release() });
   if (elector) {
     const leading = await elector.acquire(() => {
       // Lost the lease: stop acting at once, and exit so the pod restarts as a standby.
@@ -379,6 +382,4 @@ export async function runController(flags: ControllerFlags): Promise<void> {
   if (elector && preflight && !(await preflight.waitUntilClear())) return;
   if (stopping) return;
   controller.startWorkers();
-  // And while it serves: the Go controller back (a GitOps resync of its manifests) holds every action at once, until it is gone again.
-  if (preflight) void preflight.follow({ pause: (why) => controller.hold(why), resume: () => controller.release() });
 }

@@ -303,6 +303,8 @@ export class Controller {
   release(): void {
     if (this.heldBecause === undefined) return;
     this.heldBecause = undefined;
+    // A standby (no workers yet) has nothing to look at again: its first worker looks at everything.
+    if (!this.workers.started) return;
     this.housekeeping.requeueLive();
     this.housekeeping.sweep();
   }

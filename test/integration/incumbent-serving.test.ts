@@ -37,6 +37,7 @@ let env: Environment;
 let internalAdmin: KubeConfig;
 let remoteAdmin: KubeConfig;
 let controller: ControllerProcess | undefined;
+let standby: ControllerProcess | undefined;
 
 const remote = () => remoteAdmin.makeApiClient(CustomObjectsApi);
 const internal = () => internalAdmin.makeApiClient(CustomObjectsApi);
@@ -100,13 +101,20 @@ before(async () => {
 }, { timeout: 600_000 });
 
 after(async () => {
+  await standby?.kill('SIGKILL');
   await controller?.kill('SIGKILL');
   await env?.stop();
 });
 
 describe('the Go controller while this one serves (stand-in of its installation and writes; real Tekton, pods simulated)', () => {
   test('never both, all the time: its Deployment scaled back up holds every action (nothing created, cancelled, deleted or finished, counted from watches); /readyz names it; scaled down, everything goes on', { timeout: 300_000 }, async () => {
-    controller = await startController(env);
+    // Two replicas, as a Deployment with leader election runs them: the standby's /readyz follows the Go controller too.
+    const elect = ['--leader-elect', '--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '500ms'];
+    controller = await startController(env, elect);
+    await controller.waitForLog((l) => l.msg === 'became leader');
+    standby = await startController(env, elect, { workers: false });
+    await standby!.waitForLog((l) => l.msg === 'waiting to become leader');
+    const readyzOf = async (c: ControllerProcess) => { const r = await fetch(`http://127.0.0.1:${c.healthPort}/readyz?verbose`); return r.text(); };
     const running = await requestOf('before-back');
     const runName = await waitFor('before-back runs', async () => (await get('before-back')).status?.pipelineRun?.split('/')[1], 30_000, 250);
     const watched = await watchAll();
@@ -120,6 +128,7 @@ describe('the Go controller while this one serves (stand-in of its installation 
       assert.equal(r.status, 503, r.body);
       assert.match(r.body, /\[-\]incumbent failed: .*Deployment internal-services-system\/internal-services-controller-manager has 1 replica\(s\) asked for/);
       assert.match(r.body, /\[-\]incumbent failed: .*is held by "internal-services-controller-manager-6b9f7_9z9z"/);
+      await waitFor('the standby\'s /readyz names it too', async () => /\[-\]incumbent failed: .*has 1 replica/.test(await readyzOf(standby!)), 15_000, 200);
       const from = watched.events.length;
       // While it is up: a new request arrives, and the running request's run ends.
       const fresh = await requestOf('while-back');
@@ -137,6 +146,9 @@ describe('the Go controller while this one serves (stand-in of its installation 
       await internalAdmin.makeApiClient(CoordinationV1Api).patchNamespacedLease({ namespace: INC_NS, name: LEASE, body: { spec: { holderIdentity: '' } } }, merge);
       const resumed = await controller.waitForLog((l) => String(l['msg']).startsWith('resuming: the Go controller does not run'), 15_000);
       assert.match((await readyz()).body, /\[\+\]incumbent ok/);
+      await waitFor('the standby\'s /readyz clear again', async () => /\[\+\]incumbent ok/.test(await readyzOf(standby!)), 15_000, 200);
+      assert.equal(standby!.lines.filter((l) => l.msg === 'PipelineRun created' || l.msg === 'became leader').length, 0, 'the standby did nothing');
+      await standby!.kill('SIGTERM');
       const done = await waitFor('before-back finished', async () => { const x = await get('before-back'); return x.status?.conditions?.[0]?.reason === 'Succeeded' ? x : undefined; }, 30_000, 250);
       assert.deepEqual(done.status?.results, { image: 'before-back' });
       const freshRun = await waitFor('while-back runs', async () => (await get('while-back')).status?.pipelineRun?.split('/')[1], 30_000, 250);

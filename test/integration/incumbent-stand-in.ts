@@ -26,6 +26,7 @@
  *   without one crashes the real process; here it is an error the test sees.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { realpathSync } from 'node:fs';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { Condition, InternalRequest } from '../../src/api/types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
@@ -236,16 +237,34 @@ export class RealIncumbent {
   readonly errors: string[] = [];
   private proc: ChildProcess | undefined;
 
-  constructor(private readonly bin: string, private readonly o: { remoteKubeconfig: string; internalKubeconfig: string; namespace: string }) {}
+  /**
+   * With `leaderElection`, it takes its Lease (b548bb9d.redhat.com) as its
+   * Deployment does: controller-runtime reads the Lease's namespace from the
+   * in-cluster namespace file only, so the process gets a private mount
+   * namespace (unshare) with a tmpfs on /run holding that file (the
+   * namespace given), and nothing on the machine is touched.
+   */
+  constructor(private readonly bin: string, private readonly o: { remoteKubeconfig: string; internalKubeconfig: string; namespace: string; leaderElection?: boolean }) {}
 
   async start(): Promise<void> {
-    const proc = spawn(this.bin, [
+    const args = [
       `--kubeconfig=${this.o.internalKubeconfig}`,
       `--remote-cluster-config-file=${this.o.remoteKubeconfig}`,
       '--metrics-bind-address=0',
       '--health-probe-bind-address=0',
-      '--leader-elect=false',
-    ], { env: { ...process.env, SERVICE_NAMESPACE: this.o.namespace, KUBECONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      `--leader-elect=${this.o.leaderElection === true}`,
+    ];
+    const env = { ...process.env, SERVICE_NAMESPACE: this.o.namespace, KUBECONFIG: '' };
+    let proc: ChildProcess;
+    if (this.o.leaderElection) {
+      const run = realpathSync('/var/run');
+      const sa = `${run}/secrets/kubernetes.io/serviceaccount`;
+      const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`;
+      const script = [`mount -t tmpfs tmpfs ${q(run)}`, `mkdir -p ${q(sa)}`, `printf %s ${q(this.o.namespace)} > ${q(`${sa}/namespace`)}`, `exec ${[this.bin, ...args].map(q).join(' ')}`].join(' && ');
+      proc = spawn('unshare', [...(process.getuid?.() === 0 ? [] : ['--map-root-user']), '--mount', '--propagation', 'private', 'sh', '-c', script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    } else {
+      proc = spawn(this.bin, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    }
     this.proc = proc;
     let started!: () => void;
     const ready = new Promise<void>((r) => (started = r));
@@ -253,6 +272,7 @@ export class RealIncumbent {
       for (const line of chunk.toString().split('\n')) {
         if (!line.trim()) continue;
         if (/Starting workers/.test(line)) started();
+        if (/successfully acquired lease/.test(line)) this.log.push(line.replace(/^\S+\s+/, ''));
         const made = /Created PipelineRun to handle request.*"PipelineRun\.Name": "([^"]+)"/.exec(line);
         if (made) this.created.push(made[1]!);
         if (/panic|nil pointer/i.test(line)) this.errors.push(line);
@@ -267,9 +287,13 @@ export class RealIncumbent {
     await Promise.race([ready, new Promise((_, reject) => setTimeout(() => reject(new Error(`the Go controller did not start workers in 60 s:\n${this.log.join('\n')}`)), 60_000))]);
   }
 
-  stop(): void {
+  /** SIGTERM (its Deployment scaled down) or SIGKILL (its pod killed: its Lease stays held until it runs out). Resolves when it has exited. */
+  async stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     const p = this.proc;
     this.proc = undefined;
-    p?.kill('SIGTERM');
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise<void>((r) => p.once('exit', () => r()));
+    p.kill(signal);
+    await gone;
   }
 }

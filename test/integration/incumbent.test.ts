@@ -159,12 +159,13 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
       await go.start();
       a = await requestOf('go-running', [], false);
       b = await requestOf('go-ended', [], false);
+      // Waited for as it writes them: its run (found by its two labels) and its finalizer; status.pipelineRun may come later, or not at all.
       const [ra, rb] = await Promise.all(['go-running', 'go-ended'].map((n) => waitFor(`the Go controller runs ${n}`, async () => {
         const r = await get(n);
-        const ref = r.status?.pipelineRun;
-        return r.status?.conditions?.[0]?.reason === 'Running' && ref ? ((await internal().getNamespacedCustomObject({ ...PR, namespace: NS, name: ref.split('/')[1]! })) as PipelineRun) : undefined;
+        const run = (await listPipelineRuns(internalAdmin)).find((pr) => pr.metadata.labels?.[INCUMBENT_LABEL_NAME] === n && pr.metadata.labels?.[INCUMBENT_LABEL_NAMESPACE] === TENANT);
+        return r.metadata.finalizers?.includes(INCUMBENT_FINALIZER) && run ? run : undefined;
       }, 60_000, 250)));
-      go.stop();
+      await go.stop();
       console.log(`--- the Go controller (REAL, ${bin}) before the switch ---\n${go.log.join('\n')}\n---`);
       assert.deepEqual(go.errors, []);
       [runA, runB] = [ra!, rb!];
@@ -387,12 +388,15 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     await controller.kill('SIGTERM');
     controller = await startController(env, ['--drain']);
     const fresh = await remote().createNamespacedCustomObject({ ...IR, namespace: TENANT, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'back-new', namespace: TENANT, labels: { release: 'back-new' } }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'name', value: 'hold' }] } }, params: { image: 'back-new' } } } }) as InternalRequest;
+    // One arrives in this controller's shape (the cluster resolver's namespace given): the Go controller would append it again and hang.
+    await remote().createNamespacedCustomObject({ ...IR, namespace: TENANT, body: { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalRequest', metadata: { name: 'back-new-ns', namespace: TENANT }, spec: { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'name', value: 'hold' }, { name: 'namespace', value: NS }] } }, params: { image: 'back-new-ns' } } } });
     const rollback = (dry: boolean) => promisify(execFile)(process.execPath, [CLI, 'migrate', 'rollback', '--kubeconfig', env.internal.identities.admin.kubeconfigPath, '--remote-kubeconfig', env.remote.identities.admin.kubeconfigPath, '--namespace', NS, ...(dry ? ['--dry-run'] : [])])
       .then((r) => ({ code: 0, out: r.stdout }), (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }));
     const refused = await rollback(false);
     console.log(`--- migrate rollback while draining (real apiservers; pods SIMULATED) ---\n${refused.out}---`);
     assert.equal(refused.code, 1, refused.out);
-    assert.match(refused.out, /REFUSED: this controller may still run and 4 request\(s\) block it; nothing was written/);
+    assert.match(refused.out, /REFUSED: this controller may still run and 5 request\(s\) block it; nothing was written/);
+    assert.match(refused.out, /\/back-new-ns .*\n    BLOCKS: new, in a shape the Go controller cannot run: its cluster-resolver pipelineRef gives "namespace", which the Go controller appends again[^\n]*; let this controller run it to its end first[^\n]*without the namespace and kind params/);
     assert.match(refused.out, /this controller's Deployment internal-services\/internal-services-controller has 1 replica/);
     for (const [n, why] of [['back-installed', /spec\.request/], ['back-queued', /queued/], ['back-follows', /same work again/], ['back-approval', /without the approval/]] as const) {
       assert.match(refused.out, new RegExp(`/${n} .*\\n    BLOCKS: [^\\n]*${why.source}`), n);
@@ -423,6 +427,10 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
       return pr.status?.conditions?.some((x) => x.type === 'Succeeded' && x.status !== 'Unknown');
     }, 60_000, 250);
 
+    // Its requester sends it again in the Go controller's shape (back-new is that shape); the old one is withdrawn.
+    const blocked = await rollback(true);
+    assert.match(blocked.out, /\/back-new-ns .*\n    BLOCKS: new, in a shape/);
+    await remote().deleteNamespacedCustomObject({ ...IR, namespace: TENANT, name: 'back-new-ns' });
     const handed = await rollback(false);
     console.log(`--- migrate rollback (real apiservers; pods SIMULATED) ---\n${handed.out}---`);
     assert.equal(handed.code, 0, handed.out);
@@ -462,7 +470,7 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
       }
       for (const req of [run1, run2, queued, fresh]) await waitFor(`${req.metadata.name}'s run removed`, async () => (await runsOf(req)).length === 0, 60_000, 500);
     } finally {
-      go.stop();
+      await go.stop();
       console.log(`--- the Go controller (${who}) ---\n${go.log.join('\n')}${go.errors.length ? `\nerrors:\n${go.errors.join('\n')}` : ''}\n---`);
     }
     assert.deepEqual(go.errors, [], 'the Go controller met nothing it would crash or loop on');
