@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { CONTROLLER_USERNAME } from '../src/localenv/index.js';
 import { DEFAULT_CONTROLLER_CMD, DEFAULT_READY_LOG } from './controller-process.js';
 import { formatReport } from './report.js';
+import { runAgainstIncumbent } from './against.js';
 import { runBenchmark } from './run.js';
 import type { BenchOptions, TektonMode } from './types.js';
 
@@ -63,6 +64,10 @@ interface Flags {
   kcp?: boolean;
   workspaces?: number;
   shards?: number;
+  requestShape?: 'request' | 'pipeline';
+  againstIncumbent?: boolean;
+  sittings?: number;
+  allRows?: boolean;
 }
 
 export function benchCommand(): Command {
@@ -130,6 +135,10 @@ export function benchCommand(): Command {
     )
     .addOption(new Option('--workspaces <n>', 'with --kcp: tenant workspaces (default 100)').argParser(int(1, 10_000)))
     .addOption(new Option('--shards <n>', 'with --kcp: a sharded kcp of n shards (root first; its cache server and front-proxy beside them), the workspaces placed round-robin on them; without it, one kcp process').argParser(int(1, 8)))
+    .addOption(new Option('--request-shape <shape>', 'how requests name their Pipeline: "request" (spec.request) or "pipeline" (spec.pipeline.pipelineRef, the cluster resolver by name, as the Go controller\'s requesters write it)').choices(['request', 'pipeline']).default('request'))
+    .addOption(new Option('--against-incumbent', 'run the same workload through this controller and the Go controller it replaces (with its default client limits and with them lifted), alternating, and print each row with its ratios; the Go controller from INCUMBENT_BIN / INCUMBENT_BIN_UNLIMITED or built by hack/incumbent/build.sh').conflicts(['controllerCmd', 'kcp']))
+    .addOption(new Option('--sittings <n>', 'with --against-incumbent: rounds of the three runs (the order turned round each time); each row is the median').default(1).argParser(int(1, 20)))
+    .addOption(new Option('--all-rows', 'with --against-incumbent: every mode in one sitting: a burst (--requests, 2 passes), 600 requests at 20/s, 10,000 and 100,000 finished requests'))
     .addOption(new Option('--keep', "keep the environment's directory (logs, audit logs, {dir}) after the run"))
     .addOption(new Option('--quiet', 'no progress messages on stderr'));
 }
@@ -163,6 +172,7 @@ export function toOptions(f: Flags): BenchOptions {
     heapSnapshot: f.heapSnapshot ?? false,
     quiet: f.quiet ?? false,
     kcp: f.kcp ? { workspaces: f.workspaces ?? 100, ...(f.shards !== undefined ? { shards: f.shards } : {}) } : undefined,
+    requestShape: f.requestShape ?? 'request',
   };
 }
 
@@ -175,6 +185,14 @@ async function main(argv: string[]): Promise<number> {
   if (opts.noisyNeighbour && opts.namespaces < 2) throw new Error('--noisy-neighbour needs --namespaces of at least 2');
   const t0 = Date.now();
   const log = opts.quiet ? () => {} : (m: string) => process.stderr.write(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
+  const f = cmd.opts<Flags>();
+  if ((f.allRows || (f.sittings ?? 1) > 1) && !f.againstIncumbent) throw new Error('--all-rows and --sittings need --against-incumbent');
+  if (f.againstIncumbent) {
+    const against = await runAgainstIncumbent(opts, { sittings: f.sittings ?? 1, allRows: f.allRows ?? false }, log);
+    process.stdout.write(`${against.table}\n`);
+    if (opts.json) writeFileSync(opts.json, JSON.stringify({ table: against.table, runs: against.runs }, null, 2) + '\n');
+    return against.ok ? 0 : 1;
+  }
   const result = await runBenchmark(opts, log);
   process.stdout.write(formatReport(result) + '\n');
   if (opts.json) {

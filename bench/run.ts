@@ -20,6 +20,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { CONTROLLER_NAMESPACE } from '../src/localenv/index.js';
+import { INCUMBENT_FINALIZER } from '../src/requests/incumbent.js';
 import { measureCeiling } from './ceiling.js';
 import type { ControllerProcess } from './controller-process.js';
 import { heapSnapshotOf, topGroups } from './heap-snapshot.js';
@@ -33,7 +34,7 @@ import { lastInKeyOrder, precreateFinished, scaleMode, submitTracked } from './s
 import { readAudit, setUp, SimulationThread, startController, type RunContext } from './setup.js';
 import { mb, round, sleep } from './stats.js';
 import type { BenchOptions, BenchResult } from './types.js';
-import { requesterClient, type Requester } from './workload.js';
+import { requesterClient, useRequestShape, type Requester } from './workload.js';
 
 const NS = CONTROLLER_NAMESPACE;
 
@@ -43,6 +44,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
   const benchCpu0 = process.cpuUsage();
   const eld = monitorEventLoopDelay({ resolution: 10 });
   const runId = `b${Date.now().toString(36).slice(-5)}`;
+  useRequestShape(opts.requestShape ?? 'request');
   log(`setting up two control planes (commit ${commit}${dirty ? ', uncommitted changes' : ''})`);
   const s = await setUp(opts, log);
   log(`environment ready in ${s.env.startupMs} ms, project installed in ${s.setupMs} ms (dir ${s.env.dir})`);
@@ -77,7 +79,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
         : await requesterClient(s.env.remote.identities.requester!.kubeConfig());
 
       let precreate: { count: number; seconds: number; names: Set<string> } | undefined;
-      if (opts.scale !== undefined) precreate = await precreateFinished(s, opts.scale, runId, log);
+      if (opts.scale !== undefined) precreate = await precreateFinished(s, opts.scale, runId, log, opts.incumbentSource ? [INCUMBENT_FINALIZER] : undefined);
 
       observer = new Observer(s.remoteObserved, s.internalAdmin, NS);
       await observer.start();

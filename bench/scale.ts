@@ -37,7 +37,8 @@ export interface Precreated {
  * the admin through the status subresource, spread over `s.allowed` (the
  * scale mode, and the chaos run's --history).
  */
-export async function precreateFinished(s: Pick<Setup, 'remoteAdmin' | 'allowed'>, m: number, runId: string, log: (msg: string) => void): Promise<Precreated> {
+/** `finalizers`: what each finished request carries (the Go controller's, for its runs: it put it on every request it served). */
+export async function precreateFinished(s: Pick<Setup, 'remoteAdmin' | 'allowed'>, m: number, runId: string, log: (msg: string) => void, finalizers?: string[]): Promise<Precreated> {
   const client = (await fromKubeConfig('remote', s.remoteAdmin)).resource<InternalRequest>(INTERNAL_REQUEST);
   const t0 = performance.now();
   const names = new Set<string>();
@@ -51,7 +52,9 @@ export async function precreateFinished(s: Pick<Setup, 'remoteAdmin' | 'allowed'
       const ns = s.allowed[i % s.allowed.length]!;
       const name = `${runId}-old-${String(i).padStart(6, '0')}`;
       names.add(name);
-      const created = await client.create(ns, requestBody(ns, name, i));
+      const body = requestBody(ns, name, i);
+      if (finalizers) body.metadata.finalizers = finalizers;
+      const created = await client.create(ns, body);
       const ts = new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
       const uid = created.metadata.uid ?? '';
       const status: InternalRequest['status'] = {

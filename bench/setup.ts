@@ -22,6 +22,7 @@ import type { Observer } from './observer.js';
 import { benchPipeline } from './pipeline.js';
 import { ProcTreeSampler } from './procstat.js';
 import type { SimulationWorkerData } from './simulation-worker.js';
+import { installIncumbent } from './incumbent.js';
 import { sleep } from './stats.js';
 import type { BenchOptions } from './types.js';
 import type { Requester } from './workload.js';
@@ -126,9 +127,13 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
     const internalAdmin = await useKeepAlive(env.internal.identities.admin.kubeConfig());
     const remoteObserved = k ? k.observerAdmin : [await useKeepAlive(env.remote.identities.admin.kubeConfig())];
     const remoteAdmin = remoteObserved[0]!;
+    if (opts.incumbentSource) await installIncumbent(env, opts.incumbentSource, log);
+    // The same configuration for every controller: the cluster resolver allowed (the `pipeline` request shape), and
+    // the workspace claim the Go controller adds to every run it makes (this controller adds it only where a Pipeline asks).
+    const pipelineShape = opts.requestShape === 'pipeline';
     await applyObjects(internalAdmin, [
       benchPipeline(),
-      { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: allowed } } as KubernetesObject,
+      { apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: NS }, spec: { allowList: allowed, ...(pipelineShape ? { sources: { cluster: true }, volumeClaim: { name: 'workspace', size: '1Gi' } } : {}) } } as KubernetesObject,
     ]);
     const shardAudits = (kcp as Partial<ShardedKcp> | undefined)?.auditLogPaths;
     const remoteAudit = k ? (shardAudits ? shardAudits.join(',') : kcp?.auditLogPath) : env.remote.auditLogPath;

@@ -10,6 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { KubeConfig } from '@kubernetes/client-node';
 import { SimulatedTektonExecutor, SimulatedKubelet } from '../src/localenv/index.js';
 import { useKeepAlive } from './keepalive.js';
+import { SimulatedClusterResolver } from './simulated-resolver.js';
 
 export type SimulationWorkerData =
   | { kind: 'executor'; kubeconfigPath: string; namespace: string; delayMs: number }
@@ -34,7 +35,11 @@ async function main(): Promise<void> {
   await useKeepAlive(kc, 256);
   let running: Running;
   if (data.kind === 'executor') {
-    running = new SimulatedTektonExecutor(kc, log).startAuto({ namespace: data.namespace, delayMs: data.delayMs });
+    const executor = new SimulatedTektonExecutor(kc, log).startAuto({ namespace: data.namespace, delayMs: data.delayMs });
+    // With no Tekton, the ResolutionRequests of cluster-resolver requests (--request-shape pipeline) are answered here too.
+    const resolver = new SimulatedClusterResolver(kc, data.namespace, log);
+    await resolver.start();
+    running = { stop: async () => void (await Promise.all([executor.stop(), resolver.stop()])), get completed() { return executor.completed; } };
   } else {
     const kubelet = new SimulatedKubelet(kc, { stepMs: data.stepMs, log });
     kubelet.start();

@@ -45,6 +45,19 @@ export interface BenchOptions {
   /** `--kcp`: the remote side is a real kcp; requests are spread over `workspaces` tenant workspaces (undefined: a plain cluster). */
   kcp: { workspaces: number; shards?: number } | undefined;
   quiet: boolean;
+  /**
+   * `--request-shape`: how the requests name their Pipeline. `request`:
+   * `spec.request` (installed in the controller's namespace); `pipeline`:
+   * `spec.pipeline.pipelineRef` with the cluster resolver by name only (the
+   * shape the Go controller's requesters send; the one both controllers run).
+   */
+  requestShape?: 'request' | 'pipeline';
+  /**
+   * Set by `--against-incumbent` for the Go controller's runs: a directory
+   * holding its source's `config/` (its CRDs and ClusterRole), installed in
+   * place of this project's CRDs and bound to the controller's identity.
+   */
+  incumbentSource?: string;
 }
 
 export interface ControllerFigures {

@@ -56,12 +56,20 @@ export function isRejected(i: number, share: number): boolean {
   return Math.floor((i + 1) * share) > Math.floor(i * share);
 }
 
-export function requestBody(namespace: string, name: string, i: number): InternalRequest {
+let defaultShape: 'request' | 'pipeline' = 'request';
+/** The shape every request of this run is created in (`--request-shape`; set once by runBenchmark). */
+export function useRequestShape(shape: 'request' | 'pipeline'): void {
+  defaultShape = shape;
+}
+
+export function requestBody(namespace: string, name: string, i: number, shape: 'request' | 'pipeline' = defaultShape): InternalRequest {
+  const params = { image: `quay.io/bench/app@sha256:${i.toString(16).padStart(64, '0')}` };
   return {
     apiVersion: 'appstudio.redhat.com/v1alpha1',
     kind: 'InternalRequest',
     metadata: { name, namespace },
-    spec: { request: BENCH_PIPELINE, params: { image: `quay.io/bench/app@sha256:${i.toString(16).padStart(64, '0')}` } },
+    // `pipeline`: the cluster resolver by name alone, as the Go controller's requesters write it (it appends namespace and kind; this controller fills them in).
+    spec: shape === 'pipeline' ? { pipeline: { pipelineRef: { resolver: 'cluster', params: [{ name: 'name', value: BENCH_PIPELINE }] } }, params } : { request: BENCH_PIPELINE, params },
   };
 }
 

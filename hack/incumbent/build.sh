@@ -44,7 +44,16 @@ if ! full_sha="$(git -C "$INCUMBENT_SRC" rev-parse --verify --quiet "${INCUMBENT
   exit 1
 fi
 
-out_dir="$CACHE_ROOT/incumbent/$full_sha"
+# INCUMBENT_VARIANT=unlimited-qps: the same source with its two Kubernetes
+# clients' rate limits lifted (QPS -1: client-go then makes no rate limiter),
+# for the benchmark's "limits lifted" column (bench/incumbent.ts). Patched in
+# the throwaway copy only; cached under <sha>-unlimited-qps.
+INCUMBENT_VARIANT="${INCUMBENT_VARIANT:-}"
+case "$INCUMBENT_VARIANT" in
+  ''|unlimited-qps) ;;
+  *) log "unknown INCUMBENT_VARIANT '$INCUMBENT_VARIANT' (known: unlimited-qps)"; exit 1 ;;
+esac
+out_dir="$CACHE_ROOT/incumbent/$full_sha${INCUMBENT_VARIANT:+-$INCUMBENT_VARIANT}"
 out_bin="$out_dir/manager"
 
 if [[ -x "$out_bin" && "${INCUMBENT_FORCE:-0}" != 1 ]]; then
@@ -76,6 +85,35 @@ git -C "$INCUMBENT_SRC" archive --format=tar "$full_sha" | tar -x -C "$work/"
 if [[ ! -f "$work/go.mod" || ! -f "$work/main.go" ]]; then
   log "commit $full_sha has no go.mod/main.go at its root; cannot build"
   exit 1
+fi
+
+if [[ "$INCUMBENT_VARIANT" == unlimited-qps ]]; then
+  # Both places main.go makes a rest.Config: the internal cluster's
+  # (ctrl.GetConfigOrDie) and the remote's (getRemoteClusterClientConfig).
+  n1=$(grep -c 'ctrl.GetConfigOrDie()' "$work/main.go" || true)
+  n2=$(grep -c 'return clientConfig.ClientConfig()' "$work/main.go" || true)
+  if [[ "$n1" != 1 || "$n2" != 1 ]]; then
+    log "unlimited-qps: main.go of $full_sha does not have the two places this patch expects ($n1, $n2); cannot build the variant"
+    exit 1
+  fi
+  sed -i -e 's/ctrl\.GetConfigOrDie()/benchUnlimited(ctrl.GetConfigOrDie())/' \
+    -e 's/return clientConfig\.ClientConfig()/return benchUnlimitedErr(clientConfig.ClientConfig())/' "$work/main.go"
+  cat >"$work/zz_bench_unlimited.go" <<'GO'
+package main
+
+import "k8s.io/client-go/rest"
+
+// Written by hack/incumbent/build.sh (INCUMBENT_VARIANT=unlimited-qps): no client rate limit.
+func benchUnlimited(c *rest.Config) *rest.Config { c.QPS = -1; return c }
+
+func benchUnlimitedErr(c *rest.Config, err error) (*rest.Config, error) {
+	if c != nil {
+		c.QPS = -1
+	}
+	return c, err
+}
+GO
+  log "unlimited-qps: both clients' rate limits lifted (QPS -1)"
 fi
 
 # Same as the incumbent's Dockerfile (CGO_ENABLED=0, main package at repo root),
