@@ -204,8 +204,11 @@ export class Observer {
     rec.seenAt ??= now;
     rec.params ??= r.spec?.params ?? {};
     const c = succeeded(r.status?.conditions);
-    if (c?.status === 'Unknown') rec.runningAt ??= now;
-    if ((c?.status === 'True' || c?.status === 'False') && rec.terminalAt === undefined) {
+    // The requester's contract: an empty reason or `Running` is still running, whatever the status (the Go controller
+    // writes False/Running while it runs; this one Unknown/Running).
+    const running = c !== undefined && (c.reason === undefined || c.reason === '' || c.reason === 'Running');
+    if (running) rec.runningAt ??= now;
+    if (c && !running && (c.status === 'True' || c.status === 'False') && rec.terminalAt === undefined) {
       rec.terminalAt = now;
       rec.terminalStatus = c.status;
       rec.terminalReason = c.reason;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../src/util/repo.js';
-import { CONTROLLER_NAMESPACE, KCP_CONTROLLER_USERNAME, startEnvironment, type Environment, applyObjects, grantRequester, installProject } from '../src/localenv/index.js';
+import { CONTROLLER_NAMESPACE, KCP_CONTROLLER_USERNAME, startEnvironment, type Environment, applyObjects, ensureNamespace, grantRequester, installProject } from '../src/localenv/index.js';
 import type { AuditWindow } from './analyze.js';
 import type { Kcp, ShardedKcp } from '../src/localenv/index.js';
 import { AuditReader, AuditReaders } from './audit.js';
@@ -128,6 +128,14 @@ export async function setUp(opts: BenchOptions, log: (m: string) => void): Promi
     const remoteObserved = k ? k.observerAdmin : [await useKeepAlive(env.remote.identities.admin.kubeConfig())];
     const remoteAdmin = remoteObserved[0]!;
     if (opts.incumbentSource) await installIncumbent(env, opts.incumbentSource, log);
+    // The Go controller points the cluster resolver at the request's namespace: where it runs, the Pipeline is
+    // installed under each tenant's namespace name on the internal cluster too (this controller reads its own namespace's).
+    if (opts.requestShape === 'pipeline') {
+      for (const ns of allowed) {
+        await ensureNamespace(internalAdmin, ns);
+        await applyObjects(internalAdmin, [{ ...benchPipeline(), metadata: { ...benchPipeline().metadata, namespace: ns } }]);
+      }
+    }
     // The same configuration for every controller: the cluster resolver allowed (the `pipeline` request shape), and
     // the workspace claim the Go controller adds to every run it makes (this controller adds it only where a Pipeline asks).
     const pipelineShape = opts.requestShape === 'pipeline';

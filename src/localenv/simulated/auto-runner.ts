@@ -211,7 +211,7 @@ export class AutoRunner implements AutoHandle {
 
   private pipelineOf(pr: PipelineRunObject): Promise<PipelineObject | undefined> {
     const ref = pr.spec?.['pipelineRef'];
-    const key = isRecord(ref) && typeof ref['name'] === 'string' ? ref['name'] : undefined;
+    const key = isRecord(ref) ? (typeof ref['name'] === 'string' ? ref['name'] : ref['resolver'] === 'cluster' ? `cluster:${JSON.stringify(ref['params'])}` : undefined) : undefined;
     if (!key) return this.exec.resolvePipeline(pr);
     const hit = this.pipelines.get(key);
     if (hit && Date.now() - hit.at < 1000) return hit.pipeline;

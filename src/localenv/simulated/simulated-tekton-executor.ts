@@ -173,13 +173,21 @@ export class SimulatedTektonExecutor {
       return { apiVersion: API_VERSION, kind: 'Pipeline', metadata: { name: pr.metadata?.name ?? '' }, spec: inline };
     }
     const ref = spec['pipelineRef'];
-    const refName = isRecord(ref) ? ref['name'] : undefined;
+    let refName = isRecord(ref) ? ref['name'] : undefined;
+    let namespace = pr.metadata?.namespace ?? '';
+    // The cluster resolver's reference (as the Go controller makes it): the Pipeline its params name, where they say.
+    if (isRecord(ref) && ref['resolver'] === 'cluster' && Array.isArray(ref['params'])) {
+      const p = Object.fromEntries((ref['params'] as unknown[]).filter(isRecord).map((x) => [String(x['name']), x['value']]));
+      if (p['kind'] !== undefined && p['kind'] !== 'pipeline') return undefined;
+      refName = p['name'];
+      if (typeof p['namespace'] === 'string') namespace = p['namespace'];
+    }
     if (typeof refName !== 'string') return undefined;
     try {
       return (await this.api.getNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
-        namespace: pr.metadata?.namespace ?? '',
+        namespace,
         plural: 'pipelines',
         name: refName,
       })) as PipelineObject;
