@@ -46,6 +46,8 @@ export {
   type KcpWorkspace,
 } from './real/kcp-workspaces.js';
 export { startEnvironment, type Environment, type StartEnvironmentOptions } from './real/environment.js';
+export { realNodeUnavailable, type RealNode } from './real/node.js';
+export { ensureNodeAssets, type NodeAssets } from './real/binaries.js';
 export type { ControlPlane, PlaneName } from './real/control-plane.js';
 export {
   CONTROLLER_NAMESPACE,
