@@ -48,7 +48,7 @@ if [ "${NO_PREBUILD:-}" != 1 ]; then
   # One after another: parallel Go builds on two cores only thrash.
   (
     node_build=
-    # The real node's parts only where one can start (realNodeUnavailable in src/localenv/real/node.ts).
+    # The real node's parts only where one can start (realNodeUnavailable in src/localenv/real/real-node.ts).
     if [ "$(id -u)" = 0 ] && command -v containerd >/dev/null && command -v buildah >/dev/null; then node_build="hack/node/install.sh"; fi
     for step in "hack/envtest/install.sh --no-tekton-binaries" "hack/envtest/install.sh" "hack/helm/install.sh" "hack/kcp/install.sh" ${node_build:+"$node_build"} "hack/platform/install.sh registry results chains"; do
       t0=$(date +%s)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes what the harness's real node needs (src/localenv/real/node.ts) and
+# Makes what the harness's real node needs (src/localenv/real/real-node.ts) and
 # prints, as one JSON line, where it is:
 #
 #   binaries  kubelet, kube-scheduler and kube-controller-manager, built from

@@ -46,7 +46,7 @@ export {
   type KcpWorkspace,
 } from './real/kcp-workspaces.js';
 export { startEnvironment, type Environment, type StartEnvironmentOptions } from './real/environment.js';
-export { realNodeUnavailable, type RealNode } from './real/node.js';
+export { realNodeUnavailable, type RealNode } from './real/real-node.js';
 export { ensureNodeAssets, type NodeAssets } from './real/binaries.js';
 export type { ControlPlane, PlaneName } from './real/control-plane.js';
 export {

@@ -1,6 +1,6 @@
 /**
  * Tekton's pods run for real (issue 53): the internal cluster has a real node
- * (src/localenv/real/node.ts: kubelet, kube-scheduler and
+ * (src/localenv/real/real-node.ts: kubelet, kube-scheduler and
  * kube-controller-manager built from the harness's Kubernetes module;
  * containerd, runc and the CNI plugins from Debian) and Tekton runs its own
  * entrypoint, nop and workingdirinit images on it; `script:` steps run in a

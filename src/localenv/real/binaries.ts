@@ -189,7 +189,7 @@ function parseAssets(value: unknown): EnvtestAssets {
   };
 }
 
-/** What hack/node/install.sh makes for the real node (node.ts). */
+/** What hack/node/install.sh makes for the real node (real-node.ts). */
 export interface NodeAssets {
   /** kubelet, kube-scheduler, kube-controller-manager (the harness's Kubernetes version). */
   nodeBinDir: string;

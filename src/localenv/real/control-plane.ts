@@ -53,7 +53,7 @@ export interface ApiserverPlaneConfig {
   /** More kube-apiserver flags (e.g. feature gates, to play an older server). */
   extraArgs?: readonly string[] | undefined;
   /**
-   * A real node attaches to this cluster (node.ts): its flags (client CA,
+   * A real node attaches to this cluster (real-node.ts): its flags (client CA,
    * the kubelet's API), and Node authorization, the NodeRestriction and
    * ServiceAccount admission plugins (a controller manager makes the
    * ServiceAccounts and their tokens).

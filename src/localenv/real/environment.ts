@@ -23,7 +23,7 @@ import { auditPolicy, suiteAuditLogPath } from './audit-policy.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
 import { startRegistry, type Registry } from './registry.js';
-import { prepareNode, startNode, type PreparedNode, type RealNode } from './node.js';
+import { prepareNode, startNode, type PreparedNode, type RealNode } from './real-node.js';
 
 export interface Environment {
   /** Holds logs, kubeconfigs, certs, etcd data. */
@@ -82,7 +82,7 @@ export interface StartEnvironmentOptions {
   /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See tekton-chains.ts. */
   chains?: boolean | ChainsOptions;
   /**
-   * Attach a real node to the internal cluster (node.ts): Tekton's pods run
+   * Attach a real node to the internal cluster (real-node.ts): Tekton's pods run
    * for real, with its own helper images, instead of on the simulated
    * kubelet. Needs root and Debian's containerd, runc and CNI plugins
    * (realNodeUnavailable() says what is missing); one per machine.

@@ -1,5 +1,5 @@
 /**
- * The real node's identities and configuration files (node.ts): a client CA
+ * The real node's identities and configuration files (real-node.ts): a client CA
  * for the internal apiserver and the certificates it signs (the kubelet as
  * system:node:<name> in system:nodes, its serving certificate for the node
  * IP, the apiserver's identity towards the kubelet, the scheduler and the

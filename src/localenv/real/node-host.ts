@@ -1,5 +1,5 @@
 /**
- * What the real node (node.ts) changes on the machine, and how it is put
+ * What the real node (real-node.ts) changes on the machine, and how it is put
  * back: one node per machine, held by a state file created exclusively
  * (STATE_FILE); in it, before anything is changed, the sysctls the kubelet
  * and the CNI bridge set (their values before), the host paths they create

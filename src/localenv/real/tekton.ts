@@ -49,7 +49,7 @@ export const TEKTON_IDENTITIES = {
 
 /**
  * Images named in pods Tekton creates. With the simulated kubelet they are
- * never pulled (no container runs); on the real node (node.ts) its own
+ * never pulled (no container runs); on the real node (real-node.ts) its own
  * builds of Tekton's helpers and a busybox shell, imported into containerd.
  */
 const imageFlags = (images: TektonImages | undefined): string[] => [
