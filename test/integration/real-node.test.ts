@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { applyObjects, grantRequester, installProject, realNodeUnavailable, startEnvironment, type Environment } from '../../src/localenv/index.js';
-import { api, createRequest, IR, messageOf, NS, pipelineRunsFor, runPlugin, setRunConfig, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
+import { api, createRequest, IR, messageOf, NS, runPlugin, setRunConfig, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const TENANT = 'team-real';
 const unavailable = realNodeUnavailable();
@@ -32,8 +32,12 @@ let internalAdmin: KubeConfig;
 let requester: KubeConfig;
 let controller: ControllerProcess | undefined;
 
-/** A Pipeline of one Task whose steps are shell scripts in the node's busybox image; `results` are the Task's, passed up. */
-function scriptPipeline(name: string, opts: { params?: string[]; results?: string[]; steps: Array<{ name: string; script: string }>; env?: Record<string, string> }): Record<string, unknown> {
+/**
+ * A Pipeline of one Task whose steps are shell scripts in the node's busybox
+ * image; `results` are the Task's, passed up. With `lingerS`, a finally task
+ * sleeps that long: the run, and the pod of a failed task, stay that long.
+ */
+function scriptPipeline(name: string, opts: { params?: string[]; results?: string[]; steps: Array<{ name: string; script: string }>; lingerS?: number }): Record<string, unknown> {
   const params = opts.params ?? [];
   const results = opts.results ?? [];
   return testPipeline(name, {
@@ -56,16 +60,14 @@ function scriptPipeline(name: string, opts: { params?: string[]; results?: strin
         },
       },
     ],
+    ...(opts.lingerS ? { finally: [{ name: 'linger', taskSpec: { steps: [{ name: 'sleep', image: env.node!.shellImage, script: `#!/bin/sh\nsleep ${opts.lingerS}\n` }] } }] } : {}),
   });
 }
 
-/** The ids of the containers the pods of a request's PipelineRun run (from the pods' statuses). */
-async function containersOf(uid: string): Promise<{ pods: string[]; ids: string[] }> {
+/** The pods of a request's PipelineRun (named ir-<uid> by the controller). */
+async function podsOf(uid: string): Promise<string[]> {
   const core = internalAdmin.makeApiClient(CoreV1Api);
-  const prs = await pipelineRunsFor(internalAdmin, uid);
-  const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: `tekton.dev/pipelineRun=${prs[0]?.metadata.name ?? 'none'}` })).items;
-  const ids = pods.flatMap((p) => [...(p.status?.containerStatuses ?? [])].map((c) => (c.containerID ?? '').replace(/^containerd:\/\//, '')).filter((id) => id !== ''));
-  return { pods: pods.map((p) => p.metadata!.name!), ids };
+  return (await core.listNamespacedPod({ namespace: NS, labelSelector: `tekton.dev/pipelineRun=ir-${uid}` })).items.map((p) => p.metadata!.name!);
 }
 
 /** Containers containerd is running (tasks in state RUNNING). */
@@ -82,8 +84,7 @@ async function runningTasks(): Promise<string[]> {
 async function runningStep(uid: string, step: string): Promise<{ id: string; pod: string }> {
   const core = internalAdmin.makeApiClient(CoreV1Api);
   return waitFor(`step ${step} of ${uid} running`, async () => {
-    const { pods } = await containersOf(uid);
-    for (const name of pods) {
+    for (const name of await podsOf(uid)) {
       const pod = await core.readNamespacedPod({ namespace: NS, name });
       const c = pod.status?.containerStatuses?.find((s) => s.name === `step-${step}`);
       if (c?.state?.running && c.containerID) return { id: c.containerID.replace(/^containerd:\/\//, ''), pod: name };
@@ -107,7 +108,7 @@ before(async () => {
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'signer', namespace: NS } },
     scriptPipeline('digest', { params: ['image'], results: ['digest'], steps: [{ name: 'digest', script: 'echo "computing the digest of $IMAGE"\nprintf %s "$IMAGE" | sha256sum | cut -d" " -f1 | tr -d "\\n" > "$(results.digest.path)"' }] }),
     scriptPipeline('fail', { steps: [{ name: 'check', script: 'echo "the check finds a problem" >&2\nexit 3' }] }),
-    scriptPipeline('big', { results: ['out'], steps: [{ name: 'produce', script: 'head -c 5000 /dev/zero | tr "\\0" x > "$(results.out.path)"' }] }),
+    scriptPipeline('big', { results: ['out'], steps: [{ name: 'produce', script: 'head -c 5000 /dev/zero | tr "\\0" x > "$(results.out.path)"' }], lingerS: 6 }),
     scriptPipeline('slow', { steps: [{ name: 'prepare', script: 'echo "prepared the release of $(date +%Y)"; echo "line two of the real log"' }, { name: 'wait', script: 'echo waiting; sleep 300' }] }),
     scriptPipeline('whoami', { results: ['claims'], steps: [{ name: 'token', script: 'cut -d. -f2 /var/run/secrets/kubernetes.io/serviceaccount/token | tr -d "\\n" > "$(results.claims.path)"' }] }),
   ] as never);
@@ -139,10 +140,10 @@ describe('Tekton on the real node', { skip: unavailable !== undefined && process
 
   test("a result over Tekton's limit (the 4096-byte termination message): the step fails, the requester is told which and gets no result", async () => {
     const r = await createRequest(requester, TENANT, 'big-1', { request: 'big' });
-    // What the node saw, read before the controller prunes the run: the step's own log and state.
+    // What the node saw, read while the finally task lingers (before the run is pruned): the step's own log and state.
     const core = internalAdmin.makeApiClient(CoreV1Api);
     const seen = await waitFor('the step to end', async () => {
-      for (const name of (await containersOf(r.metadata.uid!)).pods) {
+      for (const name of (await podsOf(r.metadata.uid!))) {
         const pod = await core.readNamespacedPod({ namespace: NS, name });
         const c = pod.status?.containerStatuses?.find((s) => s.name === 'step-produce');
         if (c?.state?.terminated) return { exitCode: c.state.terminated.exitCode, log: await core.readNamespacedPodLog({ namespace: NS, name, container: 'step-produce' }) };
