@@ -74,7 +74,7 @@ no_tekton="bundle chaos cli-kinds envtest informer informer-fill manifests tekto
 late_helm="helm helm-remote"
 late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions local bench-smoke"
 late_node="real-node"
-late_platform="bundles-registry results chains local-results"
+late_platform="bundles-registry results chains local-results real-node-platform"
 is_late() { case " $no_tekton $late_helm $late_kcp $late_node $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()
 for f in dist/test/integration/*.test.js; do

@@ -181,9 +181,15 @@ export async function startNode(host: NodeHost, prep: PreparedNode): Promise<Rea
     for (const name of ['pause', 'entrypoint', 'nop', 'workingdirinit', 'shell'] as const) {
       await ctr(['images', 'import', join(assets.imageDir, `${name}.oci.tar`)]);
     }
-    const have = (await ctr(['images', 'ls', '-q'])).split('\n');
-    const absent = Object.values(assets.images).filter((ref) => !have.includes(ref));
-    if (absent.length > 0) throw new Error(`images not in containerd after import: ${absent.join(', ')} (it has: ${have.join(', ')})`);
+    // Each also by digest (repo@sha256:…), as a pulled image is: the kubelet then reports that as the
+    // container's imageID (Tekton copies it into the TaskRun; Chains refuses a bare sha256: id).
+    const listed = new Map((await ctr(['images', 'ls'])).split('\n').slice(1).map((l) => l.trim().split(/\s+/)).filter((f) => f.length > 2).map((f) => [f[0]!, f[2]!]));
+    const absent = Object.values(assets.images).filter((ref) => !listed.has(ref));
+    if (absent.length > 0) throw new Error(`images not in containerd after import: ${absent.join(', ')} (it has: ${[...listed.keys()].join(', ')})`);
+    for (const ref of Object.values(assets.images)) {
+      const byDigest = `${ref.slice(0, ref.lastIndexOf(':'))}@${listed.get(ref)!}`;
+      if (!listed.has(byDigest)) await ctr(['images', 'tag', ref, byDigest]);
+    }
 
     // --- scheduler and controller manager ---
     const caFile = join(pki.dir, 'apiserver-ca.crt');
