@@ -4,9 +4,11 @@
  * that share it under different key prefixes, so the clusters are fully
  * isolated from each other while costing a single etcd.
  *
- * There is no controller-manager, scheduler or kubelet: objects are stored
- * and served (CRDs, RBAC, admission, watches all work), but nothing acts on
- * them — e.g. no garbage collection, no default ServiceAccounts, no Pods run.
+ * By default there is no controller-manager, scheduler or kubelet: objects
+ * are stored and served (CRDs, RBAC, admission, watches all work), but
+ * nothing acts on them — e.g. no garbage collection, no default
+ * ServiceAccounts, no Pods run. With `node`, the internal cluster gets a real
+ * node (real-node.ts): all three, with containerd, and pods run.
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
