@@ -154,7 +154,9 @@ export async function startNode(host: NodeHost, prep: PreparedNode): Promise<Rea
   const ctr = async (args: string[]): Promise<string> => (await run('ctr', ['--address', paths.socket, '--namespace', 'k8s.io', ...args], { maxBuffer: 16 << 20 })).stdout;
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => (stopping ??= (async () => {
-    await deletePods(host.admin, log).catch((e: unknown) => log(`node: deleting the pods: ${String(e)}`));
+    // Bounded: an apiserver that no longer answers must not hold the teardown.
+    const bound = new Promise<void>((r) => setTimeout(r, 25_000).unref());
+    await Promise.race([deletePods(host.admin, log).catch((e: unknown) => log(`node: deleting the pods: ${String(e)}`)), bound]);
     const [containerd, scheduler, controllerManager, kubelet] = processes;
     await kubelet?.stop(5000);
     await containerd?.stop(5000);
