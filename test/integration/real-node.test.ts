@@ -122,6 +122,16 @@ after(async () => {
 });
 
 describe('Tekton on the real node', { skip: unavailable !== undefined && process.env['CI'] !== 'true' ? `no real node: ${unavailable}` : false }, () => {
+  test("the node: a kubelet of the apiserver's own version on containerd, Ready", async () => {
+    const node = await internalAdmin.makeApiClient(CoreV1Api).readNode({ name: env.node!.name });
+    const info = node.status?.nodeInfo;
+    process.stderr.write(`node ${env.node!.name}: kubelet ${info?.kubeletVersion}, ${info?.containerRuntimeVersion}, kernel ${info?.kernelVersion}, ${info?.osImage}\n`);
+    assert.equal(info?.kubeletVersion, env.assets.kubernetesVersion);
+    assert.match(info?.containerRuntimeVersion ?? '', /^containerd:\/\//);
+    assert.equal(node.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+    assert.deepEqual(node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address, env.node!.ip);
+  });
+
   test('a result computed by a script step from the params comes back to the requester', async () => {
     const image = `quay.io/org/app@sha256:${createHash('sha256').update(String(Date.now())).digest('hex')}`;
     await createRequest(requester, TENANT, 'digest-1', { request: 'digest', params: { image } });
