@@ -94,7 +94,10 @@ export async function acquireHost(dir: string, bridge: string, log: (l: string) 
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
     const other = readState();
-    if (other && other.owner.pid !== process.pid && processStart(other.owner.pid) === other.owner.start) {
+    if (other && other.owner.pid === process.pid && processStart(process.pid) === other.owner.start) {
+      throw new Error(`this process already runs the machine's real node (directory ${other.dir}): one node per machine, stop that environment first`);
+    }
+    if (other && processStart(other.owner.pid) === other.owner.start) {
       if (Date.now() > deadline) throw new Error(`a real node already runs on this machine (owner pid ${other.owner.pid}, directory ${other.dir}; ${STATE_FILE})`);
       if (!said) log(`node: waiting for the real node of pid ${other.owner.pid} to stop (one node per machine; ${STATE_FILE})`);
       said = true;
