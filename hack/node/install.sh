@@ -138,8 +138,8 @@ if want images; then
     rm -rf "$work"/root-* "$work/bin"
     rm -rf "$image_dir"
     mv "$work" "$image_dir"
-    # Older recipes' images go.
-    for old in "$cache_root"/node/images/*/; do
+    # Older recipes' images of this Tekton version go (other versions' stay: the matrix).
+    for old in "$cache_root"/node/images/tekton-"${TEKTON_VERSION}"-*/; do
       [ "${old%/}" = "$image_dir" ] || rm -rf "$old"
     done
     log "packed the node's images (pause, entrypoint, nop, workingdirinit, shell) in $(( $(date +%s) - t0 )) s into $image_dir"
