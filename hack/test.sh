@@ -15,11 +15,16 @@
 # The integration files run in an order that puts the ones needing the
 # later builds last: plain control planes first (the control plane is built
 # before Tekton, so they run while Tekton builds), then Tekton, then helm,
-# then kcp, then the platform services. The platform's build (the registry,
-# Tekton Results, Chains: the longest) comes last because the files that
-# wait for it are the shortest: what runs after the last build is done is
-# what a cold run waits for. Each file's duration is printed by the test
-# runner's spec reporter summary (docs/testing.md has the figures).
+# then kcp, then the real node's tests, then the platform services. The
+# real node's build (hack/node/install.sh: kubelet, kube-scheduler and
+# kube-controller-manager in one go build from the apiserver's module, then
+# Tekton's helper images) comes after kcp's, and only where a node can run
+# (root, containerd): real-node.test.ts runs while the platform builds. The
+# platform's build (the registry, Tekton Results, Chains: the longest) comes
+# last because the files that wait for it are the shortest: what runs after
+# the last build is done is what a cold run waits for. Each file's duration
+# is printed by the test runner's spec reporter summary (docs/testing.md has
+# the figures).
 #
 # Environment: TEST_FILES overrides the file list (space separated, e.g. to
 # run one file the way CI does); NO_PREBUILD=1 skips the background builds.
@@ -42,7 +47,10 @@ bg=
 if [ "${NO_PREBUILD:-}" != 1 ]; then
   # One after another: parallel Go builds on two cores only thrash.
   (
-    for step in "hack/envtest/install.sh --no-tekton-binaries" "hack/envtest/install.sh" "hack/helm/install.sh" "hack/kcp/install.sh" "hack/platform/install.sh registry results chains"; do
+    node_build=
+    # The real node's parts only where one can start (realNodeUnavailable in src/localenv/real/real-node.ts).
+    if [ "$(id -u)" = 0 ] && command -v containerd >/dev/null && command -v buildah >/dev/null; then node_build="hack/node/install.sh"; fi
+    for step in "hack/envtest/install.sh --no-tekton-binaries" "hack/envtest/install.sh" "hack/helm/install.sh" "hack/kcp/install.sh" ${node_build:+"$node_build"} "hack/platform/install.sh registry results chains"; do
       t0=$(date +%s)
       if nice -n 10 bash $step >/dev/null 2>>"$builds_log"; then
         printf 'test.sh: background build %s done in %s s\n' "$step" "$(( $(date +%s) - t0 ))" >>"$builds_log"
@@ -60,12 +68,14 @@ fi
 # group is an invocation of its own: the unit tests, then the files that
 # start no Tekton (they need only the control plane's binaries, built before
 # Tekton's, and run while Tekton builds), then Tekton's, then what needs
-# Helm, then kcp, then the platform services.
+# Helm, then kcp, then the real node (Tekton's pods run for real), then the
+# platform services.
 no_tekton="bundle chaos cli-kinds envtest informer informer-fill manifests tekton-components"
 late_helm="helm helm-remote"
 late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions local bench-smoke"
-late_platform="bundles-registry results chains local-results"
-is_late() { case " $no_tekton $late_helm $late_kcp $late_platform " in *" $1 "*) return 0;; esac; return 1; }
+late_node="real-node"
+late_platform="bundles-registry results chains local-results real-node-platform"
+is_late() { case " $no_tekton $late_helm $late_kcp $late_node $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()
 for f in dist/test/integration/*.test.js; do
   is_late "$(basename "$f" .test.js)" || early+=("$f")
@@ -99,6 +109,8 @@ else
   run $(group $late_helm)
   # shellcheck disable=SC2046
   run $(group $late_kcp)
+  # shellcheck disable=SC2046
+  run $(group $late_node)
   # shellcheck disable=SC2046
   run $(group $late_platform)
 fi

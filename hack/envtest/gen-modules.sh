@@ -74,14 +74,18 @@ gen_wrapper() {
 kminor=${KUBERNETES_VERSION#v1.}
 gen_wrapper kube k8s.io/kubernetes "$KUBERNETES_VERSION" \
   's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/k8s.io/.*#\1#p' "v0.${kminor}" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubelet
 gen_wrapper etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" \
   's#^\s*\(go.etcd.io/etcd/[a-z0-9/-]*\) => \.\./.*#\1#p' "$ETCD_VERSION" \
   go.etcd.io/etcd/server/v3
-# Tekton: the pipelines controller, the remote resolvers and the webhook.
+# Tekton: the pipelines controller, the remote resolvers and the webhook; and
+# the helpers its pods run (entrypoint, nop, workingdirinit: the real node's
+# images, hack/node/install.sh).
 # Its go.mod has "replace" both inside a block and as single lines; the
 # pattern prints "old => new version" from either form.
 gen_wrapper tekton github.com/tektoncd/pipeline "$TEKTON_VERSION" \
   's#^\(replace\)\{0,1\}\s*\([a-zA-Z0-9./_-]* => [a-zA-Z0-9./_-]* v[^ ]*\).*#\2#p' - \
-  github.com/tektoncd/pipeline/cmd/controller github.com/tektoncd/pipeline/cmd/resolvers \
-  github.com/tektoncd/pipeline/cmd/webhook
+  github.com/tektoncd/pipeline/cmd/controller github.com/tektoncd/pipeline/cmd/entrypoint \
+  github.com/tektoncd/pipeline/cmd/nop github.com/tektoncd/pipeline/cmd/resolvers \
+  github.com/tektoncd/pipeline/cmd/webhook github.com/tektoncd/pipeline/cmd/workingdirinit

@@ -9,7 +9,9 @@
  *   are built from, and manifest helpers (release-info.ts: the version-info
  *   objects the Tekton Pipelines, Results and Chains releases ship); and,
  *   apart, a real kcp
- *   (kcp-server.ts, kcp-workspaces.ts) for what needs one.
+ *   (kcp-server.ts, kcp-workspaces.ts) for what needs one; and a real node
+ *   for the internal cluster (real-node.ts: kubelet, scheduler, controller
+ *   manager, containerd), on which Tekton's pods run for real.
  * - simulated/: what stands in for pods — the simulated kubelet (plays the
  *   containers of Tekton's TaskRun pods) and the simulated Tekton executor
  *   (writes PipelineRun/TaskRun status with no Tekton at all).
@@ -46,6 +48,8 @@ export {
   type KcpWorkspace,
 } from './real/kcp-workspaces.js';
 export { startEnvironment, type Environment, type StartEnvironmentOptions } from './real/environment.js';
+export { realNodeUnavailable, type RealNode } from './real/real-node.js';
+export { ensureNodeAssets, type NodeAssets } from './real/binaries.js';
 export type { ControlPlane, PlaneName } from './real/control-plane.js';
 export {
   CONTROLLER_NAMESPACE,

@@ -28,6 +28,7 @@ export interface Combination {
 export const LEFT_OUT: Readonly<Record<string, string>> = {
   results: 'Tekton Results (hack/platform/versions.env)',
   chains: 'Tekton Chains (hack/platform/versions.env)',
+  'real-node-platform': 'Tekton Results and Chains (hack/platform/versions.env), on the real node',
   'kcp-controller': 'kcp (hack/kcp/version.env)',
   image: 'the container image (buildah; minutes of image build per run)',
 };

@@ -188,3 +188,35 @@ function parseAssets(value: unknown): EnvtestAssets {
     tektonVersion: str('tektonVersion'),
   };
 }
+
+/** What hack/node/install.sh makes for the real node (real-node.ts). */
+export interface NodeAssets {
+  /** kubelet, kube-scheduler, kube-controller-manager (the harness's Kubernetes version). */
+  nodeBinDir: string;
+  kubernetesVersion: string;
+  tektonVersion: string;
+  /** The OCI archives, `<name>.oci.tar`. */
+  imageDir: string;
+  /** Image references, as imported into the node's containerd. */
+  images: { pause: string; entrypoint: string; nop: string; workingdirinit: string; shell: string };
+}
+
+let pendingNode: Promise<NodeAssets> | undefined;
+
+/** Runs hack/node/install.sh once per process (later calls share the result); the first run builds (minutes). */
+export function ensureNodeAssets(log?: LogFn): Promise<NodeAssets> {
+  if (pendingNode === undefined) {
+    pendingNode = runInstallScript(join(repoRoot(), 'hack', 'node', 'install.sh'), log, (value) => {
+      const rec = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+      const images = (rec['images'] ?? {}) as Record<string, unknown>;
+      const names = ['pause', 'entrypoint', 'nop', 'workingdirinit', 'shell'] as const;
+      for (const k of ['nodeBinDir', 'kubernetesVersion', 'tektonVersion', 'imageDir']) if (typeof rec[k] !== 'string') throw new Error(`field ${k} missing`);
+      for (const n of names) if (typeof images[n] !== 'string') throw new Error(`image ${n} missing`);
+      return { ...(rec as unknown as Omit<NodeAssets, 'images'>), images: images as NodeAssets['images'] };
+    });
+    pendingNode.catch(() => {
+      pendingNode = undefined;
+    });
+  }
+  return pendingNode;
+}

@@ -52,6 +52,13 @@ export interface ApiserverPlaneConfig {
   onChange: () => void;
   /** More kube-apiserver flags (e.g. feature gates, to play an older server). */
   extraArgs?: readonly string[] | undefined;
+  /**
+   * A real node attaches to this cluster (real-node.ts): its flags (client CA,
+   * the kubelet's API), and Node authorization, the NodeRestriction and
+   * ServiceAccount admission plugins (a controller manager makes the
+   * ServiceAccounts and their tokens).
+   */
+  nodeFlags?: readonly string[] | undefined;
 }
 
 export class ApiserverPlane implements ControlPlane {
@@ -100,10 +107,10 @@ export class ApiserverPlane implements ControlPlane {
       '--advertise-address=127.0.0.1',
       '--service-cluster-ip-range=10.0.0.0/24',
       '--allow-privileged=true',
-      '--authorization-mode=RBAC',
+      cfg.nodeFlags ? '--authorization-mode=Node,RBAC' : '--authorization-mode=RBAC',
       `--token-auth-file=${tokenFile}`,
-      // No controller-manager creates the "default" ServiceAccounts this plugin insists on.
-      '--disable-admission-plugins=ServiceAccount',
+      // Without a node, no controller-manager creates the "default" ServiceAccounts this plugin insists on.
+      ...(cfg.nodeFlags ? ['--enable-admission-plugins=NodeRestriction', ...cfg.nodeFlags] : ['--disable-admission-plugins=ServiceAccount']),
       `--service-account-issuer=${this.url}/`,
       `--service-account-key-file=${cfg.saPub}`,
       `--service-account-signing-key-file=${cfg.saKey}`,

@@ -4,9 +4,11 @@
  * that share it under different key prefixes, so the clusters are fully
  * isolated from each other while costing a single etcd.
  *
- * There is no controller-manager, scheduler or kubelet: objects are stored
- * and served (CRDs, RBAC, admission, watches all work), but nothing acts on
- * them — e.g. no garbage collection, no default ServiceAccounts, no Pods run.
+ * By default there is no controller-manager, scheduler or kubelet: objects
+ * are stored and served (CRDs, RBAC, admission, watches all work), but
+ * nothing acts on them — e.g. no garbage collection, no default
+ * ServiceAccounts, no Pods run. With `node`, the internal cluster gets a real
+ * node (real-node.ts): all three, with containerd, and pods run.
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -23,6 +25,7 @@ import { auditPolicy, suiteAuditLogPath } from './audit-policy.js';
 import { ApiserverPlane, waitForEtcd, type ControlPlane, type PlaneName } from './control-plane.js';
 import type { Identity } from './identities.js';
 import { startRegistry, type Registry } from './registry.js';
+import { prepareNode, startNode, type PreparedNode, type RealNode } from './real-node.js';
 
 export interface Environment {
   /** Holds logs, kubeconfigs, certs, etcd data. */
@@ -44,6 +47,8 @@ export interface Environment {
   registry?: Registry;
   /** Real Tekton Chains next to it, when started with `chains`. */
   chains?: ChainsPlatform;
+  /** The real node of the internal cluster (kubelet, containerd, scheduler, controller manager), when started with `node`. */
+  node?: RealNode;
   /** Stops every process and, unless the directory was given or ENVTEST_KEEP=1, deletes it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -78,6 +83,13 @@ export interface StartEnvironmentOptions {
   registry?: boolean;
   /** Also run real Tekton Chains, signing PipelineRuns (needs `tekton`). See tekton-chains.ts. */
   chains?: boolean | ChainsOptions;
+  /**
+   * Attach a real node to the internal cluster (real-node.ts): Tekton's pods run
+   * for real, with its own helper images, instead of on the simulated
+   * kubelet. Needs root and Debian's containerd, runc and CNI plugins
+   * (realNodeUnavailable() says what is missing); one per machine.
+   */
+  node?: boolean;
   /** More kube-apiserver flags per cluster, e.g. `{ 'remote-2': ['--feature-gates=WatchList=false'] }` for a server without streamed lists. */
   apiserverFlags?: Partial<Record<PlaneName, readonly string[]>>;
 }
@@ -98,6 +110,8 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
   let results: ResultsPlatform | undefined;
   let registry: Registry | undefined;
   let chains: ChainsPlatform | undefined;
+  let prepared: PreparedNode | undefined;
+  let node: RealNode | undefined;
   const pidFile = join(dir, 'pids');
   const refreshPids = (): void => writePidFile(pidFile, [...processes, ...adopted].map((p) => p.pid));
   let watchdog: ChildProcess | undefined;
@@ -115,6 +129,9 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     await chains?.stop().catch(() => {});
     await tekton?.stop().catch(() => {});
     await registry?.stop().catch(() => {});
+    // The node before the apiservers (its pods are deleted through them), etcd last.
+    await node?.stop().catch(() => {});
+    prepared?.release();
     const [etcdProc, ...apiservers] = processes;
     await Promise.all(apiservers.map((p) => p.stop(graceMs)));
     await etcdProc?.stop(graceMs);
@@ -128,6 +145,9 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
     const [etcdClientPort, etcdPeerPort, remotePort, internalPort] = ports as [number, number, number, number];
     watchdog = startWatchdog(pidFile, keep ? undefined : dir);
     if (!keep) removeOnExit(dir);
+
+    // The machine's node first: it may wait for another run's, and the apiserver needs its CA.
+    if (opts.node) prepared = await prepareNode(dir, log, opts.log);
 
     // --- etcd ---
     mkdirSync(join(dir, 'etcd'), { recursive: true });
@@ -193,6 +213,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
         readyTimeoutMs,
         onChange: refreshPids,
         extraArgs: opts.apiserverFlags?.[name],
+        nodeFlags: name === 'internal' ? prepared?.apiserverFlags : undefined,
       });
     }) as [ApiserverPlane, ApiserverPlane, ...ApiserverPlane[]];
     processes.push(...planes.map((p) => p.process));
@@ -205,6 +226,23 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
 
     const startupMs = Date.now() - started;
     log(`envtest: control planes ready after ${startupMs} ms (remote ${planes[0].url}, internal ${planes[1].url}; dir ${dir})`);
+    if (prepared) {
+      const internal = planes[1];
+      node = await startNode({
+        dir,
+        admin: internal.identities.admin.kubeConfig(),
+        apiserverUrl: internal.url,
+        apiserverCaPem: internal.caPem,
+        saKey,
+        adopt: (p) => {
+          adopted.push(p);
+          refreshPids();
+        },
+        onChange: refreshPids,
+        log,
+        readyTimeoutMs,
+      }, prepared);
+    }
     if (opts.chains && !opts.tekton) throw new Error('chains needs tekton: start the environment with { tekton: true, chains: … }');
     if (opts.tekton || opts.results) {
       const internal = planes[1];
@@ -224,7 +262,8 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
         onChange: refreshPids,
         log,
       };
-      tekton = await startTekton(host, { ...(typeof opts.tekton === 'object' ? opts.tekton : {}), ...(opts.results ? { logs: true } : {}) });
+      const onNode = node ? { kubelet: false, images: node.tektonImages } : {};
+      tekton = await startTekton(host, { ...(typeof opts.tekton === 'object' ? opts.tekton : {}), ...(opts.results && !node ? { logs: true } : {}), ...onNode });
       if (opts.chains) chains = await startChains(host, opts.chains === true ? {} : opts.chains);
       if (opts.results) {
         results = await startResults({
@@ -254,6 +293,7 @@ export async function startEnvironment(opts: StartEnvironmentOptions = {}): Prom
       ...(results ? { results } : {}),
       ...(registry ? { registry } : {}),
       ...(chains ? { chains } : {}),
+      ...(node ? { node } : {}),
       stop: stopAll,
     };
   } catch (err) {

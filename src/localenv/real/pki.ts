@@ -31,8 +31,11 @@ export function makeCa(dir: string, file: string, cn: string): Ca {
   return { cert, key };
 }
 
-/** A certificate signed by `ca`: a client one (CN = user, O = groups), or with `hosts` a serving one for 127.0.0.1 and localhost. */
-export function makeLeaf(dir: string, ca: Ca, file: string, opts: { cn: string; orgs?: string[]; hosts?: boolean }): Ca {
+/**
+ * A certificate signed by `ca`: a client one (CN = user, O = groups), or with
+ * `hosts` a serving one for 127.0.0.1 and localhost (and the `ips` given).
+ */
+export function makeLeaf(dir: string, ca: Ca, file: string, opts: { cn: string; orgs?: string[]; hosts?: boolean; ips?: string[] }): Ca {
   const cert = join(dir, `${file}.crt`);
   const key = join(dir, `${file}.key`);
   const csr = join(dir, `${file}.csr`);
@@ -40,7 +43,7 @@ export function makeLeaf(dir: string, ca: Ca, file: string, opts: { cn: string; 
   const subj = `/CN=${opts.cn}${(opts.orgs ?? []).map((o) => `/O=${o}`).join('')}`;
   openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', subj, '-keyout', key, '-out', csr]);
   writeFileSync(ext, opts.hosts
-    ? 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n'
+    ? `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${['127.0.0.1', ...(opts.ips ?? [])].map((ip) => `IP:${ip}`).join(',')},DNS:localhost\n`
     : 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
   openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-days', '30', '-extfile', ext, '-out', cert]);
   return { cert, key };

@@ -47,15 +47,27 @@ export const TEKTON_IDENTITIES = {
   resolvers: `system:serviceaccount:${RESOLVERS_NAMESPACE}:tekton-pipelines-resolvers`,
 } as const;
 
-/** Images named in pods Tekton creates; never pulled (no container runs). */
-const IMAGE_FLAGS = [
-  '-entrypoint-image', 'tekton.invalid/not-pulled/entrypoint:v0',
-  '-nop-image', 'tekton.invalid/not-pulled/nop:v0',
+/**
+ * Images named in pods Tekton creates. With the simulated kubelet they are
+ * never pulled (no container runs); on the real node (real-node.ts) its own
+ * builds of Tekton's helpers and a busybox shell, imported into containerd.
+ */
+const imageFlags = (images: TektonImages | undefined): string[] => [
+  '-entrypoint-image', images?.entrypoint ?? 'tekton.invalid/not-pulled/entrypoint:v0',
+  '-nop-image', images?.nop ?? 'tekton.invalid/not-pulled/nop:v0',
   '-sidecarlogresults-image', 'tekton.invalid/not-pulled/sidecarlogresults:v0',
-  '-workingdirinit-image', 'tekton.invalid/not-pulled/workingdirinit:v0',
-  '-shell-image', 'tekton.invalid/not-pulled/shell:v0',
+  '-workingdirinit-image', images?.workingdirinit ?? 'tekton.invalid/not-pulled/workingdirinit:v0',
+  '-shell-image', images?.shell ?? 'tekton.invalid/not-pulled/shell:v0',
   '-shell-image-win', 'tekton.invalid/not-pulled/shell-win:v0',
 ];
+
+/** Tekton's helper images on a real node (RealNode.tektonImages). */
+export interface TektonImages {
+  entrypoint: string;
+  nop: string;
+  workingdirinit: string;
+  shell: string;
+}
 
 export interface TektonOptions {
   /** Start the admission webhook (default true). */
@@ -82,6 +94,8 @@ export interface TektonOptions {
    * simulated/node.ts). Default false; Tekton Results needs it.
    */
   logs?: boolean;
+  /** The real node's images for Tekton's helpers (then pods run for real; use with kubelet: false). */
+  images?: TektonImages;
 }
 
 export interface TektonPlatform {
@@ -232,7 +246,7 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
       'controller',
       TEKTON_IDENTITIES.controller,
       [
-        ...IMAGE_FLAGS,
+        ...imageFlags(opts.images),
         ...(opts.kubeApiQps ? ['-kube-api-qps', String(opts.kubeApiQps)] : []),
         ...(opts.kubeApiBurst ? ['-kube-api-burst', String(opts.kubeApiBurst)] : []),
       ],
@@ -287,7 +301,7 @@ export async function startTekton(host: TektonHost, opts: TektonOptions = {}): P
       return missing.length === 0 ? true : `no lease held yet for ${missing.map(([ns, p]) => `${ns}/*${p}*`).join(', ')}`;
     });
     const startupMs = Date.now() - started;
-    log(`tekton: ${assets.tektonVersion} controller, resolvers${webhook ? ', webhook' : ''} ready after ${startupMs} ms; pods are SIMULATED (no kubelet)`);
+    log(`tekton: ${assets.tektonVersion} controller, resolvers${webhook ? ', webhook' : ''} ready after ${startupMs} ms; ${kubelet ? 'pods are SIMULATED (no kubelet)' : opts.images ? 'pods run on the real node' : 'no kubelet'}`);
     return { version: assets.tektonVersion, controller, resolvers, webhook, kubelet, node, git, startupMs, configDir, stop };
   } catch (err) {
     await stop().catch(() => {});
