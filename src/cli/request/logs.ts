@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Command, Option } from 'commander';
-import { CliError, ExitCode } from './args-output.js';
+import { CliError, ExitCode, requestRef } from './args-output.js';
 import { apiError } from './target.js';
 import { run, scopedNames, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
 
@@ -44,7 +44,7 @@ export function logsCommand(): Command {
       const timeoutS = Number(flags.timeout);
       if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new CliError('CLI_USAGE', `--timeout "${flags.timeout}" is not a positive number of seconds`);
       return withTarget(flags, async (t) => {
-        const what = `${t.kind.kind} ${t.namespace}/${name}`;
+        const what = requestRef({ kind: t.kind.kind, metadata: { namespace: t.namespace, name } });
         let req;
         try {
           req = await t.requests.tryGet(t.namespace, name);
