@@ -104,3 +104,42 @@ test('property: an accepted name is canonical and names exactly what was written
   );
   for (const [k, n] of Object.entries(seen)) assert.ok(n > 50, `${k}: ${n} cases; the generator must exercise both sides`);
 });
+
+test('the requester\'s commands: a name in a workspace points a kcp kubeconfig there (same credentials); a plain cluster\'s kubeconfig is refused, saying why; names must agree', async () => {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { pointAt } = await import('../../src/cli/request/target.js');
+  const { scopedNames } = await import('../../src/cli/request/command-base.js');
+  const { requestRef, setShownWorkspace } = await import('../../src/cli/request/args-output.js');
+  const kc = (server: string) => {
+    const k = new KubeConfig();
+    k.loadFromOptions({ clusters: [{ name: 'c', server }], users: [{ name: 'u', token: 't' }], contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: 'ns' }], currentContext: 'x' });
+    return k;
+  };
+  try {
+    const k = kc('https://kcp.example:6443/clusters/root');
+    pointAt(k, { kind: 'workspace', path: 'root:org:team' });
+    assert.equal(k.getCurrentCluster()?.server, 'https://kcp.example:6443/clusters/root:org:team');
+    assert.equal(k.getCurrentUser()?.token, 't');
+    assert.equal(requestRef({ kind: 'InternalRequest', metadata: { namespace: 'team', name: 'x' } }), 'internalrequest root:org:team/team/x');
+    const byCluster = kc('https://kcp.example:6443/clusters/root:a/');
+    pointAt(byCluster, { kind: 'remote', name: 'lc1' });
+    assert.equal(byCluster.getCurrentCluster()?.server, 'https://kcp.example:6443/clusters/lc1');
+    assert.equal(requestRef({ kind: 'InternalRequest', metadata: { namespace: 'team', name: 'x' } }), 'internalrequest team/x', 'a logical cluster is not shown as a path');
+    pointAt(kc('https://kcp.example:6443/clusters/root:a/'), undefined);
+    assert.equal(requestRef({ kind: 'InternalRequest', metadata: { namespace: 'team', name: 'x' } }), 'internalrequest root:a/team/x', 'the kubeconfig\'s own workspace is shown');
+    assert.throws(() => pointAt(kc('https://plain.example:6443'), { kind: 'workspace', path: 'root:org:team' }), /names a kcp workspace, but .* is not a kcp workspace URL/);
+    assert.throws(() => pointAt(kc('https://plain.example:6443'), { kind: 'remote', name: 'prod' }), /REMOTE\/NAMESPACE\/NAME is for approve and deny/);
+    pointAt(kc('https://plain.example:6443'), undefined);
+    assert.equal(requestRef({ kind: 'InternalRequest', metadata: { namespace: 'team', name: 'x' } }), 'internalrequest team/x');
+
+    const flags: import('../../src/cli/request/target.js').TargetFlags = {};
+    assert.deepEqual(scopedNames(['root:o:t/team/a', 'team/b', 'c'], flags), ['a', 'b', 'c']);
+    assert.deepEqual(flags, { namespace: 'team', scope: { kind: 'workspace', path: 'root:o:t' } });
+    assert.throws(() => scopedNames(['root:o:t/team/a', 'root:o:u/team/b'], {}), /more than one workspace/);
+    assert.throws(() => scopedNames(['a/x', 'b/y'], {}), /more than one namespace/);
+    assert.throws(() => scopedNames(['a/x'], { namespace: 'b' }), /-n b contradicts the namespace a/);
+    assert.throws(() => scopedNames(['root:O/a/x'], {}), /not a kcp workspace path/);
+  } finally {
+    setShownWorkspace(undefined);
+  }
+});
