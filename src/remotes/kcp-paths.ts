@@ -68,6 +68,13 @@ export class WorkspacePaths {
   private readonly learnt = new Set<string>();
   /** Workspaces the last walk could not read (tenant workspaces, mostly), each with a short why. */
   private unreadable: Array<{ parent: string; why: string }> = [];
+  /**
+   * Workspaces a walk found that refused to be read (tenants, mostly): not
+   * asked again before `retryAt` (refreshMs doubling per refusal, at most
+   * 8 × refreshMs), so that a held workspace does not have every tenant
+   * asked on every refresh.
+   */
+  private readonly refused = new Map<string, { why: string; times: number; retryAt: number }>();
 
   constructor(private readonly opts: WorkspacePathsOptions) {}
 
@@ -193,16 +200,29 @@ export class WorkspacePaths {
     let reads = 0;
     while (level.length && this.opts.unknown() && !this.stopped) {
       const next: string[] = [];
-      const todo = level.filter((p) => !seen.has(p) && p.split(':').length <= maxDepth);
+      const now = Date.now();
+      const fresh = level.filter((p) => !seen.has(p) && p.split(':').length <= maxDepth);
+      // Refused not long ago: not asked again yet, still named.
+      const todo = fresh.filter((p) => {
+        const r = this.refused.get(p);
+        if (!r || r.retryAt <= now) return true;
+        seen.add(p);
+        unreadable.push({ parent: p, why: r.why });
+        return false;
+      });
       for (let i = 0; i < todo.length && reads < maxReads; i += WALK_CONCURRENCY) {
         const batch = todo.slice(i, Math.min(i + WALK_CONCURRENCY, i + maxReads - reads));
         reads += batch.length;
         for (const r of await Promise.all(batch.map((p) => this.readOne(p)))) {
           seen.add(r.parent);
           if (r.error !== undefined) {
-            unreadable.push({ parent: r.parent, why: shortWhy(r.error) });
+            const why = shortWhy(r.error);
+            const times = (this.refused.get(r.parent)?.times ?? 0) + 1;
+            this.refused.set(r.parent, { why, times, retryAt: Date.now() + Math.min(8, 2 ** (times - 1)) * this.opts.refreshMs });
+            unreadable.push({ parent: r.parent, why });
             continue;
           }
+          this.refused.delete(r.parent);
           if (!this.learnt.has(r.parent)) this.opts.log.info({ workspace: r.parent, children: r.children?.length ?? 0 }, 'kcp: a workspace found by walking the tree can be read; its Workspaces are read on every refresh from now on');
           this.learnt.add(r.parent);
           next.push(...(r.children ?? []));
@@ -215,6 +235,8 @@ export class WorkspacePaths {
       level = next;
     }
     this.unreadable = unreadable.sort((a, b) => (a.parent < b.parent ? -1 : a.parent > b.parent ? 1 : 0));
+    // Forget refusals of workspaces no walk reached this time (gone, or their parent no longer listed): the map stays as big as the tree.
+    for (const p of this.refused.keys()) if (!seen.has(p)) this.refused.delete(p);
   }
 }
 

@@ -627,7 +627,8 @@ describe('a workspace whose path cannot be read is served held: nothing of it is
     // Once under root:team-a (its admin applied the reader grant there), decided under its path.
     kcpApi.parents.set('root:team-a', { items: [{ metadata: { name: 'kid' }, spec: { cluster: 'lc-hidden' } }] });
     await until('hidden known', () => hidden.spec.workspace?.() === 'root:team-a:kid', 3_000);
-    assert.equal(hidden.spec.held?.(), undefined);
+    // (The path is known during the read; the hold is lifted once the read is over.)
+    await until('hold lifted', () => hidden.spec.held?.() === undefined, 3_000);
     assert.equal(check(kcp, `kcp/${EXPORT}/workspace-paths`)!.ok, true);
     // Nothing unknown any more: only the given and learnt parents are read, not every tenant.
     // (A refresh under way when it became known may still walk: the last one counts.)
@@ -635,6 +636,18 @@ describe('a workspace whose path cannot be read is served held: nothing of it is
     await until('two more refreshes', () => kcpApi.pathReads.length >= mark + 8, 3_000);
     const read = new Set(kcpApi.pathReads.slice(-3).map((r) => r.parent));
     assert.deepEqual([...read].sort(), ['root', 'root:org', 'root:team-a']);
+  });
+
+  test('while a workspace is held, a workspace that refused the walk is asked again with backoff (at most every 8 refreshes), not on every refresh; still named in the message', async () => {
+    kcpApi.parents.set('root', { items: [{ metadata: { name: 'tenant' }, spec: { cluster: 'lc-tenant' } }] });
+    const { sink, shard } = await setup({ pathEvery: 20 });
+    shard(A).bind('lc-nowhere');
+    const held = await until('served held', () => sink.remotes.get('lc-nowhere'));
+    await new Promise((r) => setTimeout(r, 1_000));
+    const reads = (p: string) => kcpApi.pathReads.filter((r) => r.parent === p).length;
+    assert.ok(reads('root') >= 25, `root read on every refresh: ${reads('root')}`);
+    assert.ok(reads('root:tenant') <= 12, `the tenant asked with backoff: ${reads('root:tenant')} times in ${reads('root')} refreshes`);
+    assert.match(held.spec.held?.() ?? '', /cannot read the Workspaces of root:tenant \(forbidden\)/);
   });
 
   test('decide(): a request of a held remote waits, pending (phase WaitingForWorkspace, saying why), and is never Rejected; written once', () => {
