@@ -136,7 +136,7 @@ export class WorkspaceOwnership {
     const pathsOk = !this.paths.error && !waiting.length;
     const pathDetail = [
       ...(this.paths.error ? [this.paths.error] : []),
-      ...(waiting.length ? [`${waiting.length} workspace(s) wait for their path, their requests not decided: ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ', …' : ''}`] : []),
+      ...(waiting.length ? [`${waiting.length} workspace(s) wait for their path, their requests not decided: ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ', …' : ''} (${this.paths.unknownWhy().replace(/^waiting for this workspace's path: /, '')})`] : []),
     ].join('; ');
     return { name: `kcp/${this.opts.exportName}/workspace-paths`, ok: pathsOk, required: false, ...(pathsOk ? {} : { detail: pathDetail }) };
   }

@@ -558,6 +558,7 @@ describe('a workspace whose path cannot be read is served held: nothing of it is
     assert.equal(line.ok, false);
     assert.match(line.detail!, /cannot list the Workspaces of root: HTTP 403/);
     assert.match(line.detail!, /1 workspace\(s\) wait for their path, their requests not decided: lc-new/);
+    assert.match(line.detail!, /lc-new \(the controller cannot read the Workspaces of root \(forbidden\).*config\/kcp\/parent\/workspace_reader\.yaml/, 'and why, with what would let it be decided');
     assert.equal(kcp.shardViews().find((v) => v.shard === 'shard-a.kcp.test:6443')!.waiting, 1);
     // Read again with backoff (40, 80, 160 ms, … up to 400 ms).
     await until('three more reads', () => kcpApi.pathReads.length >= 5, 3_000);
