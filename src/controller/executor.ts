@@ -79,7 +79,8 @@ export class Executor {
     const kind = remote.kindOf(key);
     if (!kind) throw new Error(`request kind of ${key} is not served on remote ${remote.name}`);
     const ns = this.opts.namespace;
-    const log = this.opts.log;
+    // On kcp the request's workspace path is on every line (the key names its logical cluster).
+    const log = remote.workspace ? this.opts.log.child({ workspace: remote.workspace }) : this.opts.log;
     // The one gate every action passes: nothing is done while the Go controller is back.
     if (gate(this.opts.held?.(), action) === 'hold') {
       this.opts.heldAction?.(action.type);

@@ -133,6 +133,9 @@ describe('kcp: workspaces named by path, at any depth, by approvers and requeste
     const done = await finished(team, 'team', 'signme');
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', JSON.stringify(done.status));
     assert.deepEqual(done.status?.results, { out: 'signme' });
+    // The controller's own lines carry the path beside the key (which names the logical cluster).
+    await waitFor('the log line of the outcome', async () => controller.lines.some((l) => l.request === `${team.cluster}/team/signme` && l.workspace === 'root:org:team' && l.reason === 'Succeeded'), 10_000);
+    assert.ok(controller.lines.some((l) => l.msg === 'PipelineRun created' && l.request === `${team.cluster}/team/signme` && l.workspace === 'root:org:team'));
   });
 
   test('deny by path: Rejected with the approver\'s message', async () => {
