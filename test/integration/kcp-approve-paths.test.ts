@@ -12,7 +12,7 @@
  *   plugin, on the internal cluster; a bare NAMESPACE/NAME is answered with
  *   the path to write;
  * - a requester names the request by path (and by logical cluster) from a
- *   kubeconfig of another workspace: get, wait, cancel;
+ *   kubeconfig of another workspace: get, wait, logs, cancel;
  * - a workspace under a parent the controller may not read waits
  *   (WaitingForWorkspace), the message saying what to grant and which flag
  *   to set, until the grant is there; never Rejected under its logical
@@ -120,7 +120,7 @@ describe('kcp: workspaces named by path, at any depth, by approvers and requeste
     assert.deepEqual([a?.spec.request.workspace, a?.spec.request.remote], ['root:org:team', team.cluster]);
   });
 
-  test('approve by path (a bare NAMESPACE/NAME is answered with the path to write): it runs and succeeds', async () => {
+  test('approve by path (a bare NAMESPACE/NAME is answered with the path to write): it runs and succeeds; the requester asks for its logs by path', async () => {
     const bare = await asApprover(['approve', 'team/signme']);
     assert.equal(bare.code, 2, bare.stderr);
     assert.match(bare.stderr, /CLI_REQUEST_NOT_FOUND/);
@@ -136,6 +136,11 @@ describe('kcp: workspaces named by path, at any depth, by approvers and requeste
     // The controller's own lines carry the path beside the key (which names the logical cluster).
     await waitFor('the log line of the outcome', async () => controller.lines.some((l) => l.request === `${team.cluster}/team/signme` && l.workspace === 'root:org:team' && l.reason === 'Succeeded'), 10_000);
     assert.ok(controller.lines.some((l) => l.msg === 'PipelineRun created' && l.request === `${team.cluster}/team/signme` && l.workspace === 'root:org:team'));
+    // The requester asks for its logs by path, from a kubeconfig of another workspace: the controller answers (pods are simulated: whatever the run left).
+    const logs = await runPlugin(['logs', 'root:org:team/team/signme', '--timeout', '60'], kcp.identities.requester.writeKubeconfig('root'));
+    assert.notEqual(logs.code, 124, logs.stderr);
+    assert.match(logs.stderr, /asked the controller for the logs of internalrequest root:org:team\/team\/signme/);
+    assert.match(logs.stderr, /^logs from /m);
   });
 
   test('deny by path: Rejected with the approver\'s message', async () => {
