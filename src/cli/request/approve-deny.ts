@@ -14,7 +14,7 @@ import { DEFAULT_REMOTE } from '../../policy/tenant.js';
 import { describeError, statusCode } from '../../kube/client.js';
 import { chooseKind, namesBuiltIn, parseKindFlag, type ServedResource } from './kind.js';
 import { CliError, ExitCode } from './args-output.js';
-import { parseRequestName, REQUEST_NAME_FORMS, showRequest, type RequestScope } from './request-name.js';
+import { isNamespace, parseRequestName, REQUEST_NAME_FORMS, showRequest, type RequestScope } from './request-name.js';
 import { apiError, type Target, type TargetFlags } from './target.js';
 import { given, run, stdout, withTarget, withTargetOptions } from './command-base.js';
 
@@ -103,6 +103,7 @@ export function decideCommand(result: 'Approved' | 'Denied'): Command {
         const ns = wanted.namespace ?? flags.namespace ?? '';
         const name = wanted.name;
         if (!ns) throw new CliError('CLI_USAGE', 'give the request as NAMESPACE/NAME, or its namespace with -n');
+        if (!isNamespace(ns)) throw new CliError('CLI_USAGE', `-n ${JSON.stringify(ns)} is not a namespace (a lowercase DNS label, at most 63)`);
         const approvals = t.cluster.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
         let undecided: InternalRequestApproval[];
         try {

@@ -30,6 +30,11 @@ const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])
 
 export const REQUEST_NAME_FORMS = 'NAME (with -n), NAMESPACE/NAME, REMOTE/NAMESPACE/NAME, or on kcp WORKSPACE-PATH/NAMESPACE/NAME (e.g. root:org:team/team/my-request) or LOGICAL-CLUSTER/NAMESPACE/NAME';
 
+/** A namespace as Kubernetes allows it (a DNS label): what -n must be where it goes into a label selector. */
+export function isNamespace(s: string): boolean {
+  return LABEL.test(s);
+}
+
 /** A kcp workspace path: `root`, `root:org`, `root:org:team`, … (each segment a DNS label). */
 export function isWorkspacePath(s: string): boolean {
   const segs = s.split(':');
