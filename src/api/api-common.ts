@@ -10,6 +10,13 @@ export const DURATION_PATTERN = '^([0-9]{1,9}(\\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h
 /** RFC 1123 label: namespaces, service accounts. */
 export const DNS_LABEL_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** An allowList entry: a namespace, optionally after "remote/", "*\/" (every remote) or a kcp workspace path and "/" ("root:org:team/"). */
+/**
+ * A tenant glob, as allowList and rules[].namespaces take it: `[remote/]namespace`,
+ * either part a glob (`*` within a segment, `**` whole segments; on kcp the
+ * remote is a workspace path, `root:org:*`). Matched by policy/glob.ts on
+ * the canonical tenant (the workspace path as kcp's Workspaces give it).
+ */
+export const TENANT_GLOB_PATTERN = '^([-a-z0-9*:]+/)?[-a-z0-9*]+$';
 export const TENANT_PATTERN = '^((\\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** RFC 1123 subdomain: object names such as a Pipeline's. */
 export const DNS_SUBDOMAIN_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';

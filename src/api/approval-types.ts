@@ -19,7 +19,8 @@ export const approvalSpecSchema = schema({
       type: 'object',
       required: ['namespace', 'name', 'uid'],
       properties: {
-        remote: { type: 'string', maxLength: 63, description: 'The remote cluster the request is on; absent: the default remote.' },
+        remote: { type: 'string', maxLength: 63, description: 'The remote cluster the request is on; absent: the default remote. On kcp: the logical cluster of its workspace.' },
+        workspace: { type: 'string', maxLength: 1024, description: 'On kcp: the path of the workspace the request is in (root:org:team), as approvers name it (kubectl internalrequest approve root:org:team/NAMESPACE/NAME).' },
         namespace: { type: 'string', maxLength: 63 },
         name: { type: 'string', maxLength: 253 },
         uid: { type: 'string', maxLength: 64 },

@@ -8,7 +8,7 @@
  * descriptions; splitting it would spread one definition over several files.
  */
 import { schema, type FromSchema } from './schema.js';
-import { API_VERSION, DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, durationField, GROUP, MAX_PARAM_VALUE_BYTES, MAX_PARAMS_BYTES, QUANTITY_PATTERN, TENANT_PATTERN, VERSION, type ObjectMeta } from './api-common.js';
+import { API_VERSION, DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, durationField, GROUP, MAX_PARAM_VALUE_BYTES, MAX_PARAMS_BYTES, QUANTITY_PATTERN, TENANT_GLOB_PATTERN, VERSION, type ObjectMeta } from './api-common.js';
 
 /** Tekton Trusted Resources keys a source rule requires signatures by (the shape of a VerificationPolicy's authorities). */
 const signaturesSchema = schema({
@@ -142,8 +142,8 @@ export const internalServicesConfigSpecSchema = schema({
     allowList: {
       type: 'array',
       description:
-        'Remote namespaces whose requests are served: "remote/namespace" ("*/namespace": on every remote; on kcp the remote is a workspace path, "root:org:team/namespace"), or a bare namespace, which names it on the remote that defaultRemote designates. Empty: none.',
-      items: { type: 'string', maxLength: 127, pattern: TENANT_PATTERN },
+        'Remote namespaces whose requests are served: "remote/namespace" ("*/namespace": on every remote; on kcp the remote is a workspace path, "root:org:team/namespace"), or a bare namespace, which names it on the remote that defaultRemote designates. Globs as in rules[].namespaces ("*" within a segment, which on kcp spans ":" too: "root:org:*/team" is every workspace below root:org; "**" whole segments). Empty: none.',
+      items: { type: 'string', minLength: 1, maxLength: 127, pattern: TENANT_GLOB_PATTERN },
       'x-kubernetes-list-type': 'set',
     },
     defaultRemote: {

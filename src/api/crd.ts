@@ -111,6 +111,7 @@ export const internalRequestApprovalCrd = crd(
   [
     { name: 'Namespace', type: 'string', jsonPath: '.spec.request.namespace' },
     { name: 'Request', type: 'string', jsonPath: '.spec.request.name' },
+    { name: 'Workspace', type: 'string', jsonPath: '.spec.request.workspace', priority: 1 },
     { name: 'Rule', type: 'string', jsonPath: '.spec.rule' },
     { name: 'Pipeline', type: 'string', jsonPath: '.spec.pipeline' },
     { name: 'Decision', type: 'string', jsonPath: '.status.decision.result' },

@@ -98,7 +98,7 @@ export function controllerCommand(): Command {
         'KCP_ENDPOINT_SLICE',
       ),
     )
-    .addOption(new Option('--kcp-workspace-parent <path...>', 'kcp workspaces whose child workspaces are tenants (default: root): their Workspaces tell each tenant\'s path, which the configuration\'s rules name').env('KCP_WORKSPACE_PARENTS').argParser(workspacePaths))
+    .addOption(new Option('--kcp-workspace-parent <path...>', 'kcp workspaces whose Workspaces tell each tenant\'s path, which the configuration\'s rules name (default: root); the tree below them is walked wherever the controller may read it (config/kcp/parent), so name a parent only below a workspace it may not read').env('KCP_WORKSPACE_PARENTS').argParser(workspacePaths))
     .addOption(new Option('--kcp-refresh-interval <duration>', 'how often the workspace parents are read again (the endpoint slice, one virtual workspace URL per kcp shard, is watched: shards that come and go are followed at once)').env('KCP_REFRESH_INTERVAL').default(60_000, '60s').argParser(shortDuration))
     .addOption(new Option('--kcp-unbind-grace <duration>', 'after a workspace unbinds the export (or is deleted): how long it stays served so that the deletes of its requests are acted on (their runs stopped), before it is forgotten').env('KCP_UNBIND_GRACE').default(30_000, '30s').argParser(shortDuration))
     .addOption(new Option('--remote-secret <name...>', 'serve the remote clusters of these kubeconfig Secrets (followed live; lets RBAC name exactly them)').env('REMOTE_SECRETS').argParser(secretNames))

@@ -16,6 +16,7 @@ import { handOverWrites, planRollback, type RollbackPlan } from '../migrate/roll
 import type { RunsSeen } from '../migrate/run-location.js';
 import { INCUMBENT_SELECTOR } from '../requests/incumbent.js';
 import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun } from '../tekton/tekton-types.js';
+import { isWorkspacePath } from './request/request-name.js';
 
 interface CheckFlags {
   kubeconfig?: string;
@@ -190,6 +191,7 @@ async function run(flags: CheckFlags): Promise<CheckReport & { incumbentConfig: 
   const report = migrateCheck({
     namespace: flags.namespace,
     remote: flags.remoteName,
+    workspace: kcpWorkspaceOf(remote.server),
     requests,
     pipelines: pipelines as Pipeline[],
     tasks: tasks as never,
@@ -206,13 +208,21 @@ async function run(flags: CheckFlags): Promise<CheckReport & { incumbentConfig: 
   };
 }
 
+/** The kcp workspace path a server URL names (`https://HOST/clusters/root:org:team`), if it names one by path. */
+export function kcpWorkspaceOf(server: string): string | undefined {
+  const i = server.indexOf('/clusters/');
+  if (i < 0) return undefined;
+  const ws = decodeURIComponent(server.slice(i + '/clusters/'.length).replace(/\/+$/, ''));
+  return isWorkspacePath(ws) && ws.includes(':') ? ws : undefined;
+}
+
 const show = (j: Judgement): string => (j.here === 'refused' ? `REFUSED (${j.code}): ${j.message}` : j.here === 'waits' ? `waits: ${j.message}` : j.message === 'runs' ? 'runs' : `runs: ${j.message}`);
 
 function render(r: CheckReport & { incumbentConfig: string; ourConfig: string }, flags: CheckFlags): string {
   const out: string[] = [];
   out.push(`the Go controller's configuration: ${r.incumbentConfig}`);
   out.push(`this controller's configuration: ${r.ourConfig}; requests judged under ${r.judgedUnder === 'ours' ? 'it' : "the Go controller's, carried over"}`);
-  out.push(`requests on remote ${JSON.stringify(flags.remoteName)}: ${r.counts.requests} (${r.counts.followed} in progress under the Go controller: followed to their end after the switch, not judged again)`);
+  out.push(`requests on remote ${JSON.stringify(flags.remoteName)}${r.workspace ? ` (kcp workspace ${r.workspace}: rules are matched against its path)` : ''}: ${r.counts.requests} (${r.counts.followed} in progress under the Go controller: followed to their end after the switch, not judged again)`);
   out.push('');
   for (const row of r.rows) {
     out.push(`${row.request}  (Go: ${row.incumbent}${row.followed ? '; followed, not judged again' : ''})`);

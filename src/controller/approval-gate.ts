@@ -34,7 +34,7 @@ export function approvalGate(o: Observation, req: InternalRequest, grant: Grant,
   const rule = grant.approval.rule;
   const where = `${grant.rule} of ${o.config.source}`;
   const kind = kindLabel(o.kind);
-  const ref = `${requestRef(o.remote ?? DEFAULT_REMOTE, req)}${kind ? ` --kind ${kind}` : ''}`;
+  const ref = `${requestRef(o.remote ?? DEFAULT_REMOTE, req, o.workspace)}${kind ? ` --kind ${kind}` : ''}`;
   const awaiting = (note: string | undefined, expiresAt: string): Action[] => {
     const message =
       `waiting for approval under ${where}: someone allowed to approve it (verb "approve" on rules.appstudio.redhat.com ${JSON.stringify(rule)} in namespace ${JSON.stringify(o.namespace)} of the internal cluster) ` +
@@ -45,7 +45,7 @@ export function approvalGate(o: Observation, req: InternalRequest, grant: Grant,
   };
   const until = (expiresAt: string): Action => ({ type: 'requeueAfter', ms: Math.max(1000, Date.parse(expiresAt) - o.now.getTime() + 500) });
   if (!existing) {
-    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs), kind);
+    const approval = approvalFor(req, o.namespace, o.remote ?? DEFAULT_REMOTE, rule, pr, what, new Date(o.now.getTime() + grant.approval.timeoutMs), kind, o.workspace);
     const expiresAt = approval.spec.expiresAt!;
     return { state: 'waiting', actions: [{ type: 'createApproval', approval }, ...awaiting(undefined, expiresAt), until(expiresAt)] };
   }

@@ -15,6 +15,8 @@ const SHOWN_VALUE = 1024;
  * `kind`: the request's Kind when it is not the built-in InternalRequest
  * (api/request-key.ts); recorded in spec.request.kind, so that approvers
  * (`approve --kind`) tell apart two kinds' requests of one name.
+ * `workspace`: on kcp, the workspace path (spec.request.workspace), by
+ * which approvers name the request.
  */
 export function approvalFor(
   req: InternalRequest,
@@ -25,6 +27,7 @@ export function approvalFor(
   what: { serviceAccount?: string | undefined; params: Record<string, string> },
   expiresAt: Date,
   kind?: string,
+  workspace?: string,
 ): InternalRequestApproval {
   const uid = req.metadata.uid ?? '';
   const ns = req.metadata.namespace ?? '';
@@ -42,7 +45,7 @@ export function approvalFor(
       ...ownedBy(req, remote, kind),
     },
     spec: {
-      request: { ...(remote !== DEFAULT_REMOTE ? { remote } : {}), namespace: ns, name: req.metadata.name ?? '', uid, ...(kind ? { kind } : {}) },
+      request: { ...(remote !== DEFAULT_REMOTE ? { remote } : {}), ...(workspace ? { workspace } : {}), namespace: ns, name: req.metadata.name ?? '', uid, ...(kind ? { kind } : {}) },
       rule,
       pipeline: pipeline.slice(0, 4096),
       ...(what.serviceAccount ? { serviceAccount: what.serviceAccount } : {}),

@@ -79,7 +79,8 @@ export class Executor {
     const kind = remote.kindOf(key);
     if (!kind) throw new Error(`request kind of ${key} is not served on remote ${remote.name}`);
     const ns = this.opts.namespace;
-    const log = this.opts.log;
+    // On kcp the request's workspace path is on every line (the key names its logical cluster).
+    const log = remote.workspace ? this.opts.log.child({ workspace: remote.workspace }) : this.opts.log;
     // The one gate every action passes: nothing is done while the Go controller is back.
     if (gate(this.opts.held?.(), action) === 'hold') {
       this.opts.heldAction?.(action.type);
@@ -297,7 +298,7 @@ export class Executor {
 /** Where a request's status goes: its remote, through the client of its kind. */
 function statusTarget(remote: Remote, kind: NonNullable<ReturnType<Remote['kindOf']>>): StatusTarget {
   // The writer names the remote only in metrics.
-  if (kind.kind.builtIn) return { name: remote.metricsName, client: kind.client, events: remote.events };
+  if (kind.kind.builtIn) return { name: remote.metricsName, workspace: remote.workspace, client: kind.client, events: remote.events };
   // Another kind: what the writer reads back (the object written, a fresh
   // read after a conflict) is read as a request, as the cache reads it.
   const read = kind.kind.toRequest;
@@ -305,6 +306,7 @@ function statusTarget(remote: Remote, kind: NonNullable<ReturnType<Remote['kindO
   const apiVersion = group ? `${group}/${version}` : version;
   return {
     name: remote.metricsName,
+    workspace: remote.workspace,
     // Events are about the object of its own kind, not the request it is read as.
     events: { record: (obj, ...rest) => remote.events.record({ ...obj, apiVersion, kind: kind.kind.kind } as KubeObject, ...rest) },
     statusBody: kind.kind.statusBody,

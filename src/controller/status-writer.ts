@@ -33,6 +33,8 @@ export const CONFLICT_RETRIES = 5;
 export interface StatusTarget {
   /** The remote's name in metric labels. */
   readonly name: string;
+  /** On kcp: the workspace's path, when known (on the log line of each write). */
+  readonly workspace?: string | undefined;
   /** The body of the status PUT for the request's kind (default: the request with the new status, as for InternalRequest). */
   readonly statusBody?: (req: InternalRequest, status: NonNullable<InternalRequest['status']>) => unknown;
   readonly client: {
@@ -191,7 +193,7 @@ export class StatusWriter {
     }
     const c = status.conditions?.[0];
     const phase = phaseOf({ status });
-    this.opts.log.info({ request: key, reason: c?.reason, phase, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
+    this.opts.log.info({ request: key, ...(remote.workspace ? { workspace: remote.workspace } : {}), reason: c?.reason, phase, status: c?.status, pipelineRun: status.pipelineRun }, c?.message ?? 'status written');
     if (phase === Phase.Running && phaseOf(request) !== Phase.Running) {
       const created = Date.parse(request.metadata.creationTimestamp ?? '');
       this.opts.metrics?.started?.(request, Number.isFinite(created) ? Math.max(0, Date.now() - created) / 1000 : 0, remote.name);

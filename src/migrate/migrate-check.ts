@@ -45,6 +45,12 @@ export interface CheckInput {
   namespace: string;
   /** The remote the requests are on (its name in this controller's configuration). */
   remote: string;
+  /**
+   * On kcp: the workspace path the requests are in (the remote kubeconfig's
+   * `…/clusters/root:org:team`): rules are matched against it, as the
+   * controller does, and requests are shown and proposed by it.
+   */
+  workspace?: string | undefined;
   requests: InternalRequest[];
   /** Pipelines and Tasks installed in `namespace`. */
   pipelines: Pipeline[];
@@ -85,6 +91,8 @@ export interface RequestRow {
 export interface CheckReport {
   /** Which configuration the requests were judged under first. */
   judgedUnder: 'ours' | 'incumbent';
+  /** On kcp: the workspace path the requests were judged under. */
+  workspace?: string;
   rows: RequestRow[];
   /** The InternalServicesConfig this controller needs. */
   proposal: InternalServicesConfig;
@@ -121,7 +129,7 @@ function config(namespace: string, spec: Spec): InternalServicesConfig {
 }
 
 /** A judge of requests under one configuration: decide() on each as if it had just arrived. */
-export function judgeUnder(input: Pick<CheckInput, 'namespace' | 'remote' | 'pipelines' | 'tasks' | 'now' | 'serviceAccounts'>, cfg: InternalServicesConfig): (req: InternalRequest) => Judgement {
+export function judgeUnder(input: Pick<CheckInput, 'namespace' | 'remote' | 'workspace' | 'pipelines' | 'tasks' | 'now' | 'serviceAccounts'>, cfg: InternalServicesConfig): (req: InternalRequest) => Judgement {
   const config = effectiveConfig(cfg, input.namespace, { defaultRemote: input.remote });
   const tasks = new Map(input.tasks.flatMap((t) => (t.metadata?.name ? [[t.metadata.name, t] as const] : [])));
   return (req) => {
@@ -131,7 +139,7 @@ export function judgeUnder(input: Pick<CheckInput, 'namespace' | 'remote' | 'pip
     const pipeline = what.kind === 'installed' ? input.pipelines.find((p) => p.metadata?.name === what.pipeline) : undefined;
     const sa = requestedServiceAccount(fresh);
     const serviceAccount = sa ? { name: sa, answer: !input.serviceAccounts ? ('unknown' as const) : input.serviceAccounts.has(sa) ? ('present' as const) : ('missing' as const) } : undefined;
-    return verdictOf(decide({ namespace: input.namespace, remote: input.remote, request: fresh, pipelineRuns: [], config, pipeline, tasks, now: input.now, ...(serviceAccount ? { serviceAccount } : {}) }));
+    return verdictOf(decide({ namespace: input.namespace, remote: input.remote, ...(input.workspace ? { workspace: input.workspace } : {}), request: fresh, pipelineRuns: [], config, pipeline, tasks, now: input.now, ...(serviceAccount ? { serviceAccount } : {}) }));
   };
 }
 
@@ -151,7 +159,7 @@ function verdictOf(actions: readonly Action[]): Judgement {
 }
 
 /** What a refused request's configuration needs, where the Go controller served it. */
-function needs(req: InternalRequest, spec: Spec, added: Set<string>): void {
+function needs(req: InternalRequest, spec: Spec, added: Set<string>, workspace: string | undefined): void {
   const s = spec as Record<string, unknown>;
   const add = (field: 'allowList' | 'allowedGitResolverURLs' | 'allowedServiceAccounts', value: string, why: string) => {
     const list = (s[field] as string[] | undefined) ?? [];
@@ -159,8 +167,8 @@ function needs(req: InternalRequest, spec: Spec, added: Set<string>): void {
     s[field] = [...list, value];
     added.add(`${field}: ${JSON.stringify(value)} (${why})`);
   };
-  const who = `${req.metadata.namespace}/${req.metadata.name}`;
-  add('allowList', req.metadata.namespace ?? '', `for ${who}`);
+  const who = `${workspace ? `${workspace}/` : ''}${req.metadata.namespace}/${req.metadata.name}`;
+  add('allowList', `${workspace ? `${workspace}/` : ''}${req.metadata.namespace ?? ''}`, `for ${who}`);
   const ref = req.spec.pipeline?.pipelineRef;
   if (ref?.resolver === 'git') {
     const url = ref.params?.find((p) => p.name === 'url')?.value;
@@ -186,7 +194,7 @@ export function migrateCheck(input: CheckInput): CheckReport {
   // followed after the switch, not new.
   const goRun = (req: InternalRequest) => (input.runs && mayHaveIncumbentRun(req) ? incumbentRunOf(req, input.runs.runs as PipelineRun[]).run : undefined);
   const rows: RequestRow[] = input.requests.map((req) => ({
-    request: `${req.metadata.namespace}/${req.metadata.name}`,
+    request: `${input.workspace ? `${input.workspace}/` : ''}${req.metadata.namespace}/${req.metadata.name}`,
     incumbent: req.status?.conditions?.[0]?.reason || (goRun(req) ? 'Running (no status written yet)' : 'new'),
     followed: !isFinished(req) && (req.status?.conditions?.[0]?.reason === 'Running' || goRun(req) !== undefined),
     ...((l) => (l ? { run: l } : {}))(input.runs ? runLocation(req, input.runs) : undefined),
@@ -203,7 +211,7 @@ export function migrateCheck(input: CheckInput): CheckReport {
     input.requests.forEach((req, i) => {
       const j = judge(req);
       rows[i]!.proposed = j;
-      if (j.here === 'refused' && incumbentAllows(input.incumbent, req)) needs(req, spec, added);
+      if (j.here === 'refused' && incumbentAllows(input.incumbent, req)) needs(req, spec, added, input.workspace);
     });
     settled = added.size === before;
     if (!settled) judge = judgeUnder(input, config(input.namespace, structuredClone(spec)));
@@ -213,6 +221,7 @@ export function migrateCheck(input: CheckInput): CheckReport {
   const proposal = config(input.namespace, spec);
   return {
     judgedUnder,
+    ...(input.workspace ? { workspace: input.workspace } : {}),
     rows,
     proposal,
     added: [...added],

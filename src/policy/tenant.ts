@@ -94,8 +94,14 @@ export function namespacesServedOn(patterns: readonly string[], remote: string):
   return out;
 }
 
-/** How a person names a request: `namespace/name` on the default remote, `remote/namespace/name` on another. */
-export function requestRef(remote: string, req: { metadata: { namespace?: string | undefined; name?: string | undefined } }): string {
+/**
+ * How a person names a request: `namespace/name` on the default remote,
+ * `remote/namespace/name` on another, `root:org:team/namespace/name` in a
+ * kcp workspace whose path is known (its logical cluster is nobody's word
+ * for it).
+ */
+export function requestRef(remote: string, req: { metadata: { namespace?: string | undefined; name?: string | undefined } }, workspace?: string): string {
   const ref = `${req.metadata.namespace ?? ''}/${req.metadata.name ?? ''}`;
+  if (workspace) return `${workspace}/${ref}`;
   return remote === DEFAULT_REMOTE ? ref : `${remote}/${ref}`;
 }

@@ -30,14 +30,15 @@
  *   kcp, which neither the tenant nor its admin can change), never from the
  *   workspace itself (its LogicalCluster's `kcp.io/path` is the tenant
  *   admin's to rewrite). The parents to read are given
- *   (`--kcp-workspace-parent`, default `root`). A logical cluster first seen
- *   is served once its parents have been read again. When every parent was
- *   read and none lists it, it is under no given parent and its rules name
- *   it by logical cluster. When a parent cannot be read (403, no answer),
- *   its name is not known: it is served HELD — its requests wait, pending
- *   (phase WaitingForWorkspace, saying why), nothing of it is decided under
- *   a guessed name — and the parents are read again with backoff until the
- *   name is known (reading them is kcp-paths.ts).
+ *   (`--kcp-workspace-parent`, default `root`), and the tree below them is
+ *   walked for a logical cluster no parent lists (kcp-paths.ts). A logical
+ *   cluster first seen is served once its parents have been read again.
+ *   When its path cannot be learnt (its parent cannot be read: 403, no
+ *   answer; or no workspace read lists it), it is served HELD — its
+ *   requests wait, pending (phase WaitingForWorkspace, saying why and what
+ *   would let it be decided), nothing of it is decided under its logical
+ *   cluster name, which no rule means — and the parents are read again
+ *   until the path is known.
  */
 import type { Logger } from 'pino';
 import type { InternalRequest } from '../api/types.js';
@@ -71,7 +72,7 @@ export interface WorkspaceOwnershipOptions {
   /** After a workspace unbinds: how long its remote stays so that the deletes of its requests are acted on. */
   graceMs: number;
   /** How the parents' Workspaces are read (kcp-paths.ts). */
-  paths: Omit<WorkspacePathsOptions, 'inUse' | 'read'>;
+  paths: Omit<WorkspacePathsOptions, 'inUse' | 'read' | 'unknown'>;
   shards: ShardRoster;
 }
 
@@ -99,6 +100,7 @@ export class WorkspaceOwnership {
     this.paths = new WorkspacePaths({
       ...opts.paths,
       inUse: (cluster) => this.owner.has(cluster) || this.served.has(cluster),
+      unknown: () => [...this.owner.keys()].some((c) => !this.paths.has(c)),
       read: () => this.afterPaths(),
     });
   }
@@ -134,7 +136,7 @@ export class WorkspaceOwnership {
     const pathsOk = !this.paths.error && !waiting.length;
     const pathDetail = [
       ...(this.paths.error ? [this.paths.error] : []),
-      ...(waiting.length ? [`${waiting.length} workspace(s) wait for their path, their requests not decided: ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ', …' : ''}`] : []),
+      ...(waiting.length ? [`${waiting.length} workspace(s) wait for their path, their requests not decided: ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ', …' : ''} (${this.paths.unknownWhy().replace(/^waiting for this workspace's path: /, '')})`] : []),
     ].join('; ');
     return { name: `kcp/${this.opts.exportName}/workspace-paths`, ok: pathsOk, required: false, ...(pathsOk ? {} : { detail: pathDetail }) };
   }
@@ -279,9 +281,9 @@ export class WorkspaceOwnership {
   }
 
   /**
-   * A logical cluster with a ready binding: served once its path is known,
-   * or known to be under no given parent (the parents are read again first,
-   * unless it is known). When a parent cannot be read, it is served held.
+   * A logical cluster with a ready binding: served once the parents have
+   * been read again (unless its path is known); held while its path cannot
+   * be learnt.
    */
   private arrive(cluster: string): void {
     if (this.paths.has(cluster)) return this.serve(cluster);
@@ -291,26 +293,21 @@ export class WorkspaceOwnership {
       if (!this.pending.delete(cluster) || this.stopped || !this.owner.has(cluster)) return;
       if (!this.paths.has(cluster)) {
         const why = this.paths.unknownWhy();
-        if (why) {
-          this.held.set(cluster, why);
-          this.opts.log.warn({ cluster, workspaceParents: this.parents, why: this.paths.error }, 'kcp: a workspace whose path cannot be read yet; served held: its requests wait, nothing of it is decided until its path is known');
-        } else {
-          this.opts.log.info({ cluster, workspaceParents: this.parents }, 'kcp: a workspace under none of the workspace parents; its rules name it by logical cluster');
-        }
+        this.held.set(cluster, why);
+        this.opts.log.warn({ cluster, workspaceParents: this.paths.readParents, why: this.paths.error ?? why }, 'kcp: a workspace whose path cannot be read yet; served held: its requests wait, nothing of it is decided until its path is known');
       }
       this.serve(cluster);
     });
   }
 
-  /** After every read of the parents: the held workspaces whose path is known now (or known to be under none) are decided. */
+  /** After every read of the parents: the held workspaces whose path is known now are decided. */
   private afterPaths(): void {
     if (this.stopped) return;
     const why = this.paths.unknownWhy();
     for (const [cluster, before] of [...this.held]) {
-      if (this.paths.has(cluster) || !why) {
+      if (this.paths.has(cluster)) {
         this.held.delete(cluster);
-        const workspace = this.paths.get(cluster);
-        this.opts.log.info({ cluster, ...(workspace ? { workspace } : {}) }, workspace ? 'kcp: the path of a held workspace is known now; its requests are decided' : 'kcp: a held workspace is under none of the workspace parents; its requests are decided, its rules name it by logical cluster');
+        this.opts.log.info({ cluster, workspace: this.paths.get(cluster) }, 'kcp: the path of a held workspace is known now; its requests are decided');
         this.relook(cluster);
       } else if (before !== why) {
         this.held.set(cluster, why);

@@ -558,6 +558,7 @@ describe('a workspace whose path cannot be read is served held: nothing of it is
     assert.equal(line.ok, false);
     assert.match(line.detail!, /cannot list the Workspaces of root: HTTP 403/);
     assert.match(line.detail!, /1 workspace\(s\) wait for their path, their requests not decided: lc-new/);
+    assert.match(line.detail!, /lc-new \(the controller cannot read the Workspaces of root \(forbidden\).*config\/kcp\/parent\/workspace_reader\.yaml/, 'and why, with what would let it be decided');
     assert.equal(kcp.shardViews().find((v) => v.shard === 'shard-a.kcp.test:6443')!.waiting, 1);
     // Read again with backoff (40, 80, 160 ms, … up to 400 ms).
     await until('three more reads', () => kcpApi.pathReads.length >= 5, 3_000);
@@ -596,13 +597,58 @@ describe('a workspace whose path cannot be read is served held: nothing of it is
     assert.match(unknown.spec.held?.() ?? '', /root:org \(forbidden\)/);
   });
 
-  test('every parent read and none lists it: under no given parent, served under its logical cluster name (not a guess), not held', async () => {
+  test('no workspace read lists it: held (never decided under its logical cluster name), the message says what to grant and which flag to set', async () => {
     const { kcp, sink, shard } = await setup();
     shard(A).bind('lc-elsewhere');
-    const s = await until('served', () => sink.remotes.get('lc-elsewhere'));
-    assert.equal(s.spec.held?.(), undefined);
+    const s = await until('served held', () => sink.remotes.get('lc-elsewhere'));
     assert.equal(s.spec.workspace?.(), undefined);
+    const why = s.spec.held?.() ?? '';
+    assert.match(why, /no workspace the controller can read lists it \(read: root\)/);
+    assert.match(why, /never under its logical cluster name/);
+    assert.match(why, /config\/kcp\/parent\/workspace_reader\.yaml/);
+    assert.match(why, /--kcp-workspace-parent/);
+    assert.ok(kcp.heldClusters().has('lc-elsewhere'));
+  });
+
+  test('a workspace two levels down, under a parent that was not given: learnt by walking the tree (the readable parent is read from then on); one under an unreadable workspace waits, the message naming it', async () => {
+    kcpApi.parents.set('root', { items: [{ metadata: { name: 'org' }, spec: { cluster: 'lc-org' } }, { metadata: { name: 'team-a' }, spec: { cluster: 'lc-a' } }, { metadata: { name: 'Bad:Name' }, spec: { cluster: 'lc-bad' } }] });
+    kcpApi.parents.set('root:org', { items: [{ metadata: { name: 'team' }, spec: { cluster: 'lc-deep' } }] });
+    // root:team-a is a tenant: the controller may not read it (403).
+    const { kcp, sink, shard } = await setup({ pathEvery: 50 });
+    shard(A).bind('lc-deep');
+    shard(A).bind('lc-hidden');
+    const deep = await until('deep served', () => sink.remotes.get('lc-deep'));
+    assert.equal(deep.spec.held?.(), undefined);
+    assert.equal(deep.spec.workspace?.(), 'root:org:team');
+    const hidden = await until('hidden served', () => sink.remotes.get('lc-hidden'));
+    const why = hidden.spec.held?.() ?? '';
+    assert.match(why, /cannot read the Workspaces of root:org:team \(forbidden\), root:team-a \(forbidden\)/);
+    assert.doesNotMatch(why, /Bad:Name/, 'a name that is no workspace name is not walked into');
+    assert.ok(!kcpApi.pathReads.some((r) => r.parent.includes('Bad')));
+    // Once under root:team-a (its admin applied the reader grant there), decided under its path.
+    kcpApi.parents.set('root:team-a', { items: [{ metadata: { name: 'kid' }, spec: { cluster: 'lc-hidden' } }] });
+    await until('hidden known', () => hidden.spec.workspace?.() === 'root:team-a:kid', 3_000);
+    // (The path is known during the read; the hold is lifted once the read is over.)
+    await until('hold lifted', () => hidden.spec.held?.() === undefined, 3_000);
     assert.equal(check(kcp, `kcp/${EXPORT}/workspace-paths`)!.ok, true);
+    // Nothing unknown any more: only the given and learnt parents are read, not every tenant.
+    // (A refresh under way when it became known may still walk: the last one counts.)
+    const mark = kcpApi.pathReads.length;
+    await until('two more refreshes', () => kcpApi.pathReads.length >= mark + 8, 3_000);
+    const read = new Set(kcpApi.pathReads.slice(-3).map((r) => r.parent));
+    assert.deepEqual([...read].sort(), ['root', 'root:org', 'root:team-a']);
+  });
+
+  test('while a workspace is held, a workspace that refused the walk is asked again with backoff (at most every 8 refreshes), not on every refresh; still named in the message', async () => {
+    kcpApi.parents.set('root', { items: [{ metadata: { name: 'tenant' }, spec: { cluster: 'lc-tenant' } }] });
+    const { sink, shard } = await setup({ pathEvery: 20 });
+    shard(A).bind('lc-nowhere');
+    const held = await until('served held', () => sink.remotes.get('lc-nowhere'));
+    await new Promise((r) => setTimeout(r, 1_000));
+    const reads = (p: string) => kcpApi.pathReads.filter((r) => r.parent === p).length;
+    assert.ok(reads('root') >= 25, `root read on every refresh: ${reads('root')}`);
+    assert.ok(reads('root:tenant') <= 12, `the tenant asked with backoff: ${reads('root:tenant')} times in ${reads('root')} refreshes`);
+    assert.match(held.spec.held?.() ?? '', /cannot read the Workspaces of root:tenant \(forbidden\)/);
   });
 
   test('decide(): a request of a held remote waits, pending (phase WaitingForWorkspace, saying why), and is never Rejected; written once', () => {

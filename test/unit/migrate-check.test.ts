@@ -114,3 +114,15 @@ test("a request in the Go controller's window (its finalizer and its run, no sta
   assert.deepEqual([f.incumbent, f.followed], ['new', false]);
   assert.equal(report.counts.followed, 1);
 });
+
+test('on kcp (the remote kubeconfig names a workspace by path): rules are matched against the path, rows and proposal name it', () => {
+  const r = migrateCheck(input({ workspace: 'root:org:team', requests: [named('installed-ok', 'team-a')] }));
+  assert.equal(r.workspace, 'root:org:team');
+  const row = r.rows[0]!;
+  assert.equal(row.request, 'root:org:team/team-a/installed-ok');
+  // The Go's bare entry names the default remote's namespace: here the workspace's must be named by path.
+  assert.equal(row.now.here, 'refused');
+  assert.match(row.now.message, /namespace "team-a" on remote "root:org:team" is not on the allowList/);
+  assert.equal(row.proposed.here, 'runs', row.proposed.message);
+  assert.ok(r.added.some((a) => a.startsWith('allowList: "root:org:team/team-a" (for root:org:team/team-a/installed-ok)')), r.added.join('; '));
+});

@@ -13,7 +13,8 @@ import { ANNOTATION_REQUEST_KIND, LABEL_REQUEST_NAMESPACE } from '../../tekton/p
 import { DEFAULT_REMOTE } from '../../policy/tenant.js';
 import { describeError, statusCode } from '../../kube/client.js';
 import { chooseKind, namesBuiltIn, parseKindFlag, type ServedResource } from './kind.js';
-import { CliError, ExitCode, requestRef } from './args-output.js';
+import { CliError, ExitCode } from './args-output.js';
+import { isNamespace, parseRequestName, REQUEST_NAME_FORMS, showRequest, type RequestScope } from './request-name.js';
 import { apiError, type Target, type TargetFlags } from './target.js';
 import { given, run, stdout, withTarget, withTargetOptions } from './command-base.js';
 
@@ -21,6 +22,25 @@ interface DecideFlags extends TargetFlags {
   message?: string;
   approvalsNamespace: string;
   kind?: string;
+}
+
+/**
+ * Whether an approval is of the request a person named: by workspace path
+ * (kcp), by remote or logical cluster name, or, named without either, on
+ * the default remote (approvals made before remotes had names carry none).
+ */
+export function approvalNamed(a: Pick<InternalRequestApproval, 'spec'>, scope: RequestScope | undefined): boolean {
+  const r = a.spec.request;
+  if (scope?.kind === 'workspace') return r.workspace === scope.path;
+  return (r.remote ?? DEFAULT_REMOTE) === (scope?.name ?? DEFAULT_REMOTE);
+}
+
+/** How an approval's request is named to approve it: by workspace path where it has one. */
+export function approvalRef(a: Pick<InternalRequestApproval, 'spec'>): string {
+  const r = a.spec.request;
+  const ref = `${r.namespace}/${r.name}`;
+  if (r.workspace) return `${r.workspace}/${ref}`;
+  return r.remote && r.remote !== DEFAULT_REMOTE ? `${r.remote}/${ref}` : ref;
 }
 
 /** The Kind of an approval's request; undefined for an InternalRequest. */
@@ -67,7 +87,7 @@ export function decideCommand(result: 'Approved' | 'Denied'): Command {
         ? 'Approve a request waiting for approval (run against the INTERNAL cluster; needs verb "approve" on the rule)'
         : 'Deny a request waiting for approval: it ends Rejected with your message (run against the INTERNAL cluster)',
     )
-    .argument('<request>', 'the request: NAME (with -n, its namespace on the remote cluster), NAMESPACE/NAME, or REMOTE/NAMESPACE/NAME for a remote other than the default one')
+    .argument('<request>', `the request: ${REQUEST_NAME_FORMS}`)
     .addOption(new Option('-m, --message <text>', result === 'Approved' ? 'a note recorded with the approval' : 'why (the requester sees it)'))
     .addOption(new Option('--approvals-namespace <namespace>', "the controller's namespace on the internal cluster").default('internal-services'))
     .addOption(new Option('--kind <kind>', "the request's kind when it is not InternalRequest: its Kind (e.g. SigningRequest), or a name its RequestDefinition gives it"));
@@ -75,30 +95,35 @@ export function decideCommand(result: 'Approved' | 'Denied'): Command {
   return cmd.action(
     run(async (ref: string, flags: DecideFlags) => {
       if (result === 'Denied' && !given(flags.message)) throw new CliError('CLI_USAGE', 'deny needs --message: the requester reads it');
-      const parts = ref.split('/');
-      if (parts.length > 3 || parts.some((p) => !p)) throw new CliError('CLI_USAGE', `${JSON.stringify(ref)}: give the request as NAME (with -n), NAMESPACE/NAME or REMOTE/NAMESPACE/NAME`);
+      const parsed = parseRequestName(ref);
+      if (!parsed.ok) throw new CliError('CLI_USAGE', parsed.why);
+      const wanted = parsed.value;
       return withTarget({ kubeconfig: flags.kubeconfig, context: flags.context, namespace: flags.approvalsNamespace }, async (t) => {
         const kind = await approvalKind(t, flags.kind);
-        const remote = parts.length === 3 ? parts[0]! : DEFAULT_REMOTE;
-        const ns = parts.length >= 2 ? parts[parts.length - 2]! : (flags.namespace ?? '');
-        const name = parts[parts.length - 1]!;
+        const ns = wanted.namespace ?? flags.namespace ?? '';
+        const name = wanted.name;
         if (!ns) throw new CliError('CLI_USAGE', 'give the request as NAMESPACE/NAME, or its namespace with -n');
+        if (!isNamespace(ns)) throw new CliError('CLI_USAGE', `-n ${JSON.stringify(ns)} is not a namespace (a lowercase DNS label, at most 63)`);
         const approvals = t.cluster.resource<InternalRequestApproval>(INTERNAL_REQUEST_APPROVAL);
-        let waiting: InternalRequestApproval[];
+        let undecided: InternalRequestApproval[];
         try {
           const l = await approvals.list(t.namespace, { labelSelector: `${LABEL_REQUEST_NAMESPACE}=${ns}` });
-          // Approvals made before remotes had names carry no remote: the default one.
-          waiting = l.items.filter((a) => a.spec.request.name === name && (a.spec.request.remote ?? DEFAULT_REMOTE) === remote && !a.status?.decision);
+          undecided = l.items.filter((a) => a.spec.request.name === name && a.spec.request.namespace === ns && !a.status?.decision);
         } catch (e) {
           throw apiError(e, t, `list InternalRequestApprovals in namespace "${t.namespace}"`);
         }
+        const waiting = undecided.filter((a) => approvalNamed(a, wanted.scope));
         const found = waiting.find((a) => approvalKindOf(a) === kind);
+        const shown = (a: InternalRequestApproval) => showRequest(a.spec.request, DEFAULT_REMOTE);
         if (!found) {
           const others = [...new Set(waiting.map((a) => approvalKindOf(a) ?? 'InternalRequest'))];
           const hint = others.length ? `; there is one for the ${others.join(' and the ')} of that name: ${others[0] === 'InternalRequest' ? 'leave --kind out' : `give --kind ${others[0]}`}` : '';
+          // Named without a remote (or under another one): the same namespace and name elsewhere, as it is named there.
+          const elsewhere = others.length ? [] : undecided.filter((a) => approvalKindOf(a) === kind).map((a) => `${approvalRef(a)}${a.spec.request.workspace && a.spec.request.remote ? ` (logical cluster ${a.spec.request.remote})` : ''}`);
+          const there = elsewhere.length ? `; waiting for approval under that namespace and name: ${elsewhere.join(', ')}: give the request as written there` : '';
           throw new CliError(
             'CLI_REQUEST_NOT_FOUND',
-            `no ${kind ?? 'request'} ${ref.includes('/') ? ref : `${ns}/${name}`} is waiting for approval (no undecided InternalRequestApproval for it in namespace "${t.namespace}" of ${t.where})${hint}`,
+            `no ${kind ?? 'request'} ${ref.includes('/') ? ref : `${ns}/${name}`} is waiting for approval (no undecided InternalRequestApproval for it in namespace "${t.namespace}" of ${t.where})${hint}${there}`,
           );
         }
         let me: { username?: string; groups?: string[] };
@@ -121,7 +146,7 @@ export function decideCommand(result: 'Approved' | 'Denied'): Command {
           const err = apiError(e, t, `${verb} ${ns}/${name}`);
           throw new CliError(statusCode(e) === 422 || statusCode(e) === 403 ? 'CLI_CLUSTER_ACCESS' : err.code, err.message, err.exitCode);
         }
-        stdout(`${requestRef({ kind: kind ?? 'InternalRequest', metadata: { namespace: ns, name } })} ${result === 'Approved' ? 'approved' : 'denied'} by ${me.username} (rule ${found.spec.rule})\n`);
+        stdout(`${(kind ?? 'InternalRequest').toLowerCase()} ${shown(found)} ${result === 'Approved' ? 'approved' : 'denied'} by ${me.username} (rule ${found.spec.rule})\n`);
         return ExitCode.Succeeded;
       });
     }),

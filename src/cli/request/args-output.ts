@@ -300,9 +300,24 @@ export function formatResultsByName(byName: Record<string, Record<string, string
 
 // --- progress lines --------------------------------------------------------
 
-/** `internalrequest team-a/x`, `signingrequest team-a/y`: a request in progress lines. */
+/**
+ * The kcp workspace path the command works in (its kubeconfig's server is
+ * `…/clusters/root:org:team`), set once when the target is opened: one
+ * command, one workspace. Shown before every request's name.
+ */
+let shownWorkspace: string | undefined;
+
+export function setShownWorkspace(path: string | undefined): void {
+  shownWorkspace = path;
+}
+
+/**
+ * `internalrequest team-a/x`, `signingrequest team-a/y`: a request in
+ * progress lines; in a kcp workspace `internalrequest root:org:team/team-a/x`,
+ * as approvers name it.
+ */
 export function requestRef(req: Pick<RequestObject, 'kind' | 'metadata'>): string {
-  return `${(req.kind || 'InternalRequest').toLowerCase()} ${req.metadata.namespace ?? ''}/${req.metadata.name ?? ''}`;
+  return `${(req.kind || 'InternalRequest').toLowerCase()} ${shownWorkspace ? `${shownWorkspace}/` : ''}${req.metadata.namespace ?? ''}/${req.metadata.name ?? ''}`;
 }
 
 /** Changes when a progress line is due: the outcome, or the PipelineRun it runs as. */

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { CliError, combineExitCodes, ExitCode, requestRef } from './args-output.js';
 import { apiError } from './target.js';
-import { reportError, run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
+import { reportError, run, scopedNames, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
 
 interface CancelFlags extends SelectFlags {
   ignoreNotFound?: boolean;
@@ -11,14 +11,15 @@ interface CancelFlags extends SelectFlags {
 export function cancelCommand(): Command {
   const cmd = new Command('cancel')
     .description('Cancel requests by deleting them; the controller then cancels and removes their PipelineRuns')
-    .argument('[names...]', 'request names')
+    .argument('[names...]', 'request names: NAME, NAMESPACE/NAME, or on kcp WORKSPACE-PATH/NAMESPACE/NAME')
     .addOption(new Option('-l, --selector <selector>', 'label selector'))
     .addOption(new Option('--ignore-not-found', 'a request that does not exist is not an error'));
   withKindOption(cmd);
   withTargetOptions(cmd);
   return cmd.action(
-    run(async (names: string[], flags: CancelFlags) =>
-      withTarget(flags, async (t) => {
+    run(async (refs: string[], flags: CancelFlags) => {
+      const names = scopedNames(refs, flags);
+      return withTarget(flags, async (t) => {
         let targets: string[];
         if (flags.selector || names.length === 0) {
           try {
@@ -35,7 +36,7 @@ export function cancelCommand(): Command {
             const existing = await t.requests.tryGet(t.namespace, name);
             if (!existing) {
               if (!flags.ignoreNotFound) {
-                stderr(`error: no ${kind} "${name}" in namespace "${t.namespace}" [CLI_REQUEST_NOT_FOUND]`);
+                stderr(`error: no ${kind} "${name}" in namespace "${t.namespace}"${flags.scope ? ` of ${flags.scope.kind === 'workspace' ? flags.scope.path : flags.scope.name}` : ''} [CLI_REQUEST_NOT_FOUND]`);
                 code = ExitCode.BadInput;
               }
               continue;
@@ -47,7 +48,7 @@ export function cancelCommand(): Command {
           }
         }
         return code;
-      }),
-    ),
+      });
+    }),
   );
 }

@@ -12,6 +12,7 @@ import { resolveKind } from './discovery.js';
 import { KIND_FORMS, kindPlural } from './kind.js';
 import { CliError, ExitCode, parseDurationFlag, type RequestObject } from './args-output.js';
 import { apiError, forKind, openTarget, type Target, type TargetFlags } from './target.js';
+import { parseRequestName, type RequestScope } from './request-name.js';
 
 export const stderr = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -108,6 +109,39 @@ export function withWaitOptions(cmd: Command): Command {
 
 export interface SelectFlags extends TargetFlags, KindFlags {
   selector?: string;
+}
+
+/**
+ * Requests named on the command line (request-name.ts): their names, with
+ * the namespace and (on kcp) the workspace they name set on the flags, for
+ * the target. All must name one namespace and one workspace; a namespace
+ * that contradicts -n is refused.
+ */
+export function scopedNames(refs: string[], flags: TargetFlags): string[] {
+  let scope: RequestScope | undefined;
+  let ns: string | undefined;
+  const names: string[] = [];
+  const same = (a: RequestScope, b: RequestScope) => a.kind === b.kind && (a.kind === 'workspace' ? a.path === (b as typeof a).path : a.name === (b as { name: string }).name);
+  for (const ref of refs) {
+    const p = parseRequestName(ref);
+    if (!p.ok) throw new CliError('CLI_USAGE', p.why);
+    const v = p.value;
+    if (v.scope) {
+      if (scope && !same(scope, v.scope)) throw new CliError('CLI_USAGE', `${refs.join(', ')} name requests in more than one workspace: give one workspace's requests at a time`);
+      scope = v.scope;
+    }
+    if (v.namespace) {
+      if (ns !== undefined && ns !== v.namespace) throw new CliError('CLI_USAGE', `${refs.join(', ')} name requests in more than one namespace: give one namespace's requests at a time`);
+      ns = v.namespace;
+    }
+    names.push(v.name);
+  }
+  if (ns !== undefined) {
+    if (flags.namespace && flags.namespace !== ns) throw new CliError('CLI_USAGE', `-n ${flags.namespace} contradicts the namespace ${ns} the request is named in`);
+    flags.namespace = ns;
+  }
+  if (scope) flags.scope = scope;
+  return names;
 }
 
 /** The named requests (each must exist), or those matching -l (at least one), of the target's kind. */

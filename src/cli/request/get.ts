@@ -6,7 +6,7 @@ import { statusCode } from '../../kube/client.js';
 import { kindPlural } from './kind.js';
 import { CliError, ExitCode, requestStateOf, requestTable, type RequestObject } from './args-output.js';
 import { apiError, type Target } from './target.js';
-import { run, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
+import { run, scopedNames, selectRequests, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
 
 interface GetFlags extends SelectFlags {
   output: string;
@@ -57,11 +57,12 @@ function addGetOptions(cmd: Command): Command {
 }
 
 export function getCommand(): Command {
-  const cmd = new Command('get').description('Show requests in a table (all, or by name); -o json|yaml for the objects').argument('[names...]', 'request names');
+  const cmd = new Command('get').description('Show requests in a table (all, or by name); -o json|yaml for the objects').argument('[names...]', 'request names: NAME, NAMESPACE/NAME, or on kcp WORKSPACE-PATH/NAMESPACE/NAME (e.g. root:org:team/team/x)');
   addGetOptions(cmd);
   return cmd.action(
     run(async (names: string[], flags: GetFlags) => {
       checkTableFormat(flags.output);
+      const bare = scopedNames(names, flags);
       return withTarget(flags, async (t) => {
         flags.namespace = t.namespace;
         if (names.length === 0) {
@@ -69,7 +70,7 @@ export function getCommand(): Command {
           return ExitCode.Succeeded;
         }
         if (flags.selector || flags.allNamespaces) throw new CliError('CLI_USAGE', 'give request names or -l/-A, not both');
-        const reqs = await selectRequests(t, names, undefined, 'get');
+        const reqs = await selectRequests(t, bare, undefined, 'get');
         printRequests(t, reqs, flags, names.length > 1);
         return ExitCode.Succeeded;
       });

@@ -11,9 +11,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Command, Option } from 'commander';
-import { CliError, ExitCode } from './args-output.js';
+import { CliError, ExitCode, requestRef } from './args-output.js';
 import { apiError } from './target.js';
-import { run, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
+import { run, scopedNames, stderr, stdout, withKindOption, withTarget, withTargetOptions, type SelectFlags } from './command-base.js';
 
 export const ANNOTATION_LOGS = 'internal-services.dev/logs';
 
@@ -33,20 +33,18 @@ interface LogsStatus {
 export function logsCommand(): Command {
   const cmd = new Command('logs')
     .description("Print the logs of a request's run: the controller reads them from the live PipelineRun, or from Tekton Results after it was pruned, into the request's status")
-    .argument('<name>', 'request name (NAMESPACE/NAME or NAME with -n)')
+    .argument('<name>', 'request name: NAME (with -n), NAMESPACE/NAME, or on kcp WORKSPACE-PATH/NAMESPACE/NAME')
     .addOption(new Option('--timeout <seconds>', 'how long to wait for the controller to answer').default('60'))
     .addOption(new Option('--cached', 'print the logs the request already holds, without asking again'));
   withKindOption(cmd);
   withTargetOptions(cmd);
   return cmd.action(
     run(async (ref: string, flags: LogsFlags) => {
-      const slash = ref.indexOf('/');
-      if (slash > 0) flags.namespace = ref.slice(0, slash);
-      const name = slash > 0 ? ref.slice(slash + 1) : ref;
+      const [name] = scopedNames([ref], flags) as [string];
       const timeoutS = Number(flags.timeout);
       if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new CliError('CLI_USAGE', `--timeout "${flags.timeout}" is not a positive number of seconds`);
       return withTarget(flags, async (t) => {
-        const what = `${t.kind.kind} ${t.namespace}/${name}`;
+        const what = requestRef({ kind: t.kind.kind, metadata: { namespace: t.namespace, name } });
         let req;
         try {
           req = await t.requests.tryGet(t.namespace, name);

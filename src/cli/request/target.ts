@@ -11,12 +11,15 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describeError, fromKubeConfig, statusCode, type Cluster, type ResourceClient } from '../../kube/client.js';
 import { BUILT_IN_KIND, type KindRef } from './kind.js';
-import { CliError, type RequestObject } from './args-output.js';
+import { CliError, setShownWorkspace, type RequestObject } from './args-output.js';
+import type { RequestScope } from './request-name.js';
 
 export interface TargetFlags {
   kubeconfig?: string;
   context?: string;
   namespace?: string;
+  /** On kcp: the workspace (path or logical cluster) the request was named in; the kubeconfig's server is pointed there. */
+  scope?: RequestScope;
 }
 
 export interface Target {
@@ -76,8 +79,40 @@ export function describeTarget(kc: KubeConfig): string {
   return `cluster "${cluster?.name ?? '?'}" (${cluster?.server ?? '?'}), context "${kc.getCurrentContext()}"`;
 }
 
+/**
+ * On kcp, a request named in a workspace (`root:org:team/NAMESPACE/NAME`,
+ * or by logical cluster) is read there: the kubeconfig's server
+ * (`https://HOST/clusters/<workspace>`) is pointed at that workspace, with
+ * the same credentials. A server that is not a kcp workspace URL has no
+ * workspaces: refused, saying so.
+ */
+export function pointAt(kc: KubeConfig, scope: RequestScope | undefined): void {
+  const cluster = kc.getCurrentCluster();
+  const server = cluster?.server ?? '';
+  const i = server.indexOf('/clusters/');
+  const named = scope ? (scope.kind === 'workspace' ? scope.path : scope.name) : undefined;
+  if (named !== undefined) {
+    if (i < 0) {
+      throw new CliError(
+        'CLI_USAGE',
+        scope!.kind === 'workspace'
+          ? `${named} names a kcp workspace, but ${describeTarget(kc)} is not a kcp workspace URL (https://HOST/clusters/<workspace>); use a kubeconfig for kcp, or name the request without it`
+          : `${JSON.stringify(named)} names a remote cluster; the requester's commands work on the cluster the kubeconfig names (${describeTarget(kc)}): use its context for that remote (REMOTE/NAMESPACE/NAME is for approve and deny), or on kcp a workspace URL`,
+      );
+    }
+    const moved = `${server.slice(0, i)}/clusters/${named}`;
+    const contexts = kc.getContexts().map((c) => (c.name === kc.getCurrentContext() ? { ...c, cluster: 'named-workspace' } : c));
+    kc.loadFromOptions({ clusters: [...kc.getClusters(), { ...cluster!, name: 'named-workspace', server: moved }], users: kc.getUsers(), contexts, currentContext: kc.getCurrentContext() });
+  }
+  const at = kc.getCurrentCluster()?.server ?? '';
+  const j = at.indexOf('/clusters/');
+  const ws = j < 0 ? undefined : decodeURIComponent(at.slice(j + '/clusters/'.length).replace(/\/+$/, ''));
+  setShownWorkspace(ws !== undefined && ws.includes(':') ? ws : undefined);
+}
+
 export async function openTarget(flags: TargetFlags): Promise<Target> {
   const { kc } = loadKubeConfig(flags);
+  pointAt(kc, flags.scope);
   const namespace = flags.namespace || kc.getContextObject(kc.getCurrentContext())?.namespace?.trim() || 'default';
   const where = describeTarget(kc);
   let cluster: Cluster;
@@ -105,7 +140,11 @@ export function apiError(e: unknown, t: Pick<Target, 'where' | 'namespace'> & { 
   const detail = describeError(e);
   if (code === undefined) return new CliError('CLI_CLUSTER_ACCESS', `cannot reach ${t.where} to ${doing}: ${detail}`);
   if (code === 401) return new CliError('CLI_CLUSTER_ACCESS', `${t.where} does not accept the credentials (${detail}) to ${doing}`);
-  if (code === 403) return new CliError('CLI_CLUSTER_ACCESS', `not allowed to ${doing} on ${t.where}: ${detail}`);
+  if (code === 403) {
+    // On kcp a workspace refuses everything to whoever has no access there: say what to grant.
+    const kcp = t.where.includes('/clusters/') ? `; on kcp, a requester needs access on / and the verbs on internalrequests in that workspace (config/kcp/tenant/requester_role.yaml, bound by the workspace's admin)` : '';
+    return new CliError('CLI_CLUSTER_ACCESS', `not allowed to ${doing} on ${t.where}: ${detail}${kcp}`);
+  }
   if (code === 404) {
     return new CliError(
       'CLI_CLUSTER_ACCESS',

@@ -24,7 +24,7 @@ import {
 } from './args-output.js';
 import type { Target } from './target.js';
 import { waitForRequests, type Tracked } from './waiter.js';
-import { run, selectRequests, stderr, stdout, waitSettings, withKindOption, withTarget, withTargetOptions, withWaitOptions, type SelectFlags, type WaitFlags } from './command-base.js';
+import { run, scopedNames, selectRequests, stderr, stdout, waitSettings, withKindOption, withTarget, withTargetOptions, withWaitOptions, type SelectFlags, type WaitFlags } from './command-base.js';
 
 /**
  * Waits with progress lines; prints final lines for requests that ended,
@@ -84,7 +84,7 @@ interface WaitCmdFlags extends SelectFlags, WaitFlags {
 export function waitCommand(): Command {
   const cmd = new Command('wait')
     .description('Wait for existing requests (by name, or all matching -l) to finish; exit 0 only if all succeed')
-    .argument('[names...]', 'request names')
+    .argument('[names...]', 'request names: NAME, NAMESPACE/NAME, or on kcp WORKSPACE-PATH/NAMESPACE/NAME')
     .addOption(new Option('-l, --selector <selector>', 'label selector, e.g. release=r1,app=x'))
     .addOption(new Option('-o, --output <format>', 'results on stdout: json, yaml, or value=KEY (one request only); several requests print {name: results}').default('json'));
   withWaitOptions(cmd);
@@ -94,8 +94,9 @@ export function waitCommand(): Command {
     run(async (names: string[], flags: WaitCmdFlags) => {
       const output = parseOutput(flags.output);
       waitSettings(flags);
+      const bare = scopedNames(names, flags);
       return withTarget(flags, async (t) => {
-        const reqs = await selectRequests(t, names, flags.selector, 'wait for');
+        const reqs = await selectRequests(t, bare, flags.selector, 'wait for');
         const single = names.length === 1 && !flags.selector;
         if (!single && output.format === 'value') formatResultsByName({}, output); // throws: value=KEY needs one request
         const results = await waitWithProgress(t, reqs, flags, true);
