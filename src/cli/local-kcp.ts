@@ -4,7 +4,8 @@
  * cached) publishes the request API from the provider workspace
  * root:internal-services; three tenant workspaces on two shards bind it and
  * each has namespace "team"; the internal cluster (a real kube-apiserver
- * with real Tekton; pods SIMULATED) runs the sample Pipeline, and Tekton's
+ * with real Tekton, its pods on a real node where one can start, else
+ * SIMULATED: local-pods.ts) runs the sample Pipeline, and Tekton's
  * git resolver reads a git catalog served on loopback (the one the plain
  * demo serves); the controller serves every bound workspace through ONE
  * kubeconfig (the provider workspace's, as its own non-admin identity).
@@ -39,7 +40,8 @@ import {
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { phaseOf } from '../api/conditions.js';
 import { requesterLoop } from '../api/readers.js';
-import { SAMPLE_CONFIG, SAMPLE_PIPELINE, STEP_DURATION, sample, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
+import { SAMPLE_CONFIG, SAMPLE_PIPELINE, sample, sampleRequestSpec } from './local-files.js';
+import { choosePods, environmentOptions, forPods, podsLabel, resultProblem, signResults } from './local-pods.js';
 import { CATALOG_PIPELINE, catalogFiles, catalogSourceRule, todaysSpec, withCatalogSource } from './local-samples.js';
 import { keepRunning, pluginScript, startControllerProcess, stopControllerProcess, stopOnSignals, waitForReady, type ControllerChild } from './local-processes.js';
 
@@ -77,7 +79,7 @@ const started = Date.now();
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 const progress = (msg: string): void => out(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
 
-export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
+export async function runLocalKcp(flags: { keep?: boolean; simulatedPods?: boolean }): Promise<void> {
   let env: Environment | undefined;
   let kcp: ShardedKcp | undefined;
   let controller: ControllerChild | undefined;
@@ -90,8 +92,10 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
   const signals = stopOnSignals(cleanup);
 
   try {
-    const pipeline = withSimulatedSteps(sample(SAMPLE_PIPELINE));
-    pipeline.metadata = { ...pipeline.metadata, namespace: CONTROLLER_NAMESPACE };
+    const pods = choosePods(flags.simulatedPods === true);
+    const where = podsLabel(pods);
+    const samplePipeline = sample(SAMPLE_PIPELINE);
+    samplePipeline.metadata = { ...samplePipeline.metadata, namespace: CONTROLLER_NAMESPACE };
     const sampleConfig = structuredClone(sample(SAMPLE_CONFIG));
     sampleConfig.metadata = { ...sampleConfig.metadata, namespace: CONTROLLER_NAMESPACE };
     if (sampleConfig.metadata?.name !== CONFIG_NAME) throw new Error(`config/samples/${SAMPLE_CONFIG} must be named "${CONFIG_NAME}"`);
@@ -101,17 +105,21 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
     const base = sampleRequestSpec();
 
     out('internal-services local --kcp: a real sharded kcp (two shards, its cache server and front-proxy) whose workspaces, on both');
-    out('shards, bind the request API; the internal cluster with real Tekton (only its pods are SIMULATED) and a git catalog for');
+    out(`shards, bind the request API; the internal cluster with real Tekton (${where}) and a git catalog for`);
     out("today's request shape; and the controller serving every workspace on every shard through one kubeconfig.");
+    out(pods.real ? "The sample steps are shell scripts that compute their results from the params, in the real node's busybox image." : 'The simulated kubelet runs no script: it reports results derived from the params (SIMULATED_* env on the steps).');
     out();
     progress('starting a sharded kcp, and the internal control plane with Tekton (the first run builds them from Go modules, then they are cached)');
-    [env, kcp] = await Promise.all([startEnvironment({ tekton: { stepMs: 500 }, log: (m) => progress(`  ${m}`) }), startShardedKcp({ shards: 2, log: (m) => progress(`  ${m}`) })]);
+    [env, kcp] = await Promise.all([startEnvironment({ ...environmentOptions(pods), log: (m) => progress(`  ${m}`) }), startShardedKcp({ shards: 2, log: (m) => progress(`  ${m}`) })]);
     progress(`kcp ${kcp.version} ready (after ${(kcp.startupMs / 1000).toFixed(0)} s): front-proxy ${kcp.url}; shards ${kcp.shards.map((s) => `${s.name} ${s.url}`).join(', ')}; internal cluster ${env.internal.url}`);
+    if (env.node) progress(`real node ${env.node.name} Ready after ${env.node.startupMs} ms; step image ${env.node.shellImage}`);
+    const ready = (m: Parameters<typeof forPods>[0]) => forPods(m, pods, env);
+    const pipeline = ready(samplePipeline);
     await installProject(env);
     const internalAdmin = env.internal.identities.admin.kubeConfig();
     // The git catalog today's requests resolve from (git daemon on loopback, as in the plain demo), allowed by the config.
     const catalog = await env.tekton!.git.repository('release-catalog');
-    await catalog.commit(catalogFiles(STEP_DURATION), 'the release catalog (sample)');
+    await catalog.commit(catalogFiles(ready), 'the release catalog (sample)');
     const config = withCatalogSource(sampleConfig, catalog.url);
     await applyObjects(internalAdmin, [pipeline, config]);
     progress(`git catalog ${catalog.url} (git daemon on loopback): the Pipeline and Task of today's request shape`);
@@ -162,7 +170,7 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
         story: t.allowed ? 'allowed by path: runs, results back in this workspace' : 'binds the API but is not on the allowList: Rejected, naming the workspace',
         problem: (r) => {
           const c = r?.status?.conditions?.[0];
-          if (t.allowed) return c?.reason === 'Succeeded' && Object.values(r?.status?.results ?? {}).some((v) => v.includes(image(t))) ? undefined : 'expected Succeeded with results from its own params';
+          if (t.allowed) return c?.reason !== 'Succeeded' ? 'expected Succeeded' : resultProblem(pods, 'signature', r?.status?.results?.['signature'], image(t), signResults(image(t)));
           return c?.reason === 'Rejected' && (c.message ?? '').includes(`"${t.path}"`) ? undefined : 'expected Rejected naming the workspace';
         },
       });
@@ -204,7 +212,8 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
         const pinned = (r?.status as { pipeline?: Pinned } | undefined)?.pipeline;
         if (todays.namespace !== NAMESPACE) return `created in namespace "${todays.namespace}", not the context's "${NAMESPACE}"`;
         if (c?.reason !== 'Succeeded') return 'expected Succeeded';
-        if (!(r?.status?.results?.['signature'] ?? '').includes(image(home))) return 'expected the signature result from its own params';
+        const wrong = resultProblem(pods, 'signature', r?.status?.results?.['signature'], image(home), signResults(image(home)));
+        if (wrong) return wrong;
         if (pinned?.resolver !== 'git' || pinned.path !== CATALOG_PIPELINE || !pinned.digest) return 'expected status.pipeline to name the git source and the commit it ran at';
         return undefined;
       },
@@ -226,7 +235,7 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
     // Every request, as its requester reads it, until each is final.
     const latest = new Map<Case, InternalRequest>();
     const shown = new Map<Case, string>();
-    const deadline = Date.now() + TIMEOUT_MS;
+    const deadline = Date.now() + (pods.real ? 2 * TIMEOUT_MS : TIMEOUT_MS);
     while (Date.now() < deadline) {
       for (const c of cases) {
         if (latest.has(c) && requesterLoop(latest.get(c)!) !== 'wait') continue;
@@ -241,7 +250,7 @@ export async function runLocalKcp(flags: { keep?: boolean }): Promise<void> {
     }
 
     out();
-    out('Outcome, as each workspace\'s requester sees it:');
+    out(`Outcome, as each workspace's requester sees it (${where}):`);
     let good = 0;
     for (const k of cases) {
       const r = latest.get(k);

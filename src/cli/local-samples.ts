@@ -130,33 +130,33 @@ export function scenarios(i: SampleInputs): Scenario[] {
 /**
  * The local catalog: the today-shaped Pipeline (sign-image, as installed but
  * with its Task from git at the request's taskGitUrl/taskGitRevision) and
- * its Task, whose step the simulated kubelet plays (results derived from the
- * params by Tekton's substitution).
+ * its Task, whose `script:` step computes the signature from the image param
+ * as the installed sample's step does. `forPods` makes the Task ready for the
+ * run's pods (local-pods.ts: the node's shell image, or the simulated
+ * kubelet's env).
  */
-export function catalogFiles(stepDuration: string): Record<string, string> {
-  const file = (kind: string, name: string, spec: Record<string, unknown>) => stringify({ apiVersion: 'tekton.dev/v1', kind, metadata: { name }, spec });
+export function catalogFiles(forPods: (task: Manifest) => Manifest = (t) => t): Record<string, string> {
+  const object = (kind: string, name: string, spec: Record<string, unknown>): Manifest => ({ apiVersion: 'tekton.dev/v1', kind, metadata: { name }, spec });
   return {
-    [CATALOG_PIPELINE]: file('Pipeline', 'sign-image', {
+    [CATALOG_PIPELINE]: stringify(object('Pipeline', 'sign-image', {
       description: 'Signs an image (sample, from the local git catalog).',
       params: [{ name: 'image' }, { name: 'taskGitUrl' }, { name: 'taskGitRevision' }],
       results: [{ name: 'signature', value: '$(tasks.sign.results.signature)' }],
       tasks: [{ name: 'sign', params: [{ name: 'image', value: '$(params.image)' }], taskRef: gitRef('$(params.taskGitUrl)', '$(params.taskGitRevision)', CATALOG_TASK) }],
-    }),
-    [CATALOG_TASK]: file('Task', 'sign', {
+    })),
+    [CATALOG_TASK]: stringify(forPods(object('Task', 'sign', {
       params: [{ name: 'image' }],
       results: [{ name: 'signature' }],
       steps: [
         {
           name: 'sign',
           image: 'registry.access.redhat.com/ubi9/ubi-minimal:latest',
-          command: ['/bin/true'],
-          env: [
-            { name: 'SIMULATED_DURATION', value: stepDuration },
-            { name: 'SIMULATED_RESULT_signature', value: 'signature:{"image":"$(params.image)"}' },
-          ],
+          // The param reaches the script through the environment, never pasted into it.
+          env: [{ name: 'IMAGE', value: '$(params.image)' }],
+          script: `#!/bin/sh\nset -eu\nprintf 'sha256:%s' "$(printf '%s' "$IMAGE" | sha256sum | cut -d' ' -f1)" > "$(results.signature.path)"\n`,
         },
       ],
-    }),
+    }))),
   };
 }
 

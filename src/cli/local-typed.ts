@@ -4,14 +4,16 @@
  * Pipeline and RequestDefinition go to the internal cluster, the CRD and
  * RBAC that `kinds render` makes of them to the remote one; the requester is
  * granted the kind in the allowed namespace, creates one valid
- * SigningRequest, and sees the apiserver refuse a malformed one.
+ * SigningRequest, and sees the apiserver refuse a malformed one. Its
+ * Pipeline's step is made ready for the run's pods by the caller
+ * (local-pods.ts).
  */
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { sampleKind } from '../api/kind-samples.js';
 import { kindNames } from '../api/request-definition.js';
 import { renderKind, typeKind } from '../api/typed-kind-crd.js';
 import type { InternalRequest } from '../api/types.js';
-import { applyObjects, CONTROLLER_NAMESPACE, statusMessage, type Environment } from '../localenv/index.js';
+import { applyObjects, CONTROLLER_NAMESPACE, statusMessage, type Environment, type Manifest } from '../localenv/index.js';
 
 type Typed = { metadata?: { name?: string }; spec?: Record<string, unknown>; status?: InternalRequest['status'] };
 
@@ -23,13 +25,14 @@ export interface TypedDemo {
 }
 
 const IMAGE = `quay.io/example/app@sha256:${'0123456789abcdef'.repeat(4)}`;
+/** The sample SigningRequest's typed fields. */
+export const TYPED_SAMPLE = { image: IMAGE, tags: ['v1.0', 'stable'], signer: { keyRef: 'release-key', identity: 'release-bot' } };
 export const TYPED_SAMPLE_NAME = 'sign-typed';
 
 /** Installs the sample kind on both sides (before the controller starts, so it serves the kind from its first list). */
-export async function installTypedSample(env: Environment, namespace: string, requesterUser: string): Promise<TypedDemo> {
-  const { definition, pipeline } = sampleKind();
-  const step = (pipeline.spec as { tasks?: Array<{ taskSpec?: { steps?: Array<{ env?: Array<{ name: string; value: string }> }> } }> }).tasks?.[0]?.taskSpec?.steps?.[0];
-  step?.env?.push({ name: 'SIMULATED_DURATION', value: '1500ms' });
+export async function installTypedSample(env: Environment, namespace: string, requesterUser: string, forPods: (pipeline: Manifest) => Manifest): Promise<TypedDemo> {
+  const { definition } = sampleKind();
+  const pipeline = forPods(sampleKind().pipeline as unknown as Manifest) as unknown as ReturnType<typeof sampleKind>['pipeline'];
   await applyObjects(env.internal.identities.admin.kubeConfig(), [
     { ...pipeline, metadata: { ...pipeline.metadata, namespace: CONTROLLER_NAMESPACE } },
     { ...definition, metadata: { ...definition.metadata, namespace: CONTROLLER_NAMESPACE } },
@@ -59,7 +62,7 @@ export async function installTypedSample(env: Environment, namespace: string, re
 export async function submitTyped(demo: TypedDemo, requester: KubeConfig, namespace: string): Promise<string> {
   const api = requester.makeApiClient(CustomObjectsApi);
   const body = (name: string, spec: Record<string, unknown>) => ({ apiVersion: `${demo.resource.group}/${demo.resource.version}`, kind: demo.kind, metadata: { name, namespace }, spec });
-  await api.createNamespacedCustomObject({ ...demo.resource, namespace, body: body(TYPED_SAMPLE_NAME, { image: IMAGE, tags: ['v1.0', 'stable'], signer: { keyRef: 'release-key', identity: 'release-bot' } }) });
+  await api.createNamespacedCustomObject({ ...demo.resource, namespace, body: body(TYPED_SAMPLE_NAME, TYPED_SAMPLE) });
   try {
     await api.createNamespacedCustomObject({ ...demo.resource, namespace, body: body('sign-malformed', { image: 'quay.io/example/app:latest', tags: 'v1.0' }) });
   } catch (e) {

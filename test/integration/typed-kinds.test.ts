@@ -49,6 +49,12 @@ const reason = (r: { status?: InternalRequest['status'] }) => r.status?.conditio
 function samplePipeline(gated = false, extraParam = false): Record<string, unknown> {
   const p = parseYaml(readFileSync(join(SAMPLE, 'pipeline.yaml'), 'utf8')) as { metadata: Record<string, unknown>; spec: { params: unknown[]; tasks: Array<{ taskSpec: { steps: Array<{ env: Array<{ name: string; value: string }> }> } }> } };
   p.metadata['namespace'] = NS;
+  // The simulated kubelet runs no script: it reports what these say (the sample itself has none of them).
+  p.spec.tasks[0]!.taskSpec.steps[0]!.env.push(
+    { name: 'SIMULATED_RESULT_signature', value: 'sig($(params.image))' },
+    { name: 'SIMULATED_RESULT_signed-by', value: '$(params.identity) with $(params.key-ref)' },
+    { name: 'SIMULATED_RESULT_log', value: 'log entry of $(params.image)' },
+  );
   if (gated) p.spec.tasks[0]!.taskSpec.steps[0]!.env.push({ name: 'SIMULATED_DURATION', value: 'gate' });
   if (extraParam) p.spec.params.push({ name: 'priority', type: 'string', default: 'normal', description: 'How urgent the signature is.' });
   return p;
@@ -63,7 +69,15 @@ function sampleDefinition(patch: (spec: Record<string, unknown>) => void = () =>
 
 /** The second sample kind (config/samples/kinds/ticketing), as shipped. */
 const TICKETING = join(repoRoot(), 'config', 'samples', 'kinds', 'ticketing');
-const ticketPipeline = { ...(parseYaml(readFileSync(join(TICKETING, 'pipeline.yaml'), 'utf8')) as Record<string, unknown>), metadata: { name: 'open-ticket', namespace: NS } };
+const ticketPipeline = (() => {
+  const p = parseYaml(readFileSync(join(TICKETING, 'pipeline.yaml'), 'utf8')) as { spec: { tasks: Array<{ taskSpec: { steps: Array<{ env: Array<{ name: string; value: string }> }> } }> } };
+  // For the simulated kubelet, which runs no script.
+  p.spec.tasks[0]!.taskSpec.steps[0]!.env.push(
+    { name: 'SIMULATED_RESULT_ticket', value: '$(params.queue)-1 $(params.priority) $(params.summary)' },
+    { name: 'SIMULATED_RESULT_url', value: 'https://tracker.example/browse/$(params.queue)-1' },
+  );
+  return { ...p, metadata: { name: 'open-ticket', namespace: NS } };
+})();
 const ticketDefinition = { ...(parseYaml(readFileSync(join(TICKETING, 'definition.yaml'), 'utf8')) as { spec: Record<string, unknown> }), metadata: { name: 'ticketrequests', namespace: NS } };
 
 /** `internal-services kinds render NAME --rbac` against the internal cluster, applied on the remote one. */

@@ -459,7 +459,7 @@ function fixtures(): Map<string, string> {
     };
     visit(sf);
   }
-  for (const [p, text] of Object.entries(catalogFiles('5s'))) out.set(`local catalog ${p}`, text);
+  for (const [p, text] of Object.entries(catalogFiles())) out.set(`local catalog ${p}`, text);
   return out;
 }
 
