@@ -5,15 +5,29 @@
  * stops everything and exits 0 when each ended as expected. The --results
  * tour is in local-results.test.ts (it waits for the platform's build, which
  * comes last in a cold npm test).
+ *
+ * Where a real node can start (root, Debian's containerd, runc, CNI plugins,
+ * busybox), the demo runs its pods there and the results are what the
+ * samples' scripts computed: checked here against sha256 and base64
+ * computed by this test. Then the run with --simulated-pods checks the
+ * fallback and how it is named; elsewhere both runs are the fallback.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { realNodeUnavailable } from '../../src/localenv/index.js';
 import { CLI } from './helpers.js';
 import { runLocalTour } from './local-tour.js';
 
-const RUN_TIMEOUT_MS = 120_000;
+const RUN_TIMEOUT_MS = 240_000;
+const unavailable = realNodeUnavailable();
+const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+/** The sample request's image (config/samples) and the typed sample's fields (src/cli/local-typed.ts). */
+const IMAGE = 'quay.io/example/app@sha256:4b0cbd1c3d2f1e0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a';
+const TYPED_IMAGE = `quay.io/example/app@sha256:${'0123456789abcdef'.repeat(4)}`;
+const esc = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 function alive(pid: number): boolean {
   try {
@@ -24,8 +38,11 @@ function alive(pid: number): boolean {
   }
 }
 
-test('internal-services local runs the sample requests end to end and exits 0', { timeout: RUN_TIMEOUT_MS + 30_000 }, async () => {
-  const proc = spawn(process.execPath, [CLI, 'local'], { stdio: ['ignore', 'pipe', 'pipe'] });
+for (const simulated of [false, true]) {
+const real = !simulated && !unavailable;
+const why = simulated ? '--simulated-pods was given' : unavailable ?? '';
+test(`internal-services local${simulated ? ' --simulated-pods' : ''} runs the sample requests end to end and exits 0 (${real ? 'pods on the real node, results computed by the scripts' : `pods SIMULATED: ${why}`})`, { timeout: RUN_TIMEOUT_MS + 30_000 }, async () => {
+  const proc = spawn(process.execPath, [CLI, 'local', ...(simulated ? ['--simulated-pods'] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -40,12 +57,19 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.equal(code, 0, `exit ${String(code)} after ${elapsed} ms\n${output}`);
   assert.ok(elapsed < RUN_TIMEOUT_MS, `took ${elapsed} ms`);
 
-  // Says Tekton is real and only its pods are simulated; runs the controller as its CLI process.
-  assert.match(stdout, /Tekton is real \(its controller, resolvers and webhook\); only its pods are SIMULATED/);
-  assert.match(stdout, /Tekton v1\.6\.6 ready: controller, resolvers, webhook/);
-  // Tekton's own TaskRun, with the results it read from the (simulated) pod.
-  assert.match(stdout, /Tekton: TaskRun ir-[0-9a-f-]+-sign \(pod ir-[0-9a-f-]+-sign-pod, SIMULATED\): Succeeded: All Steps have completed executing — results: (log-index|signature)=/);
-  assert.match(stdout, /Tekton: TaskRun ir-[0-9a-f-]+-sign \(pod \S+, SIMULATED\): Failed: "step-sign" exited with code 1/);
+  // Says where the pods run, in its first lines and beside every run; runs the controller as its CLI process.
+  const where = real ? 'pods on the real node' : `pods SIMULATED (no real node: ${why})`;
+  const head = stdout.split('\n').slice(0, 4).join('\n');
+  if (real) assert.match(head, /Tekton is real \(its controller, resolvers and webhook\), and so are its pods: they run on a real node/);
+  else assert.ok(head.includes(`Tekton is real (its controller, resolvers and webhook); only its pods are SIMULATED (no real node: ${why})`), head);
+  assert.match(stdout, new RegExp(`Tekton v1\\.6\\.6 ready: controller, resolvers, webhook .*; ${esc(where)}`));
+  if (real) assert.match(stdout, /real node internal-services-node \(10\.244\.77\.1\) Ready after \d+ ms; step image localhost\/internal-services\/node-shell:\S+/);
+  const taskRuns = stdout.split('\n').filter((l) => l.includes('Tekton: TaskRun '));
+  assert.ok(taskRuns.length > 0 && taskRuns.every((l) => l.includes(`-pod, ${where}): `) || l.includes(`(pod -, ${where}): `)), taskRuns.join('\n'));
+  // Tekton's own TaskRun, with the exit codes and results it read from the pod.
+  const signature = real ? `sha256:${sha256(IMAGE)}` : `signature:{"image":"${IMAGE}"}`;
+  assert.match(stdout, new RegExp(`Tekton: TaskRun ir-[0-9a-f-]+-sign \\(pod ir-[0-9a-f-]+-sign-pod, ${esc(where)}\\): Succeeded: All Steps have completed executing — steps: sign exit 0 — results: log-index=${real ? '0' : 'log-index:\\{"image":"[^"]+"\\}'}, signature=${esc(signature)}`));
+  assert.match(stdout, new RegExp(`Tekton: TaskRun ir-[0-9a-f-]+-sign \\(pod \\S+, ${esc(where)}\\): Failed: "step-sign" exited with code 1.* — steps: sign exit 1`));
   assert.match(stdout, /controller started \(pid \d+\)/);
   assert.match(stdout, /node \S*main\.js controller --remote-kubeconfig \S+ --kubeconfig \S+ --namespace internal-services --metrics-bind-address 127\.0\.0\.1:\d+ --health-probe-bind-address 127\.0\.0\.1:\d+/);
   assert.match(stdout, /controller ready/);
@@ -61,8 +85,9 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   const ok = block('managed-team-1-tenant/sign-allowed');
   assert.match(ok, /Succeeded=True, reason Succeeded/);
   assert.match(ok, /message: +PipelineRun internal-services\/ir-[0-9a-f-]+ succeeded/);
-  assert.match(ok, /signature = signature:\{"image":"quay\.io\/example\/app@sha256:[0-9a-f]+"\}/);
-  assert.match(ok, /log-index = log-index:/);
+  assert.ok(ok.includes(`signature = ${signature}\n`) || ok.endsWith(`signature = ${signature}`), ok);
+  assert.match(ok, real ? /log-index = 0$/m : /log-index = log-index:/);
+  assert.match(ok, real ? /computed by the step's script on the real node/ : new RegExp(`values come from the SIMULATED pod, derived from the params; ${esc(where)}`));
 
   const notAllowed = block('unlisted-tenant/sign-not-allowed');
   assert.match(notAllowed, /Succeeded=False, reason Rejected/);
@@ -80,7 +105,7 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   // Today's shape: a git-resolved Pipeline whose Task comes from $(params.taskGitUrl), from the local git daemon.
   const git = block('managed-team-1-tenant/sign-from-git');
   assert.match(git, /Succeeded=True, reason Succeeded/);
-  assert.match(git, /signature = signature:\{"image":"quay\.io\/example\/app@sha256:[0-9a-f]+"\}/);
+  assert.ok(git.includes(`signature = ${signature}`), git);
   assert.match(git, /a waiting requester read: (wait \(new\) → )?wait \(Resolving\)( → wait \(Resolving\))* → wait \(Running\) → SUCCESS/);
   assert.match(stdout, /managed-team-1-tenant\/sign-from-git: conditions\[0\]\.reason Running, phase Resolving: resolving the Pipeline .*=> a waiting requester keeps waiting/);
   // Waits for an approval, is approved with the kubectl plugin, runs.
@@ -104,12 +129,20 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.match(typed, /signer +object \{identity, keyRef\} +required +Which key signs/);
   assert.match(typed, /tags +\[\]string +optional/);
   assert.match(typed, /Succeeded=True, reason Succeeded/);
-  assert.match(typed, /signature = sig\(quay\.io\/example\/app@sha256:[0-9a-f]{64}\)/);
-  assert.match(typed, /signed-by = release-bot with release-key/);
+  if (real) {
+    // printf '%s' "$IMAGE $*" | sha256sum | cut -d' ' -f1 | base64 -w0, over the image and the tags.
+    const typedSignature = Buffer.from(`${sha256(`${TYPED_IMAGE} v1.0 stable`)}\n`).toString('base64');
+    assert.ok(typed.includes(`signature = ${typedSignature}\n`), typed);
+    assert.match(typed, /signed-by = release-bot with release-key$/m);
+  } else {
+    assert.ok(typed.includes(`signature = signature:{"image":"${TYPED_IMAGE}","key-ref":"release-key","identity":"release-bot"}`), typed);
+    assert.ok(typed.includes(`signed-by = signed-by:{"image":"${TYPED_IMAGE}","key-ref":"release-key","identity":"release-bot"}`), typed);
+  }
   assert.doesNotMatch(typed, /log = /);
   assert.match(stdout, /a malformed SigningRequest was refused by the remote apiserver before the controller could see it: .*spec\.tags/);
   for (const b of [ok, git, approval, refused, notAllowed, missing, fails]) assert.match(b, /^\s*\[ok\]/, b);
   assert.match(stdout, /All 8 requests ended as expected\./);
+  assert.ok(stdout.includes(`Outcome of the sample requests (as the requester sees them on the remote cluster; ${where}):`), 'the outcome names where the pods ran');
   // Progress was shown while the requests ran, as the requester reads it.
   assert.match(stdout, /managed-team-1-tenant\/sign-allowed: conditions\[0\]\.reason Running: PipelineRun internal-services\/ir-[0-9a-f-]+ is running  => a waiting requester keeps waiting/);
 
@@ -120,6 +153,7 @@ test('internal-services local runs the sample requests end to end and exits 0', 
   assert.ok(dir, 'environment directory not printed');
   assert.ok(!existsSync(dir), `${dir} still exists`);
 });
+}
 
 test('internal-services local --kcp: three workspaces on two shards of a real sharded kcp, one kubeconfig; two allowed by path run, the third is Rejected naming its path; a tenant in root:team-a runs today\'s git-shaped request with kubectl create -f and no -n, and one created in "default" is Rejected naming the entry and the namespace to use; exits 0', { timeout: 420_000 }, async () => {
   const { code, stdout, output } = await runLocalTour(['--kcp'], 400_000);
