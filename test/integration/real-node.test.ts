@@ -18,6 +18,11 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { applyObjects, grantRequester, installProject, realNodeUnavailable, startEnvironment, type Environment } from '../../src/localenv/index.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { onRealNode } from '../../src/cli/local-pods.js';
+import { repoRoot } from '../../src/util/repo.js';
 import { api, createRequest, IR, messageOf, NS, runPlugin, setRunConfig, startController, testPipeline, waitFor, waitForPhase, type ControllerProcess } from './helpers.js';
 
 const TENANT = 'team-real';
@@ -110,6 +115,8 @@ before(async () => {
     scriptPipeline('fail', { steps: [{ name: 'check', script: 'echo "the check finds a problem" >&2\nexit 3' }] }),
     scriptPipeline('big', { results: ['out'], steps: [{ name: 'produce', script: 'head -c 5000 /dev/zero | tr "\\0" x > "$(results.out.path)"' }], lingerS: 6 }),
     scriptPipeline('slow', { steps: [{ name: 'prepare', script: 'echo "prepared the release of $(date +%Y)"; echo "line two of the real log"' }, { name: 'wait', script: 'echo waiting; sleep 300' }] }),
+    // The ticketing sample's Pipeline as shipped, its step in the node's shell image.
+    { ...onRealNode(parseYaml(readFileSync(join(repoRoot(), 'config', 'samples', 'kinds', 'ticketing', 'pipeline.yaml'), 'utf8')) as Record<string, unknown>, env.node!.shellImage), metadata: { name: 'open-ticket', namespace: NS } },
     scriptPipeline('whoami', { results: ['claims'], steps: [{ name: 'token', script: 'cut -d. -f2 /var/run/secrets/kubernetes.io/serviceaccount/token | tr -d "\\n" > "$(results.claims.path)"' }] }),
   ] as never);
   await setRunConfig(internalAdmin, { allowList: [TENANT], allowedServiceAccounts: ['signer'] });
@@ -138,6 +145,15 @@ describe('Tekton on the real node', { skip: unavailable !== undefined && process
     const done = await waitForPhase(requester, TENANT, 'digest-1', ['Succeeded', 'Failed', 'Rejected'], 120_000);
     assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
     assert.deepEqual(done.status?.results, { digest: createHash('sha256').update(image).digest('hex') });
+  });
+
+  test("the ticketing sample's script derives the ticket's key from the params", async () => {
+    const summary = `disk full on builder ${Date.now()}`;
+    await createRequest(requester, TENANT, 'ticket-1', { request: 'open-ticket', params: { summary, 'ticket-priority': 'high' } });
+    const done = await waitForPhase(requester, TENANT, 'ticket-1', ['Succeeded', 'Failed', 'Rejected'], 120_000);
+    assert.equal(done.status?.conditions?.[0]?.reason, 'Succeeded', messageOf(done));
+    const key = `release-engineering-${createHash('sha256').update(summary).digest('hex').slice(0, 8)}`;
+    assert.deepEqual(done.status?.results, { ticket: key, url: `https://tracker.example/browse/${key}` });
   });
 
   test('a step that exits 3: the request fails with the step and its exit code', async () => {
