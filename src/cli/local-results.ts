@@ -1,7 +1,9 @@
 /**
  * `internal-services local --results [--keep]`: the platform's archive, on
- * this machine. The internal cluster runs real Tekton (pods SIMULATED; a
- * simulated node serves their logs) and real Tekton Results (API server and
+ * this machine. The internal cluster runs real Tekton, its pods on the real
+ * node where one can start (the step's script writes the log lines), else
+ * SIMULATED (a simulated node serves their logs; local-pods.ts), and real
+ * Tekton Results (API server and
  * watcher built from their Go module, PostgreSQL from Debian's packages);
  * the controller runs with --results-url.
  *
@@ -14,7 +16,8 @@ import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/c
 import { applyObjects, freePorts, grantRequester, installProject, startEnvironment, CONTROLLER_NAMESPACE, type Environment } from '../localenv/index.js';
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { requesterLoop } from '../api/readers.js';
-import { SAMPLE_CONFIG, SAMPLE_PIPELINE, sample, sampleRequestSpec, withSimulatedSteps } from './local-files.js';
+import { SAMPLE_CONFIG, SAMPLE_PIPELINE, sample, sampleRequestSpec } from './local-files.js';
+import { choosePods, environmentOptions, forPods, podsLabel } from './local-pods.js';
 import { keepRunning, startControllerProcess, stopControllerProcess, stopOnSignals, waitForReady, type ControllerChild } from './local-processes.js';
 import { ANNOTATION_LOGS } from '../controller/results-archive.js';
 
@@ -35,7 +38,7 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, deadline:
   }
 }
 
-export async function runLocalResults(flags: { keep?: boolean }): Promise<void> {
+export async function runLocalResults(flags: { keep?: boolean; simulatedPods?: boolean }): Promise<void> {
   let env: Environment | undefined;
   let controller: ControllerChild | undefined;
   let cleaning: Promise<void> | undefined;
@@ -46,20 +49,23 @@ export async function runLocalResults(flags: { keep?: boolean }): Promise<void> 
     })());
   const signals = stopOnSignals(cleanup);
   try {
-    const pipeline = withSimulatedSteps(sample(SAMPLE_PIPELINE));
-    pipeline.metadata = { ...pipeline.metadata, namespace: CONTROLLER_NAMESPACE };
+    const pods = choosePods(flags.simulatedPods === true);
+    const where = podsLabel(pods);
+    const samplePipeline = sample(SAMPLE_PIPELINE);
+    samplePipeline.metadata = { ...samplePipeline.metadata, namespace: CONTROLLER_NAMESPACE };
     const config = structuredClone(sample(SAMPLE_CONFIG));
     config.metadata = { ...config.metadata, namespace: CONTROLLER_NAMESPACE };
     if (config.metadata?.name !== CONFIG_NAME) throw new Error(`config/samples/${SAMPLE_CONFIG} must be named "${CONFIG_NAME}"`);
     const allowed = ((config['spec'] as { allowList?: string[] }).allowList ?? [])[0];
     if (!allowed) throw new Error(`config/samples/${SAMPLE_CONFIG} must allow at least one namespace`);
 
-    out('internal-services local --results: the internal cluster with real Tekton (only its pods are SIMULATED; a simulated');
-    out('node serves their logs) and real Tekton Results (API server, watcher, PostgreSQL), and the controller pruning');
+    out(`internal-services local --results: the internal cluster with real Tekton (${where}${pods.real ? '' : '; a simulated node serves their logs'})`);
+    out('and real Tekton Results (API server, watcher, PostgreSQL), and the controller pruning');
     out('runs only once Results holds them; then the requester reads the logs of the pruned run from the remote side.');
     out();
     progress('starting the control planes, Tekton and Tekton Results (the first run builds Results from its Go module, 3 to 6 min on 2 cores, then it is cached)');
-    env = await startEnvironment({ tekton: { stepMs: 500 }, results: true, log: (m) => progress(`  ${m}`) });
+    env = await startEnvironment({ ...environmentOptions(pods), results: true, log: (m) => progress(`  ${m}`) });
+    const pipeline = forPods(samplePipeline, pods, env);
     const results = env.results!;
     progress(`Tekton Results ${results.version} ready at ${results.url} (PostgreSQL on 127.0.0.1:${results.postgres.port}; logs stored as files under ${env.dir}/results/logs)`);
     await installProject(env);
@@ -104,10 +110,11 @@ export async function runLocalResults(flags: { keep?: boolean }): Promise<void> 
       return l?.request === ask ? l : undefined;
     }, deadline);
     out();
-    out(`Logs of ${allowed}/${REQUEST}, read by the requester on the remote side; source: ${logs.source} (pods SIMULATED):`);
+    out(`Logs of ${allowed}/${REQUEST}, read by the requester on the remote side; source: ${logs.source} (${where}):`);
     out((logs.text ?? '').replace(/\n$/, '').split('\n').map((l) => `  ${l}`).join('\n'));
     out();
-    const ok = logs.source === 'TektonResults' && (logs.text ?? '').includes('[simulated]');
+    // The step's own output on the real node; the simulated node's stand-in lines otherwise.
+    const ok = logs.source === 'TektonResults' && (logs.text ?? '').includes(pods.real ? `signing ${String(sampleRequestSpec().params?.['image'])}` : '[simulated]');
     out(ok ? 'The run was archived, pruned, and its logs came back from Tekton Results.' : `UNEXPECTED: the logs did not come from Tekton Results (controller log: ${controller.logPath}).`);
     if (flags.keep) {
       await keepRunning(signals, [

@@ -153,7 +153,7 @@ export function catalogFiles(forPods: (task: Manifest) => Manifest = (t) => t): 
           image: 'registry.access.redhat.com/ubi9/ubi-minimal:latest',
           // The param reaches the script through the environment, never pasted into it.
           env: [{ name: 'IMAGE', value: '$(params.image)' }],
-          script: `#!/bin/sh\nset -eu\nprintf 'sha256:%s' "$(printf '%s' "$IMAGE" | sha256sum | cut -d' ' -f1)" > "$(results.signature.path)"\n`,
+          script: `#!/bin/sh\nset -eu\necho "signing $IMAGE"\nprintf 'sha256:%s' "$(printf '%s' "$IMAGE" | sha256sum | cut -d' ' -f1)" > "$(results.signature.path)"\n`,
         },
       ],
     }))),
