@@ -72,8 +72,9 @@ fi
 # platform services.
 no_tekton="bundle chaos cli-kinds envtest informer informer-fill manifests tekton-components"
 late_helm="helm helm-remote"
-late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions kcp-approve-paths local bench-smoke"
-late_node="real-node"
+late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions kcp-approve-paths bench-smoke"
+# The demo (local) runs its pods on the real node where one can start (and needs kcp for --kcp).
+late_node="real-node local"
 late_platform="bundles-registry results chains local-results real-node-platform"
 is_late() { case " $no_tekton $late_helm $late_kcp $late_node $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()
