@@ -80,6 +80,9 @@ export interface TaskRun {
   status?: {
     conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
     podName?: string;
-    steps?: Array<{ name: string; container?: string }>;
+    steps?: Array<{ name: string; container?: string; terminated?: { exitCode?: number; reason?: string } }>;
+    /** The Task as it ran (v1 keeps the resolved spec here): its declared results. */
+    taskSpec?: { results?: Array<{ name: string }> };
+    results?: Array<{ name: string }>;
   };
 }

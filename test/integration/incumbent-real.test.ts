@@ -30,8 +30,8 @@ import type { InternalRequest } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
-import { RealIncumbent } from './incumbent-stand-in.js';
-import { IR, NS, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { holdPipeline, RealIncumbent } from './incumbent-stand-in.js';
+import { IR, NS, setRunConfig, startController, waitFor, type ControllerProcess } from './helpers.js';
 
 const BIN = process.env['INCUMBENT_BIN'];
 const TENANT = NS;
@@ -98,11 +98,7 @@ before(async () => {
   await ensureNamespace(remoteAdmin, TENANT);
   await ensureNamespace(internalAdmin, INC_NS);
   await ensureServiceAccount(internalAdmin, INC_NS, 'default');
-  await applyObjects(internalAdmin, [testPipeline('hold', {
-    params: [{ name: 'image', type: 'string' }],
-    tasks: [{ name: 't', params: [{ name: 'image', value: '$(params.image)' }], taskSpec: { params: [{ name: 'image', type: 'string' }], results: [{ name: 'image' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_image: '$(params.image)' })] } }],
-    results: [{ name: 'image', value: '$(tasks.t.results.image)' }],
-  })] as never);
+  await applyObjects(internalAdmin, [holdPipeline()] as never);
   // This controller's configuration, and the Go controller's in its own namespace (its allowList, and the volumeClaim it requires).
   await setRunConfig(internalAdmin, { allowList: [TENANT], sources: { cluster: true } });
   await applyObjects(internalAdmin, [{ apiVersion: 'appstudio.redhat.com/v1alpha1', kind: 'InternalServicesConfig', metadata: { name: 'config', namespace: INC_NS }, spec: { allowList: [TENANT], volumeClaim: { name: 'workspace', size: '1Gi' } } }] as never);

@@ -27,7 +27,8 @@ import type { InternalRequest } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
-import { IR, NS, PR, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { holdPipeline } from './incumbent-stand-in.js';
+import { IR, NS, PR, releaseRun, setRunConfig, startController, waitFor, type ControllerProcess } from './helpers.js';
 
 const TENANT = NS;
 const INC_NS = 'internal-services-system';
@@ -87,11 +88,7 @@ before(async () => {
   await ensureNamespace(remoteAdmin, TENANT);
   await ensureNamespace(internalAdmin, INC_NS);
   await ensureServiceAccount(internalAdmin, INC_NS, 'default');
-  await applyObjects(internalAdmin, [testPipeline('hold', {
-    params: [{ name: 'image', type: 'string' }],
-    tasks: [{ name: 't', params: [{ name: 'image', value: '$(params.image)' }], taskSpec: { params: [{ name: 'image', type: 'string' }], results: [{ name: 'image' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_image: '$(params.image)' })] } }],
-    results: [{ name: 'image', value: '$(tasks.t.results.image)' }],
-  })] as never);
+  await applyObjects(internalAdmin, [holdPipeline()] as never);
   await setRunConfig(internalAdmin, { allowList: [TENANT], sources: { cluster: true } });
   // STAND-IN for the Go controller's installation, scaled to 0 before the switch; its Lease long run out.
   await applyObjects(internalAdmin, [

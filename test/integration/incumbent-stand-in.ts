@@ -32,7 +32,7 @@ import type { Condition, InternalRequest } from '../../src/api/types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
-import { IR, PR } from './helpers.js';
+import { IR, PR, simulatedStep, testPipeline } from './helpers.js';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -296,4 +296,13 @@ export class RealIncumbent {
     p.kill(signal);
     await gone;
   }
+}
+
+/** The Pipeline `hold` every incumbent test runs: its run ends when the test releases its pod (gated), with the result `image` = its param. */
+export function holdPipeline(): ReturnType<typeof testPipeline> {
+  return testPipeline('hold', {
+    params: [{ name: 'image', type: 'string' }],
+    tasks: [{ name: 't', params: [{ name: 'image', value: '$(params.image)' }], taskSpec: { params: [{ name: 'image', type: 'string' }], results: [{ name: 'image' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_image: '$(params.image)' })] } }],
+    results: [{ name: 'image', value: '$(tasks.t.results.image)' }],
+  });
 }

@@ -37,8 +37,8 @@ import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
-import { IncumbentStandIn, RealIncumbent } from './incumbent-stand-in.js';
-import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, simulatedStep, startController, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
+import { holdPipeline, IncumbentStandIn, RealIncumbent } from './incumbent-stand-in.js';
+import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, startController, waitFor, type ControllerProcess } from './helpers.js';
 
 /** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
 const TENANT = NS;
@@ -133,11 +133,7 @@ before(async () => {
   audit = new AuditReader('internal', env.internal.auditLogPath!);
   await ensureNamespace(remoteAdmin, TENANT);
   // Gated: a run ends when the test releases it.
-  await applyObjects(internalAdmin, [testPipeline('hold', {
-      params: [{ name: 'image', type: 'string' }],
-      tasks: [{ name: 't', params: [{ name: 'image', value: '$(params.image)' }], taskSpec: { params: [{ name: 'image', type: 'string' }], results: [{ name: 'image' }], steps: [simulatedStep('s', { SIMULATED_DURATION: 'gate', SIMULATED_RESULT_image: '$(params.image)' })] } }],
-      results: [{ name: 'image', value: '$(tasks.t.results.image)' }],
-    })] as never);
+  await applyObjects(internalAdmin, [holdPipeline()] as never);
   await setRunConfig(internalAdmin, { allowList: [TENANT], sources: { cluster: true } });
 }, { timeout: 600_000 });
 

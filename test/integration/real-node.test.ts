@@ -182,6 +182,8 @@ describe('Tekton on the real node', { skip: unavailable !== undefined && process
     process.stderr.write(`oversized result's condition: ${JSON.stringify(done.status?.conditions?.[0])}\n`);
     assert.equal(done.status?.conditions?.[0]?.status, 'False');
     assert.match(messageOf(done), new RegExp(`"step-produce" exited with code ${seen.exitCode}`));
+    // The reason is only in the step's log: the message names the result and the limit, and where to look.
+    assert.match(messageOf(done), /results out not written; if step-produce wrote them, together they were over Tekton's 4096-byte limit/);
     assert.equal(done.status?.results?.['out'], undefined);
   });
 
