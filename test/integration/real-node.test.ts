@@ -206,8 +206,16 @@ describe('Tekton on the real node', { skip: unavailable !== undefined && process
     const r = await createRequest(requester, TENANT, 'slow-1', { request: 'slow' });
     const step = await runningStep(r.metadata.uid!, 'wait');
     assert.ok((await runningTasks()).includes(step.id), 'the step runs in containerd');
-    const asked = await runPlugin(['logs', `${TENANT}/slow-1`, '--timeout', '60'], env.remote.identities.requester!.kubeconfigPath);
-    assert.equal(asked.code, 0, asked.stderr);
+    // Live logs are what the kubelet has read from containerd's log file so far: under load a line printed a moment ago can
+    // be missing. Asked again (a new ask each time, as a requester would) until the prepare step's lines are there.
+    let asks = 0;
+    const asked = await waitFor('the steps\' output in the logs', async () => {
+      asks++;
+      const x = await runPlugin(['logs', `${TENANT}/slow-1`, '--timeout', '60'], env.remote.identities.requester!.kubeconfigPath);
+      assert.equal(x.code, 0, x.stderr);
+      return /line two of the real log/.test(x.stdout) && /waiting/.test(x.stdout) ? x : undefined;
+    }, 60_000, 1_000);
+    process.stderr.write(`logs asked ${asks} time(s)\n`);
     process.stderr.write(`--- kubectl internalrequest logs ${TENANT}/slow-1 (real pods) ---\n${asked.stdout}---\n`);
     assert.match(asked.stdout, new RegExp(`prepared the release of ${new Date().getUTCFullYear()}`));
     assert.match(asked.stdout, /line two of the real log/);
