@@ -206,8 +206,9 @@ describe('Tekton on the real node', { skip: unavailable !== undefined && process
     const r = await createRequest(requester, TENANT, 'slow-1', { request: 'slow' });
     const step = await runningStep(r.metadata.uid!, 'wait');
     assert.ok((await runningTasks()).includes(step.id), 'the step runs in containerd');
-    // Live logs are what the kubelet has read from containerd's log file so far: under load a line printed a moment ago can
-    // be missing. Asked again (a new ask each time, as a requester would) until the prepare step's lines are there.
+    // A step's container runs from the pod's start: Tekton's entrypoint in it waits for the step before (the first step for
+    // the pod's ready annotation, through the downward API) before running the script, so a running container may have
+    // printed nothing yet. Asked again (a new ask each time, as a requester would) until the steps' lines are there.
     let asks = 0;
     const asked = await waitFor('the steps\' output in the logs', async () => {
       asks++;
