@@ -170,6 +170,15 @@ export async function waitForPhase(kc: KubeConfig, namespace: string, name: stri
   }, timeoutMs);
 }
 
+/** Waits until the request is finished by the requester's contract (status.conditions[0].reason neither empty nor Running), whoever wrote it. */
+export async function waitFinished(kc: KubeConfig, namespace: string, name: string, timeoutMs = 90_000): Promise<InternalRequest> {
+  return waitFor(`${namespace}/${name} finished`, async () => {
+    const r = await getRequest(kc, namespace, name);
+    const reason = r.status?.conditions?.[0]?.reason;
+    return reason && reason !== 'Running' ? r : undefined;
+  }, timeoutMs, 250);
+}
+
 export async function listPipelineRuns(kc: KubeConfig): Promise<PipelineRun[]> {
   const l = (await api(kc).listNamespacedCustomObject({ ...PR, namespace: NS })) as { items: PipelineRun[] };
   return l.items;

@@ -31,7 +31,7 @@ import type { PipelineRun } from '../../src/tekton/tekton-types.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
 import { holdPipeline, RealIncumbent } from './incumbent-stand-in.js';
-import { IR, NS, setRunConfig, startController, waitFor, type ControllerProcess } from './helpers.js';
+import { IR, NS, setRunConfig, startController, waitFinished, waitFor, type ControllerProcess } from './helpers.js';
 
 const BIN = process.env['INCUMBENT_BIN'];
 const TENANT = NS;
@@ -62,13 +62,7 @@ async function requestOf(name: string): Promise<InternalRequest> {
   })) as InternalRequest;
 }
 
-async function finished(name: string): Promise<InternalRequest> {
-  return waitFor(`${name} finished`, async () => {
-    const r = await get(name);
-    const reason = r.status?.conditions?.[0]?.reason;
-    return reason && reason !== 'Running' ? r : undefined;
-  }, 90_000, 250);
-}
+const finished = (name: string): Promise<InternalRequest> => waitFinished(remoteAdmin, TENANT, name);
 
 async function release(id: string): Promise<void> {
   const [ns, name] = id.split('/');

@@ -38,7 +38,7 @@ import { INCUMBENT_FINALIZER } from '../../src/requests/incumbent.js';
 import { INCUMBENT_LABEL_NAME, INCUMBENT_LABEL_NAMESPACE } from '../../src/tekton/pipelinerun.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
 import { holdPipeline, IncumbentStandIn, RealIncumbent } from './incumbent-stand-in.js';
-import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, startController, waitFor, type ControllerProcess } from './helpers.js';
+import { CLI, IR, NS, PR, listPipelineRuns, releaseRun, setRunConfig, startController, waitFinished, waitFor, type ControllerProcess } from './helpers.js';
 
 /** The remote namespace of the requests: the incumbent passes it to the cluster resolver as the Pipeline's namespace, so it is the controller's. */
 const TENANT = NS;
@@ -117,13 +117,7 @@ function controllerCreates(): number {
   return runCreates().controller;
 }
 
-async function finished(name: string): Promise<InternalRequest> {
-  return waitFor(`${name} finished`, async () => {
-    const r = await get(name);
-    const reason = r.status?.conditions?.[0]?.reason;
-    return reason && reason !== 'Running' ? r : undefined;
-  }, 90_000, 250);
-}
+const finished = (name: string): Promise<InternalRequest> => waitFinished(remoteAdmin, TENANT, name);
 
 before(async () => {
   env = await startEnvironment({ tekton: true, audit: true });
