@@ -44,7 +44,12 @@ export function buildTools(): { sign: string; genShapes: string; decode: string 
   const tmp = `${dir}.tmp-${process.pid}`;
   mkdirSync(tmp, { recursive: true });
   const started = Date.now();
-  const build = spawnSync('go', ['build', '-trimpath', '-o', `${tmp}/`, './sign', './gen-shapes', './decode'], {
+  // The flags and environment of hack/envtest/install.sh's Tekton build, and
+  // the same module versions (hack/trusted/go.mod pins what
+  // hack/envtest/tekton/go.mod does): the Tekton and Kubernetes packages the
+  // two have in common are compiled once, by whichever comes first, and
+  // taken from the Go build cache by the other.
+  const build = spawnSync('go', ['build', '-trimpath', '-gcflags=all=-dwarf=false', '-ldflags=-s -w', '-o', `${tmp}/`, './sign', './gen-shapes', './decode'], {
     cwd: TOOLS_DIR,
     encoding: 'utf8',
     env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },

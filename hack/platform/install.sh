@@ -8,9 +8,12 @@
 # Looked for in this order:
 #   1. $PLATFORM_ASSETS, a directory holding the binaries under those names;
 #   2. the per-version cache:
-#      ${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services}/platform/<component>-<version>/;
+#      ${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-services}/platform/
+#      results-<version>-chains-<version>/ and registry-<version>/;
 #   3. built here with the machine's Go toolchain from the wrapper modules
-#      beside this script (versions.env), into that cache.
+#      beside this script (versions.env), into that cache: Results and Chains
+#      from one module (hack/platform/tekton) in one go build, the registry
+#      from its own.
 # Only the tests and modes that need a component call this for it; a cold
 # build takes minutes per component on 2 cores (registry v3.1.2 ~70 s idle;
 # measured 2026-11-26 with load 8-12 from other builds, modules already
@@ -25,52 +28,71 @@ cache_root=${INTERNAL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/internal-s
 components=("$@")
 [ ${#components[@]} -gt 0 ] || components=(results chains registry)
 
-json=""
-add() { json="${json:+$json,}\"$1\":\"$2\""; }
+declare -A path=()
 
-build() { # COMPONENT VERSION "name=pkg"...
-  local component=$1 version=$2; shift 2
-  local dir="$cache_root/platform/$component-$version" missing=0 spec name
+build() { # MODULE CACHE-KEY "name=pkg"...: the missing binaries of one wrapper module, in one go build
+  local module=$1 key=$2; shift 2
+  local dir="$cache_root/platform/$key" spec name pkgs=() names=()
   for spec in "$@"; do
     name=${spec%%=*}
-    if [ -n "${PLATFORM_ASSETS:-}" ] && [ -x "$PLATFORM_ASSETS/$name" ]; then continue; fi
-    [ -x "$dir/$name" ] || missing=1
-  done
-  if [ $missing = 1 ]; then
-    mkdir -p "$dir"
-    if command -v flock >/dev/null; then exec 9>"$dir/.lock"; flock 9; fi
-  fi
-  for spec in "$@"; do
-    name=${spec%%=*}
-    local pkg=${spec#*=}
     if [ -n "${PLATFORM_ASSETS:-}" ] && [ -x "$PLATFORM_ASSETS/$name" ]; then
-      add "$name" "$(cd "$PLATFORM_ASSETS" && pwd)/$name"; continue
+      path[$name]="$(cd "$PLATFORM_ASSETS" && pwd)/$name"; continue
     fi
-    if [ ! -x "$dir/$name" ]; then
-      command -v go >/dev/null || { log "Go is needed to build $name $version (nothing cached in $dir); or set PLATFORM_ASSETS"; exit 1; }
-      export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
-      export GONOSUMDB=${GONOSUMDB:-github.com,gocloud.dev,k8s.io,sigs.k8s.io,knative.dev,go.opentelemetry.io,google.golang.org,cloud.google.com,golang.org}
-      log "building $name ($component $version) from its Go module (first run only; a minute or two)"
-      local started; started=$(date +%s)
-      # -gcflags=all=-dwarf=false: as in hack/envtest/install.sh (same flags
-      # everywhere, so that shared packages come from the Go build cache).
-      (cd "$here/$component" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$dir/$name.tmp" "$pkg")
-      mv -f "$dir/$name.tmp" "$dir/$name"
-      log "built $dir/$name in $(( $(date +%s) - started )) s"
-    fi
-    add "$name" "$dir/$name"
+    path[$name]="$dir/$name"
+    names+=("$name"); pkgs+=("${spec#*=}")
   done
-  if [ $missing = 1 ] && command -v flock >/dev/null; then exec 9>&-; fi
+  [ ${#names[@]} -gt 0 ] || return 0
+  local missing=0
+  for name in "${names[@]}"; do [ -x "$dir/$name" ] || missing=1; done
+  [ $missing = 1 ] || return 0
+  mkdir -p "$dir"
+  if command -v flock >/dev/null; then exec 9>"$dir/.lock"; flock 9; fi
+  missing=0
+  for name in "${names[@]}"; do [ -x "$dir/$name" ] || missing=1; done
+  if [ $missing = 1 ]; then
+    command -v go >/dev/null || { log "Go is needed to build ${names[*]} (nothing cached in $dir); or set PLATFORM_ASSETS"; exit 1; }
+    export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+    export GONOSUMDB=${GONOSUMDB:-github.com,gocloud.dev,k8s.io,sigs.k8s.io,knative.dev,go.opentelemetry.io,google.golang.org,cloud.google.com,golang.org}
+    log "building ${names[*]} ($key) from hack/platform/$module (first run only; minutes)"
+    local started; started=$(date +%s)
+    rm -rf "$dir/bin.tmp"
+    mkdir -p "$dir/bin.tmp"
+    # -gcflags=all=-dwarf=false: as in hack/envtest/install.sh (same flags
+    # everywhere, so that shared packages come from the Go build cache).
+    (cd "$here/$module" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$dir/bin.tmp/" "${pkgs[@]}")
+    for i in "${!names[@]}"; do
+      mv -f "$dir/bin.tmp/$(basename "${pkgs[$i]}")" "$dir/${names[$i]}"
+    done
+    rm -rf "$dir/bin.tmp"
+    log "built ${names[*]} into $dir in $(( $(date +%s) - started )) s"
+  fi
+  if command -v flock >/dev/null; then exec 9>&-; fi
 }
 
+# Results and Chains come from one module (hack/platform/tekton) and are built
+# together, whichever of the two was asked for: the second would cost little
+# more than linking, and the cache key names both versions.
+want_tekton=0
 for c in "${components[@]}"; do
   case $c in
-    results) build results "$RESULTS_VERSION" \
-      "results-api=github.com/tektoncd/results/cmd/api" \
-      "results-watcher=github.com/tektoncd/results/cmd/watcher" ;;
-    chains) build chains "$CHAINS_VERSION" "chains-controller=github.com/tektoncd/chains/cmd/controller" ;;
-    registry) build registry "$REGISTRY_VERSION" "registry=github.com/distribution/distribution/v3/cmd/registry" ;;
+    results|chains) want_tekton=1 ;;
+    registry) ;;
     *) log "unknown component $c (results, chains, registry)"; exit 2 ;;
   esac
+done
+tekton_specs=(
+  "results-api=github.com/tektoncd/results/cmd/api"
+  "results-watcher=github.com/tektoncd/results/cmd/watcher"
+  "chains-controller=github.com/tektoncd/chains/cmd/controller"
+)
+if [ $want_tekton = 1 ]; then build tekton "results-$RESULTS_VERSION-chains-$CHAINS_VERSION" "${tekton_specs[@]}"; fi
+json=""
+for c in "${components[@]}"; do
+  case $c in
+    results) names="results-api results-watcher" ;;
+    chains) names="chains-controller" ;;
+    registry) build registry "registry-$REGISTRY_VERSION" "registry=github.com/distribution/distribution/v3/cmd/registry"; names="registry" ;;
+  esac
+  for n in $names; do json="${json:+$json,}\"$n\":\"${path[$n]}\""; done
 done
 printf '{%s}\n' "$json"

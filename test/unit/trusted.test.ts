@@ -700,3 +700,20 @@ function derToP1363(der: Buffer, n: number): Buffer {
   }
   return Buffer.concat(out);
 }
+
+test('trusted: hack/trusted pins the module versions of Tekton\'s own build (so the two share the Go build cache)', () => {
+  // Every module both go.mod files name must be at one version: a package
+  // compiled for one build is then a cache hit for the other (same flags,
+  // test/trusted-tools.ts). A drift here costs minutes of a cold CI, silently.
+  const versions = (file: string): Map<string, string> => {
+    const out = new Map<string, string>();
+    for (const m of readFileSync(join(ROOT, file), 'utf8').matchAll(/^\s*(?:require\s+)?([\w./~-]+\.[\w./~-]+)\s+(v\S+)/gm)) out.set(m[1]!, m[2]!);
+    return out;
+  };
+  const tekton = versions('hack/envtest/tekton/go.mod');
+  const trusted = versions('hack/trusted/go.mod');
+  const common = [...trusted.keys()].filter((k) => tekton.has(k));
+  assert.ok(common.length > 100 && tekton.get('github.com/tektoncd/pipeline') === trusted.get('github.com/tektoncd/pipeline'), `both pin github.com/tektoncd/pipeline and share their dependencies (${common.length} in common)`);
+  const differ = common.filter((k) => tekton.get(k) !== trusted.get(k)).map((k) => `${k}: ${trusted.get(k)} (hack/trusted) vs ${tekton.get(k)} (hack/envtest/tekton)`);
+  assert.deepEqual(differ, [], 'align hack/trusted/go.mod with hack/envtest/tekton/go.mod (go get the same versions, go mod tidy)');
+});

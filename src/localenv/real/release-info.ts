@@ -96,7 +96,7 @@ export async function chainsInfoObjects(version: string): Promise<Manifest[]> {
 
 /** The Results module's directory in the Go module cache (downloaded when missing), through the harness's wrapper module. */
 export async function resultsModuleDir(version: string): Promise<string> {
-  const wrapper = join(repoRoot(), 'hack', 'platform', 'results');
+  const wrapper = join(repoRoot(), 'hack', 'platform', 'tekton');
   const env = { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', GONOSUMDB: process.env['GONOSUMDB'] ?? 'github.com,gocloud.dev,k8s.io,sigs.k8s.io,knative.dev' };
   const { stdout: cache } = await run('go', ['env', 'GOMODCACHE'], { cwd: wrapper, env });
   const dir = join(cache.trim(), 'github.com', 'tektoncd', `results@${version}`);

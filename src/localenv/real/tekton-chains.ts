@@ -98,7 +98,7 @@ export async function ensureChainsBinary(log?: (line: string) => void): Promise<
  * (downloaded there by the build; `go mod download` fetches it otherwise).
  */
 export async function chainsConfigDir(version: string): Promise<string> {
-  const wrapper = join(repoRoot(), 'hack', 'platform', 'chains');
+  const wrapper = join(repoRoot(), 'hack', 'platform', 'tekton');
   const env = { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', GONOSUMDB: process.env['GONOSUMDB'] ?? 'github.com,gocloud.dev,k8s.io,sigs.k8s.io,knative.dev' };
   const run = promisify(execFile);
   const { stdout: cache } = await run('go', ['env', 'GOMODCACHE'], { cwd: wrapper, env });

@@ -7,4 +7,5 @@ package tools
 import (
 	_ "github.com/tektoncd/results/cmd/api"
 	_ "github.com/tektoncd/results/cmd/watcher"
+	_ "github.com/tektoncd/chains/cmd/controller"
 )
