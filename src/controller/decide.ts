@@ -14,7 +14,8 @@
 import { isFinished, Phase, phaseOf, Reason, showsPhase, succeededCondition } from '../api/conditions.js';
 import { type InternalRequest, type InternalRequestStatus } from '../api/types.js';
 import { ANNOTATION_ON_REVOKE, ANNOTATION_REVOKED, ANNOTATION_WORKSPACE, buildPipelineRun, runOutcomeOf, pipelineRunName, pipelineStatusOf, requestUidOf } from '../tekton/pipelinerun.js';
-import { checkGraph, followReference, type Provenance } from '../tekton/graph.js';
+import { checkGraph, followReference } from '../tekton/graph.js';
+import type { Provenance } from '../tekton/graph-model.js';
 import { closedWorldViolations, describeViolations } from '../tekton/closed-world.js';
 import { STEPACTION_COPY_PREFIX } from '../tekton/stepaction-copy.js';
 import { checkParams } from '../tekton/params.js';

@@ -7,7 +7,7 @@ import { Phase, showsPhase } from '../api/conditions.js';
 import { type InternalRequest } from '../api/types.js';
 import { ANNOTATION_GIT_REF, requestUidOf, resolutionFor } from '../tekton/pipelinerun.js';
 import { isFullSha } from '../policy/canonical.js';
-import { type GraphInput, type RemoteRef } from '../tekton/graph.js';
+import { type GraphInput, type RemoteRef } from '../tekton/graph-model.js';
 import { outcomeOfResolution, type Resolution, type ResolutionRequest } from '../tekton/resolve.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';
 import { checkKey, type CommitCheck, type SourcePolicy } from '../policy/source.js';

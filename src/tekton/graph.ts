@@ -19,167 +19,25 @@
  * Pure: contents come in through `lookup` (the controller resolves what
  * `pending` asks for and calls again). No I/O, no clock.
  *
- * Longer than most files on purpose: substitution, following a reference and
- * pinning it are one walk over the Pipeline, read best in one place; the
- * checks themselves live in src/policy/ (source.ts, canonical.ts).
+ * The model (RemoteRef, Provenance, GraphInput, …) is in graph-model.ts and
+ * $(…) substitution in substitution.ts; the checks themselves live in
+ * src/policy/ (source.ts, canonical.ts).
  */
 import { decodeResolved } from '../policy/one-reading.js';
-import { checkSource, RESOLVER_PARAMS, type CommitAnswer, type CommitCheck, type SourcePolicy } from '../policy/source.js';
+import { checkSource, RESOLVER_PARAMS, type CommitCheck } from '../policy/source.js';
 import { canonicalBundle } from '../policy/canonical-oci.js';
 import { checkSignature, commitVerdict, contentSha256, contentVerdict, signersAfterCheck } from './reviewed.js';
-import { refVerdict, type RefAnswer, type RefLookup } from '../policy/exact-ref.js';
-import { pathVerdict, type PathAnswer, type PathCheck } from '../policy/path-check.js';
+import { refVerdict, type RefLookup } from '../policy/exact-ref.js';
+import { pathVerdict, type PathCheck } from '../policy/path-check.js';
 import { isFullSha } from '../policy/canonical.js';
 import type { Resolution } from './resolve.js';
 import { stepActionCopy, STEPACTION_COPY_PREFIX, type StepActionCopy } from './stepaction-copy.js';
-import type { ParamValue } from './tekton-types.js';
 import { adminHint, clusterDefaults, customTask, refShape } from './ref-shape.js';
-
-/** A reference to resolve: a resolver and its params, with values final (substituted). */
-export interface RemoteRef {
-  resolver: string;
-  params: Array<{ name: string; value: string }>;
-  /**
-   * git: the exact ref (refs/heads/…, refs/tags/…) whose commit `revision`
-   * is, as looked up; recorded on the ResolutionRequest so that the request
-   * keeps that commit until it is decided (a restart, an approval that takes
-   * hours), whatever the branch does meanwhile.
-   */
-  forRef?: string;
-}
-
-/** Where a checked reference came from and what it was pinned to. */
-export interface Provenance {
-  /** Which reference: spec.pipeline.pipelineRef, tasks[sign].taskRef, tasks[sign].steps[0].ref, … */
-  ref: string;
-  resolver: string;
-  /** The source as the resolver reports it, e.g. git+https://…/catalog.git. */
-  source: string;
-  /** The file in the source (git: pathInRepo). */
-  path?: string;
-  /** The ref asked for, fully qualified (refs/heads/main, refs/tags/v1), or the commit asked for. */
-  revision?: string;
-  /** For a commit asked for by SHA: the allowed ref it was found reachable from. */
-  reachableFrom?: string;
-  /** Where the rule requires signatures: the key that verified the resource. */
-  signedBy?: string;
-  /** What it was pinned to, e.g. sha1:<commit>, sha256:<digest>. */
-  digest?: string;
-}
-
-type GraphRejection = { state: 'rejected'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' | 'REQUEST_INVALID' | 'REQUEST_PIPELINE_NOT_FOUND' };
-
-export type GraphResult =
-  /** need: resolutions to start; checks: commits to look for in their repositories first; lookups: exact refs to look up first; pathChecks: git paths to check at their commits first. */
-  | { state: 'pending'; need: RemoteRef[]; checks: CommitCheck[]; lookups: RefLookup[]; pathChecks: PathCheck[] }
-  | GraphRejection
-  /**
-   * spec: the Pipeline spec to embed, or undefined when nothing had to change
-   * (an installed Pipeline runs by name); stepActions: the copies its steps
-   * refer to, to create (idempotently: the name is the content's) before the
-   * PipelineRun.
-   */
-  | { state: 'ready'; spec: Record<string, unknown> | undefined; provenance: Provenance[]; stepActions: StepActionCopy[] };
-
-export interface GraphInput {
-  /** The Pipeline's spec as resolved or installed. */
-  spec: Record<string, unknown>;
-  /**
-   * installed: the Pipeline is the administrators'; resolved: it came from a
-   * remote source. Either way every reference in it (and in the installed
-   * Tasks it names) is checked against the source policy, resolved here and
-   * pinned: nothing is left for Tekton to resolve. The origin only changes
-   * what a refusal says (what an administrator should write).
-   */
-  origin: 'installed' | 'resolved';
-  /** The request's params, as the Pipeline declares them (typed). */
-  params: ReadonlyArray<{ name: string; value: ParamValue }>;
-  policy: SourcePolicy;
-  /** The request's tenant (remote/namespace), for the per-namespace source rules. */
-  namespace: string;
-  controllerNamespace: string;
-  pipelineRunName: string;
-  /** The Pipeline's name for $(context.pipeline.name). */
-  pipelineName: string;
-  /** A reference's resolution, or undefined when it has not been started. */
-  lookup(ref: RemoteRef): Resolution | undefined;
-  /** What the repository says of a commit asked for by SHA, or undefined when not asked yet. */
-  commits?(check: CommitCheck): CommitAnswer | undefined;
-  /** What the repository says of an exact ref (the commit it points at), or undefined when not asked yet. */
-  refs?(lookup: RefLookup): RefAnswer | undefined;
-  /**
-   * What the repository says of a git pathInRepo at the commit to be
-   * resolved (a regular file, through no symbolic link or submodule), or
-   * undefined when not asked yet. Absent: paths are not checked (the
-   * controller always gives it).
-   */
-  paths?(check: PathCheck): PathAnswer | undefined;
-  /** Set when no resolver reference may be resolved now (a Tekton version with a known advisory): why. */
-  resolversRefused?: string;
-  /** A Task installed in the controller's namespace, by name (undefined: not known). */
-  installedTask(name: string): Record<string, unknown> | undefined;
-}
+import { digestOf, provenanceOf, type Followed, type GraphInput, type GraphRejection, type GraphResult, type Provenance, type RemoteRef } from './graph-model.js';
+import { pipelineVars, substituteRef, taskVars, type Var } from './substitution.js';
 
 /** Resolver params this controller passes on; others (tokens, secrets, server URLs) are refused. */
 const KNOWN_PARAMS = RESOLVER_PARAMS;
-
-/** A value in scope for substitution: known (with where it came from) or not knowable before the run. */
-type Var = { value: ParamValue; from: string } | { dynamic: string };
-
-interface Sub {
-  value: string;
-  /** The params whose values went into it, for messages. */
-  from: string[];
-  /** Expressions that cannot be known before the run. */
-  dynamic: string[];
-}
-
-const EXPR = /\$\(([^()]*)\)/g;
-const PARAM_EXPR = /^params(?:\.([A-Za-z0-9_-]+)|\[(["'])(.+?)\2\])(?:\.([A-Za-z0-9_.-]+)|\[(\d+)\])?$/;
-
-/** Tekton's $(…) substitution, for the expressions that can be known before the run. */
-export function substitute(text: string, vars: ReadonlyMap<string, Var>, context: ReadonlyMap<string, string>): Sub {
-  const from: string[] = [];
-  const dynamic: string[] = [];
-  const value = text.replace(EXPR, (whole, inner: string) => {
-    const ctx = context.get(inner);
-    if (ctx !== undefined) return ctx;
-    const m = PARAM_EXPR.exec(inner);
-    if (!m) {
-      dynamic.push(whole);
-      return whole;
-    }
-    const name = m[1] ?? m[3]!;
-    let key = m[4];
-    let v: Var | undefined;
-    // $(params.a.b): a param named "a.b" if there is one, else key b of object param a.
-    if (m[1] && key !== undefined && vars.has(`${name}.${key}`)) {
-      v = vars.get(`${name}.${key}`);
-      key = undefined;
-    } else v = vars.get(name);
-    if (!v) {
-      dynamic.push(`${whole} (no such param)`);
-      return whole;
-    }
-    if ('dynamic' in v) {
-      dynamic.push(`${whole} (${v.dynamic})`);
-      return whole;
-    }
-    let out: ParamValue | undefined = v.value;
-    if (key !== undefined) out = !Array.isArray(out) && typeof out === 'object' ? out[key] : undefined;
-    else if (m[5] !== undefined) out = Array.isArray(out) ? out[Number(m[5])] : undefined;
-    if (typeof out !== 'string') {
-      dynamic.push(`${whole} (not a single string)`);
-      return whole;
-    }
-    from.push(v.from);
-    return out;
-  });
-  // A value that still holds $(…) after substitution (one given by a
-  // requester, say) would be substituted again by Tekton: not final.
-  if (!dynamic.length && /\$\(/.test(value)) dynamic.push(`${JSON.stringify(value)} (holds an expression after substitution)`);
-  return { value, from: [...new Set(from)], dynamic };
-}
 
 const q = (s: string) => JSON.stringify(s);
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -204,13 +62,6 @@ function parseResolved(content: Uint8Array | string, kinds: readonly string[]): 
   }
   if (!isObj(obj['spec'])) return { ok: false, message: `the resolved ${kind} has no spec` };
   return { ok: true, obj };
-}
-
-/** The digest a resolution pinned, e.g. sha1:<commit>; undefined when the resolver gave none. */
-function digestOf(r: Extract<Resolution, { state: 'resolved' }>): { algo: string; hex: string } | undefined {
-  const d = r.refSource?.digest ?? {};
-  for (const algo of ['sha1', 'sha256', 'sha512']) if (typeof d[algo] === 'string' && d[algo]) return { algo, hex: d[algo]! };
-  return undefined;
 }
 
 /** The params to run with, pinned to what was resolved; an error when the resolution cannot be pinned. */
@@ -243,22 +94,6 @@ export function pin(ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }
   }
 }
 
-function provenanceOf(where: string, ref: RemoteRef, r: Extract<Resolution, { state: 'resolved' }>): Provenance {
-  const p = new Map(ref.params.map((x) => [x.name, x.value]));
-  const d = digestOf(r);
-  const revision = ref.resolver === 'git' ? p.get('revision') : ref.resolver === 'bundles' ? p.get('bundle') : undefined;
-  // git: the canonical pathInRepo that was checked (the resolver echoes it as its entryPoint).
-  const path = ref.resolver === 'git' ? p.get('pathInRepo') : r.refSource?.entryPoint;
-  return {
-    ref: where,
-    resolver: ref.resolver,
-    source: r.refSource?.uri ?? '',
-    ...(path ? { path } : {}),
-    ...(revision ? { revision } : {}),
-    ...(d ? { digest: `${d.algo}:${d.hex}` } : {}),
-  };
-}
-
 /** Refuses resolver params this controller does not pass on. */
 export function unknownResolverParams(ref: RemoteRef): string | undefined {
   const known = KNOWN_PARAMS[ref.resolver];
@@ -266,20 +101,6 @@ export function unknownResolverParams(ref: RemoteRef): string | undefined {
   const extra = ref.params.map((p) => p.name).filter((n) => !known.includes(n));
   return extra.length ? `resolver params ${extra.map(q).join(', ')} are not accepted for the ${ref.resolver} resolver (only ${known.map(q).join(', ')})` : undefined;
 }
-
-/** A reference followed to its end: resolved, parsed, pinned; or why not yet, or why not at all. */
-export type Followed =
-  | { kind: 'resolved'; obj: Record<string, unknown>; pinned: RemoteRef; provenance: Provenance }
-  /** ref: the reference in canonical form, the one to resolve (and nothing else). */
-  | { kind: 'need'; ref: RemoteRef }
-  /** The commit must first be found reachable from the refs the rule names. */
-  | { kind: 'check'; check: CommitCheck }
-  /** The exact ref must first be looked up in the repository (the commit it points at is what is resolved). */
-  | { kind: 'lookup'; lookup: RefLookup }
-  /** The file must first be found, at the commit, to be a regular file reached through no symbolic link or submodule. */
-  | { kind: 'pathCheck'; check: PathCheck }
-  | { kind: 'pending'; ref: RemoteRef }
-  | { kind: 'refused'; message: string; code: 'REQUEST_SOURCE_NOT_ALLOWED' | 'REQUEST_RESOLUTION_FAILED' | 'REQUEST_SIGNATURE_INVALID' };
 
 /**
  * One reference (already substituted): put in canonical form and checked
@@ -381,68 +202,6 @@ export function followReference(
     pinned: { resolver: ref.resolver, params: pinned.params },
     provenance: { ...provenance, ...(reachableFrom ? { reachableFrom } : {}), ...(signedBy ? { signedBy } : {}) },
   };
-}
-
-function paramsOf(x: unknown): Array<{ name: string; value: unknown }> {
-  return Array.isArray(x) ? x.filter((p): p is { name: string; value: unknown } => isObj(p) && typeof p['name'] === 'string') : [];
-}
-
-/** Substitutes a resolver's params; values that are not strings are refused. */
-function substituteRef(resolver: string, params: unknown, vars: ReadonlyMap<string, Var>, context: ReadonlyMap<string, string>): { ref: RemoteRef; from: string[]; dynamic: string[] } {
-  const out: RemoteRef = { resolver, params: [] };
-  const from: string[] = [];
-  const dynamic: string[] = [];
-  for (const p of paramsOf(params)) {
-    if (typeof p.value !== 'string') {
-      dynamic.push(`param ${q(p.name)} is not a string`);
-      continue;
-    }
-    const s = substitute(p.value, vars, context);
-    out.params.push({ name: p.name, value: s.value });
-    from.push(...s.from);
-    dynamic.push(...s.dynamic.map((d) => `${p.name}: ${d}`));
-  }
-  return { ref: out, from: [...new Set(from)], dynamic };
-}
-
-
-/** Where a param got its value, for messages. */
-function pipelineVars(spec: Record<string, unknown>, given: GraphInput['params']): Map<string, Var> {
-  const vars = new Map<string, Var>();
-  for (const p of paramsOf(spec['params'])) {
-    const d = (p as { default?: unknown }).default;
-    if (d !== undefined) vars.set(p.name, { value: d as ParamValue, from: `the default of param ${q(p.name)}` });
-  }
-  for (const p of given) vars.set(p.name, { value: p.value, from: `param ${q(p.name)}` });
-  return vars;
-}
-
-/** A Task's params, from its declared defaults and what the pipeline task passes. */
-function taskVars(taskSpec: Record<string, unknown>, pipelineTaskParams: unknown, pvars: ReadonlyMap<string, Var>, context: ReadonlyMap<string, string>, task: string): Map<string, Var> {
-  const vars = new Map<string, Var>();
-  for (const p of paramsOf(taskSpec['params'])) {
-    const d = (p as { default?: unknown }).default;
-    if (d !== undefined) vars.set(p.name, { value: d as ParamValue, from: `the default of param ${q(p.name)} of task ${q(task)}` });
-  }
-  for (const p of paramsOf(pipelineTaskParams)) {
-    const via = `task ${q(task)} param ${q(p.name)}`;
-    if (typeof p.value === 'string') {
-      const s = substitute(p.value, pvars, context);
-      vars.set(p.name, s.dynamic.length ? { dynamic: s.dynamic.join(', ') } : { value: s.value, from: s.from.length ? `${via} ← ${s.from.join(', ')}` : via });
-    } else {
-      // Arrays and objects: element by element.
-      const flat = JSON.stringify(p.value);
-      const s = substitute(flat, pvars, context);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(s.value);
-      } catch {
-        parsed = undefined;
-      }
-      vars.set(p.name, s.dynamic.length || parsed === undefined ? { dynamic: s.dynamic.join(', ') || 'not a value' } : { value: parsed as ParamValue, from: via });
-    }
-  }
-  return vars;
 }
 
 export function checkGraph(input: GraphInput): GraphResult {
@@ -624,4 +383,3 @@ function checkSteps(
   if (pending) return { state: 'pending' };
   return { state: 'ok', embed: changed ? out : undefined };
 }
-

@@ -1,7 +1,7 @@
 /** Building PipelineRuns for requests, and reading their outcome. */
 import { createHash } from 'node:crypto';
 import type { InternalRequest, InternalRequestStatus } from '../api/types.js';
-import type { Provenance, RemoteRef } from './graph.js';
+import type { Provenance, RemoteRef } from './graph-model.js';
 import { resolutionRequest, type ResolutionRequest } from './resolve.js';
 import type { ParamValue, Pipeline, PipelineRun } from './tekton-types.js';
 import { DEFAULT_REMOTE } from '../policy/tenant.js';

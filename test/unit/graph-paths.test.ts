@@ -10,7 +10,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
-import { checkGraph, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import { checkGraph } from '../../src/tekton/graph.js';
+import type { GraphInput, RemoteRef } from '../../src/tekton/graph-model.js';
 import type { Resolution } from '../../src/tekton/resolve.js';
 import { refLookupKey, type RefLookup, type RefAnswer } from '../../src/policy/exact-ref.js';
 import { pathCheckKey, type PathAnswer, type PathCheck } from '../../src/policy/path-check.js';

@@ -5,7 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
-import { checkGraph, followReference, pin, substitute, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import { checkGraph, followReference, pin } from '../../src/tekton/graph.js';
+import type { GraphInput, RemoteRef } from '../../src/tekton/graph-model.js';
+import { substitute } from '../../src/tekton/substitution.js';
 import { ANNOTATION_STEPACTION_SOURCE, LABEL_STEPACTION_COPY, stepActionCopyName } from '../../src/tekton/stepaction-copy.js';
 import type { Resolution, ResolutionRequest } from '../../src/tekton/resolve.js';
 import { refLookupKey, type RefAnswer, type RefLookup } from '../../src/policy/exact-ref.js';

@@ -12,7 +12,8 @@ import { canonicalHttpUrl } from '../../src/policy/canonical.js';
 import { checkSource, type SourcePolicy } from '../../src/policy/source.js';
 import { compileHttpRule, policyProblems } from '../../src/policy/rules.js';
 import { tektonChecksum } from '../../src/policy/trusted.js';
-import { checkGraph, followReference, type GraphInput, type RemoteRef } from '../../src/tekton/graph.js';
+import { checkGraph, followReference } from '../../src/tekton/graph.js';
+import type { GraphInput, RemoteRef } from '../../src/tekton/graph-model.js';
 import type { Resolution } from '../../src/tekton/resolve.js';
 import { effectiveConfig } from '../../src/controller/config.js';
 

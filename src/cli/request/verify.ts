@@ -20,7 +20,7 @@ import { Command, Option } from 'commander';
 import type { KeyObject } from 'node:crypto';
 import { decodeBase64, IN_TOTO_PAYLOAD_TYPE, parseEnvelope, publicKeyDigest, readPublicKey, sha256Hex, sshFingerprint, summarizeProvenance, verifyEnvelope, type ProvenanceSummary } from '../../tekton/chains.js';
 import { ANNOTATION_REQUEST_NAME, ANNOTATION_REQUEST_NAMESPACE, ANNOTATION_SOURCES, LABEL_REQUEST_UID, pipelineRunName } from '../../tekton/pipelinerun.js';
-import type { Provenance } from '../../tekton/graph.js';
+import type { Provenance } from '../../tekton/graph-model.js';
 import { isFinished } from '../../api/conditions.js';
 import { CliError, requestRef, type RequestObject } from './args-output.js';
 import { apiError } from './target.js';
