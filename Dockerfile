@@ -1,14 +1,14 @@
-# The controller's image: Node.js 22 and the esbuild bundle of the CLI, no
+# The controller's image: Node.js 26 (the Active LTS line) and the esbuild bundle of the CLI, no
 # node_modules, runs as the non-root user 1000.
 #   docker build -t registry.example.com/internal-services:0.1.0 .
 #   buildah bud -t registry.example.com/internal-services:0.1.0 .
 #
 # BASE_IMAGE is the image both stages start from. Its default is the official
-# Node.js image, docker.io/library/node:22-bookworm-slim: use it. CI cannot
+# Node.js image, docker.io/library/node:26-trixie-slim: use it. CI cannot
 # reach docker.io and builds with a stand-in made the same way (Debian
-# bookworm, Node.js 22 in /usr/local, user "node" 1000:1000) from Debian
+# trixie, Node.js 26 in /usr/local, user "node" 1000:1000) from Debian
 # packages and the npm registry: hack/image/build.sh, docs/image.md.
-ARG BASE_IMAGE=docker.io/library/node:22-bookworm-slim
+ARG BASE_IMAGE=docker.io/library/node:26-trixie-slim
 
 # --- build: all dependencies, compile TypeScript, bundle (esbuild) ---
 FROM ${BASE_IMAGE} AS build

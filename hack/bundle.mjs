@@ -27,6 +27,11 @@ const result = await build({
   minifySyntax: true,
   metafile: true,
   logLevel: 'warning',
+  // node-fetch's URL parser (tr46, whatwg-url) requires Node's built-in
+  // punycode, which Node.js 22 and later deprecate with a warning on stderr
+  // at every start (DEP0040): the bundle takes the same code from the npm
+  // package instead.
+  alias: { punycode: './node_modules/punycode/punycode.js' },
   // Optional native add-ons of ws: loaded in try/catch when present.
   external: ['bufferutil', 'utf-8-validate'],
   // CommonJS dependencies call require(); an ES module has none of its own.

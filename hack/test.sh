@@ -41,6 +41,8 @@ started=$(date +%s)
 since() { echo "$(( $(date +%s) - started )) s"; }
 
 npm run build --silent
+# Node.js lines past their end of life still run the suite, with a warning (src/util/node-support.ts).
+node -e 'import("./dist/src/util/node-support.js").then((m) => { const s = m.nodeSupport(process.version); if (s.warning) console.error(`test.sh: warning: ${s.warning}`); })' || true
 
 builds_log=${TEST_BUILDS_LOG:-$(mktemp -t internal-services-builds.XXXXXX)}
 bg=

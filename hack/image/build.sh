@@ -6,7 +6,7 @@
 #
 # --tag   the image's name (default localhost/internal-services:dev)
 # --base  the Dockerfile's BASE_IMAGE. Without it the build uses CI's stand-in
-#         for docker.io/library/node:22-bookworm-slim (that registry cannot be
+#         for docker.io/library/node:26-trixie-slim (that registry cannot be
 #         reached from CI machines), made by hack/image/base.sh and cached:
 #           1. in buildah's store, as localhost/internal-services-base:KEY;
 #           2. else as an OCI archive, $CACHE/images/KEY/base.oci.tar;

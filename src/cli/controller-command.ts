@@ -11,6 +11,7 @@ import { Controller } from '../controller/controller.js';
 import { EVENTS_MODES, type EventsMode } from '../controller/status-writer.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../log.js';
+import { nodeSupport } from '../util/node-support.js';
 import { randomUUID } from 'node:crypto';
 import { startHealthServer, startMetricsServer, parseBindAddress } from './health.js';
 import { LeaderElector } from '../kube/leader.js';
@@ -296,6 +297,8 @@ export async function runController(flags: ControllerFlags): Promise<void> {
     refuseResolversOnAdvisory: flags.refuseResolversOnAdvisory,
     ...(flags.drain ? { drain: true } : {}),
   });
+  const node = nodeSupport(process.version);
+  if (node.warning) log.warn({ node: process.version, nodeStatus: node.status }, node.warning);
   if (flags.drain) log.warn('draining before a rollback to the Go controller (--drain): requests no controller has written to are left for it; requests started here go on to their ends; `internal-services migrate rollback --dry-run` lists what still blocks the rollback');
   configTarget = () => controller.configs.get(`${namespace}/${CONFIG_NAME}`);
   const elector = flags.leaderElect

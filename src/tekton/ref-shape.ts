@@ -2,7 +2,7 @@
  * What a reference must look like before anything else is read of it, and
  * what the walk (graph.ts) says of one it refuses. Pure.
  */
-/** A resolver reference with its params (graph.ts's RemoteRef has this shape). */
+/** A resolver reference with its params (graph-model.ts's RemoteRef has this shape). */
 type ResolverRef = { resolver: string; params: Array<{ name: string; value: string }> };
 
 const q = (s: string) => JSON.stringify(s);

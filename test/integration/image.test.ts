@@ -1,7 +1,7 @@
 /**
  * The controller's container image, built and run as CI can: buildah with
  * vfs storage and chroot isolation, no daemon (hack/image/build.sh; the base
- * is CI's stand-in for node:22-bookworm-slim, see docs/image.md).
+ * is CI's stand-in for node:26-trixie-slim, see docs/image.md).
  *
  *  1. builds the image from the Dockerfile (timed; the stand-in base comes
  *     from buildah's store or its cached archive when its recipe is
@@ -300,7 +300,7 @@ test('the image runs by its ENTRYPOINT as user 1000 on a read-only root', async 
   assert.equal(probe.code, 0, probe.stderr);
   const seen = JSON.parse(probe.stdout.trim().split('\n').pop()!) as { uid: number; gid: number; node: string; root: string; tmp: string };
   assert.deepEqual({ uid: seen.uid, gid: seen.gid, root: seen.root, tmp: seen.tmp }, { uid: UID, gid: UID, root: 'EROFS', tmp: 'writable' });
-  assert.match(seen.node, /^22\./, 'Node.js 22, as the default base');
+  assert.match(seen.node, /^26\./, 'Node.js 26 (the Active LTS line), as the default base');
   // git: the controller checks commits asked for by SHA in a clone of its own (src/git/commit-checker.ts).
   const git = await runToEnd(c, { args: ['git', '--version'] });
   assert.equal(git.code, 0, `git in the image: ${git.stderr}`);

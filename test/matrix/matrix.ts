@@ -72,8 +72,9 @@ export const OTHER_TEKTON: ReadonlyArray<{ version: string; why: string }> = [
  * (test/matrix/node-runtime.ts).
  */
 export const OTHER_NODE: ReadonlyArray<{ major: string; why: string }> = [
-  { major: '22', why: 'Node.js 22 LTS, the image\'s runtime (Dockerfile)' },
-  { major: '24', why: 'Node.js 24 LTS' },
+  { major: '22', why: 'Node.js 22, maintenance LTS' },
+  { major: '24', why: 'Node.js 24, maintenance LTS' },
+  { major: '26', why: 'Node.js 26, the Active LTS line: the image\'s runtime (Dockerfile)' },
 ];
 
 /** The npm package whose tarball holds an official Linux x64 Node.js binary (package/bin/node), one package version per Node.js release. */

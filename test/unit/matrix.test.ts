@@ -45,11 +45,11 @@ const ALL = combinations('v1.6.6');
 const names = (cs: ReadonlyArray<{ name: string }>) => cs.map((c) => c.name);
 
 test('the listed combinations: the CI default first, each other Tekton, each other Node.js on the default Tekton', () => {
-  assert.deepEqual(names(ALL), ['tekton=v1.6.6', 'tekton=v1.15.1', 'node=22', 'node=24']);
-  assert.deepEqual(ALL.map((c) => c.ci), [true, false, false, false]);
-  assert.deepEqual(ALL.map((c) => c.tekton), ['v1.6.6', 'v1.15.1', 'v1.6.6', 'v1.6.6']);
+  assert.deepEqual(names(ALL), ['tekton=v1.6.6', 'tekton=v1.15.1', 'node=22', 'node=24', 'node=26']);
+  assert.deepEqual(ALL.map((c) => c.ci), [true, false, false, false, false]);
+  assert.deepEqual(ALL.map((c) => c.tekton), ['v1.6.6', 'v1.15.1', 'v1.6.6', 'v1.6.6', 'v1.6.6']);
   // A default that is also listed as another version is listed once, as CI's.
-  assert.deepEqual(names(combinations('v1.15.1')), ['tekton=v1.15.1', 'node=22', 'node=24']);
+  assert.deepEqual(names(combinations('v1.15.1')), ['tekton=v1.15.1', 'node=22', 'node=24', 'node=26']);
 });
 
 test('every other Tekton has its committed wrapper module', () => {
@@ -106,11 +106,11 @@ test('arguments: flags, values inline or after, selectors, file names', () => {
 
 test('selection: by default every combination CI does not cover, after the reference; --only picks, and refuses what matches nothing', () => {
   const none = { only: [], reference: true };
-  assert.deepEqual(names(select(ALL, none, '20')), ['tekton=v1.6.6', 'tekton=v1.15.1', 'node=22', 'node=24']);
-  assert.deepEqual(names(select(ALL, { ...none, reference: false }, '20')), ['tekton=v1.15.1', 'node=22', 'node=24']);
+  assert.deepEqual(names(select(ALL, none, '20')), ['tekton=v1.6.6', 'tekton=v1.15.1', 'node=22', 'node=24', 'node=26']);
+  assert.deepEqual(names(select(ALL, { ...none, reference: false }, '20')), ['tekton=v1.15.1', 'node=22', 'node=24', 'node=26']);
   assert.deepEqual(names(select(ALL, { only: [{ tekton: 'v1.15.1' }], reference: true }, '20')), ['tekton=v1.15.1']);
   // The default Tekton is that of three combinations; with the running Node.js (20), only the CI one.
-  assert.deepEqual(names(select(ALL, { only: [{ tekton: 'v1.6.6' }], reference: false }, '20')), ['tekton=v1.6.6', 'node=22', 'node=24']);
+  assert.deepEqual(names(select(ALL, { only: [{ tekton: 'v1.6.6' }], reference: false }, '20')), ['tekton=v1.6.6', 'node=22', 'node=24', 'node=26']);
   assert.deepEqual(names(select(ALL, { only: [{ tekton: 'v1.6.6', node: '20' }], reference: false }, '20')), ['tekton=v1.6.6']);
   // Running on Node.js 22: node=22 also matches the combinations that run the current Node.js.
   assert.deepEqual(names(select(ALL, { only: [{ node: '22' }], reference: true }, '22')), ['tekton=v1.6.6', 'tekton=v1.15.1', 'node=22']);
@@ -226,6 +226,7 @@ test('--list: each combination, whether CI runs it and whether this run selects 
     ['tekton=v1.15.1', 'v1.15.1', 'current', 'no', 'yes'],
     ['node=22', 'v1.6.6', '22', 'no', 'no: no Node.js 22 here'],
     ['node=24', 'v1.6.6', '24', 'no', 'no: no Node.js 24 here'],
+    ['node=26', 'v1.6.6', '26', 'no', 'no: no Node.js 26 here'],
   ]);
 });
 
@@ -238,7 +239,7 @@ test('Node.js: the newest release of a major among npm\'s versions, compared as 
   assert.equal(newestOfMajor(npm, '18'), undefined);
   assert.equal(newestOfMajor(['v24.1.0', 'v24.0.9', 'node', '.fetch-24-x'], '24'), '24.1.0', 'cache folder names');
   assert.equal(newestOfMajor(['2.4.0', '240.1.0'], '24'), undefined, 'the major, not a prefix');
-  assert.deepEqual(OTHER_NODE.map((n) => n.major), ['22', '24']);
+  assert.deepEqual(OTHER_NODE.map((n) => n.major), ['22', '24', '26']);
 });
 
 test('Node.js: npm view --json, a list or one version; anything else refused', () => {
