@@ -63,6 +63,12 @@ export interface Observation {
   capacity?: CapacityView;
   /** Tasks installed in the controller's namespace, by name. */
   tasks?: ReadonlyMap<string, Record<string, unknown>>;
+  /**
+   * Pipelines installed in the controller's namespace, by name (the cache):
+   * what a cluster-resolver reference to that namespace reads, answered
+   * without a ResolutionRequest (local-resolution.ts).
+   */
+  installedPipelines?: { get(name: string): Pipeline | undefined };
   /** For a failed PipelineRun: the pipeline tasks whose TaskRuns failed, each possibly followed by Tekton's message in parentheses. */
   failedTasks?: string[];
   /**

@@ -14,6 +14,7 @@ import { checkKey, type CommitCheck, type SourcePolicy } from '../policy/source.
 import { refLookupKey, type RefLookup } from '../policy/exact-ref.js';
 import { pathCheckKey, type PathCheck } from '../policy/path-check.js';
 import { kindLabel } from '../requests/request-kind.js';
+import { localResolution } from './local-resolution.js';
 
 import type { Action } from './actions.js';
 import type { Observation } from './observation.js';
@@ -84,7 +85,7 @@ export function graphContext(o: Observation, req: InternalRequest, r: Resolution
     policy,
     namespace: policyTenant(o, req.metadata.namespace ?? ''),
     controllerNamespace: o.namespace,
-    lookup: (ref) => r.lookup(ref, req),
+    lookup: (ref) => localResolution(o, ref) ?? r.lookup(ref, req),
     ...(o.commits ? { commits: (c: CommitCheck) => o.commits?.get(checkKey(c)) } : {}),
     refs: (l: RefLookup) => {
       const kept = r.pinnedRef(l);
