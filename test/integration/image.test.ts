@@ -312,6 +312,11 @@ test('the image runs by its ENTRYPOINT as user 1000 on a read-only root', async 
 let env: Environment | undefined;
 const running: ChildProcess[] = [];
 
+/** A Node.js process's name in /proc/PID/comm: "node", or "node-MainThread" from Node.js 26 on (it names its main thread). */
+function isNodeComm(comm: string): boolean {
+  return /^node(-MainThread)?$/.test(comm.trim());
+}
+
 after(async () => {
   // A controller still running (a failed test): SIGTERM to its node process
   // lets buildah clean up after it; SIGKILL to buildah if that is not enough.
@@ -320,7 +325,7 @@ after(async () => {
     const exited = new Promise((resolve) => p.on('exit', resolve));
     for (const pid of descendants(p.pid!)) {
       try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node') process.kill(pid, 'SIGTERM');
+        if (isNodeComm(readFileSync(`/proc/${pid}/comm`, 'utf8'))) process.kill(pid, 'SIGTERM');
       } catch {
         // gone already
       }
@@ -403,7 +408,7 @@ test('the controller from the image serves a request on real Tekton, and the Tas
   const node = descendants(proc.pid!).find((p) => {
     try {
       // node itself (buildah-chroot-exec, its parent, has the same arguments).
-      return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'node' && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('internal-services.mjs');
+      return isNodeComm(readFileSync(`/proc/${p}/comm`, 'utf8')) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('internal-services.mjs');
     } catch {
       return false;
     }
