@@ -52,7 +52,7 @@ export function buildTools(): { sign: string; genShapes: string; decode: string 
   const build = spawnSync('go', ['build', '-trimpath', '-gcflags=all=-dwarf=false', '-ldflags=-s -w', '-o', `${tmp}/`, './sign', './gen-shapes', './decode'], {
     cwd: TOOLS_DIR,
     encoding: 'utf8',
-    env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },
+    env: { GOGC: '400', ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },
   });
   if (build.status !== 0) {
     rmSync(tmp, { recursive: true, force: true });

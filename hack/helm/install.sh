@@ -43,7 +43,7 @@ if [ ! -x "$bin" ]; then
 fi
 if [ ! -x "$bin" ]; then
   command -v go >/dev/null || { log "Go is needed to build helm $HELM_VERSION (nothing cached at $bin); or set HELM_BINARY"; exit 1; }
-  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOGC=${GOGC:-400}
   module=helm.sh/helm/v3
   log "building helm $HELM_VERSION from the Go module $module (first run only; a few minutes)"
   started=$(date +%s)

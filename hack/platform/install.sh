@@ -51,7 +51,7 @@ build() { # MODULE CACHE-KEY "name=pkg"...: the missing binaries of one wrapper 
   for name in "${names[@]}"; do [ -x "$dir/$name" ] || missing=1; done
   if [ $missing = 1 ]; then
     command -v go >/dev/null || { log "Go is needed to build ${names[*]} (nothing cached in $dir); or set PLATFORM_ASSETS"; exit 1; }
-    export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+    export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOGC=${GOGC:-400}
     export GONOSUMDB=${GONOSUMDB:-github.com,gocloud.dev,k8s.io,sigs.k8s.io,knative.dev,go.opentelemetry.io,google.golang.org,cloud.google.com,golang.org}
     log "building ${names[*]} ($key) from hack/platform/$module (first run only; minutes)"
     local started; started=$(date +%s)
