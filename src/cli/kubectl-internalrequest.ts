@@ -4,6 +4,7 @@
  * `kubectl internalrequest create …` works once this is on PATH (npm installs
  * it as a bin). Same subcommands and exit codes as `internal-services request`.
  */
+import '../util/quiet-url-parse.js';
 import { newProgram, runProgram } from './program.js';
 import { reportError, requestSubcommands } from './request/commands.js';
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `internal-services` command. */
+import '../util/quiet-url-parse.js';
 import { controllerCommand } from './controller-command.js';
 import { requestCommand } from './request/commands.js';
 import { localCommand } from './local.js';
