@@ -216,7 +216,11 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
     for (const n of names) assert.deepEqual((await get(n)).metadata.finalizers, [INCUMBENT_FINALIZER], `${n} keeps it without the right`);
     assert.equal(controller.lines.filter((l) => String(l['msg']).includes('config/rbac/remote-incumbent')).length, 1, 'said once');
 
-    // A request the incumbent finished long ago (MarkSucceeded: True/Succeeded), and one it is running when the switch happens.
+    // A request the incumbent finished long ago (MarkSucceeded: True/Succeeded), and one it is running when the switch happens:
+    // the Go controller's history, written while this controller is stopped (as it is before a switch). Written while it ran,
+    // a new request would be this controller's to run before the stand-in's writes reach it: with the installed Pipeline
+    // read from its cache (no ResolutionRequest to wait for), it is decided within milliseconds.
+    await controller.kill('SIGTERM');
     await requestOf('go-old');
     await incumbentAddsFinalizer('go-old');
     const t = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -228,7 +232,6 @@ describe('switching from the incumbent Go controller (its writes from a stand-in
 
     // The administrators apply the opt-in right; the controller is started again (or asks again 10 minutes after the refusal).
     await applyObjects(remoteAdmin, loadManifests(join(repoRoot(), 'config', 'rbac', 'remote-incumbent')) as never);
-    await controller.kill('SIGTERM');
     controller = await startController(env);
     for (const n of [...names, 'go-old']) {
       await waitFor(`${n} released`, async () => !(await get(n)).metadata.finalizers?.length, 60_000, 250);
