@@ -5,7 +5,7 @@ const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s:
 export function parseDuration(text: string): number | undefined {
   const s = text.trim();
   if (s === '0') return 0;
-  const re = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/gy;
+  const re = /([0-9]+(?:\.[0-9]+)?)(ns|us|\u00b5s|ms|s|m|h)/gy;
   let total = 0;
   let matched = 0;
   let m: RegExpExecArray | null;
