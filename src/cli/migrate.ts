@@ -17,6 +17,7 @@ import type { RunsSeen } from '../migrate/run-location.js';
 import { INCUMBENT_SELECTOR } from '../requests/incumbent.js';
 import { PIPELINE, PIPELINERUN, TASK, type Pipeline, type PipelineRun } from '../tekton/tekton-types.js';
 import { isWorkspacePath } from './request/request-name.js';
+import { compareText } from '../util/compare.js';
 
 interface CheckFlags {
   kubeconfig?: string;
@@ -98,7 +99,7 @@ async function rollback(flags: RollbackFlags): Promise<RollbackResult> {
   const runsClient = internal.resource<PipelineRun>(PIPELINERUN);
   const requests = (await tryRead('the InternalRequests of the remote cluster', () => requestsClient.list(undefined)))!.items;
   const runs = (await tryRead(`the PipelineRuns of namespace ${flags.namespace}`, () => runsClient.list(flags.namespace)))!.items;
-  requests.sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
+  requests.sort((a, b) => compareText(`${a.metadata.namespace}/${a.metadata.name}`, `${b.metadata.namespace}/${b.metadata.name}`));
   const plan = planRollback({ namespace: flags.namespace, requests, runs, incumbent: incumbent?.spec as IncumbentConfigSpec | undefined, incumbentConfig: incumbentRef, now: new Date() });
   const result: RollbackResult = { plan, stopped, incumbentConfig: incumbent ? incumbentRef : `none (${incumbentRef} not found)`, written: [], done: false };
   if (flags.dryRun || !plan.ready || !stopped.clear) return result;
@@ -187,7 +188,7 @@ async function run(flags: CheckFlags): Promise<CheckReport & { incumbentConfig: 
       (e: unknown) => void ((runs.unreadable as Record<string, string>)[ns] = describeError(e)),
     );
   }
-  requests.sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
+  requests.sort((a, b) => compareText(`${a.metadata.namespace}/${a.metadata.name}`, `${b.metadata.namespace}/${b.metadata.name}`));
   const report = migrateCheck({
     namespace: flags.namespace,
     remote: flags.remoteName,

@@ -23,6 +23,7 @@ import { describeError, statusCode, type Cluster, type ResourceClient } from '..
 import { Informer, type InformerOptions, type ReadinessCheck } from '../kube/informer.js';
 import type { RequestKind } from '../requests/request-kind.js';
 import { typedRequestKind, type TypedRequestKind } from '../requests/typed-request-kind.js';
+import { compareText } from '../util/compare.js';
 
 export interface DefinitionsOptions {
   internal: Cluster;
@@ -57,7 +58,7 @@ export function judge(defs: readonly RequestDefinition[], builtIn: readonly Requ
     taken.set(`kind ${k.kind}`, 'the built-in kind');
     taken.set(`resource ${k.resource.plural}.${k.resource.group}`, 'the built-in kind');
   }
-  const order = [...defs].sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  const order = [...defs].sort((a, b) => compareText(a.metadata.creationTimestamp ?? '', b.metadata.creationTimestamp ?? '') || compareText(a.metadata.name ?? '', b.metadata.name ?? ''));
   const out = new Map<string, Verdict>();
   for (const d of order) {
     const name = d.metadata.name ?? '';

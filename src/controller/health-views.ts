@@ -8,6 +8,7 @@ import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import type { ReadinessCheck } from '../kube/informer.js';
 import { pastTimeout, remoteOf } from '../tekton/pipelinerun.js';
 import type { PipelineRun } from '../tekton/tekton-types.js';
+import { compareText } from '../util/compare.js';
 
 /** What a view needs of a remote. */
 export interface RemoteView {
@@ -119,7 +120,7 @@ export function failingKind(remotes: Iterable<{ name: string; kinds: ReadonlyMap
     const check = c.requests.readiness(false);
     out.push({ remote: r.name, why: check.detail ?? 'its list fails' });
   }
-  return out.sort((a, b) => a.remote.localeCompare(b.remote));
+  return out.sort((a, b) => compareText(a.remote, b.remote));
 }
 
 /** Where the views read from: the manager's caches, live. */

@@ -9,6 +9,7 @@
  */
 import type { InternalRequestSpec } from '../api/types.js';
 import type { Timeouts } from '../policy/limits.js';
+import { compareText } from '../util/compare.js';
 
 export type { Timeouts };
 
@@ -113,5 +114,5 @@ function nonEmpty(t: Timeouts | undefined): Timeouts | undefined {
 }
 
 function sorted(t: Timeouts): Timeouts {
-  return Object.fromEntries(Object.entries(t).sort(([a], [b]) => a.localeCompare(b))) as Timeouts;
+  return Object.fromEntries(Object.entries(t).sort(([a], [b]) => compareText(a, b))) as Timeouts;
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crdFiles, internalRequestCrd } from '../../src/api/crd.js';
 import { renderCrdYaml, repoRoot } from '../../src/api/crd-render.js';
@@ -9,6 +9,7 @@ import { ErrorCodes } from '../../src/errors.js';
 import { parseDuration } from '../../src/util/duration.js';
 import { WorkQueue } from '../../src/kube/queue.js';
 import { parseBindAddress } from '../../src/cli/health.js';
+import { compareText } from '../../src/util/compare.js';
 
 test('config/crd/bases is generated from src/api (run npm run gen:crds after changing the API)', () => {
   for (const [file, obj] of Object.entries(crdFiles)) {
@@ -105,3 +106,24 @@ test('work queue: tenants take turns; each tenant in arrival order; a late tenan
   assert.equal(q.depth, 995);
   q.shutdown();
 });
+
+test('compareText orders by code units, as sort() does, and the controller never sorts by locale', () => {
+  // Names, keys and timestamps as the controller sorts them, with the cases
+  // where ICU's root collation and code units disagree (case, punctuation).
+  const words = ['b', 'B', 'a', 'A', 'a-b', 'a.b', 'a_b', 'a0', 'ab', '', '2026-11-29T05:00:00Z', '2026-11-29T04:59:59Z', 'Z', 'z'];
+  assert.deepEqual([...words].sort(compareText), [...words].sort());
+  let disagree = 0;
+  for (const a of words) for (const b of words) {
+    assert.equal(Math.sign(compareText(a, b)), a < b ? -1 : a > b ? 1 : 0);
+    if (Math.sign(compareText(a, b)) !== Math.sign(a.localeCompare(b))) disagree++;
+  }
+  // The cases above are ones on which the two orders differ: the test would
+  // not notice a switch back to localeCompare otherwise.
+  assert.ok(disagree > 0, 'some pairs order differently by locale');
+  const offenders = srcFiles(join(repoRoot(), 'src')).filter((f) => /\.localeCompare\(/.test(readFileSync(f, 'utf8')));
+  assert.deepEqual(offenders, [], 'src/ sorts with compareText (src/util/compare.ts), not localeCompare');
+});
+
+function srcFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? srcFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+}
