@@ -36,6 +36,7 @@ import {
   applyObjects, bindExport, createWorkspace, ensureNamespace, freePorts, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startShardedKcp, shardOfWorkspace, SHARD_LABEL,
   CONTROLLER_NAMESPACE, KCP_PROVIDER_PATH,
   type Environment, type ShardedKcp, type KcpWorkspace,
+  startTogether,
 } from '../localenv/index.js';
 import { CONFIG_NAME, type InternalRequest } from '../api/types.js';
 import { phaseOf } from '../api/conditions.js';
@@ -110,7 +111,7 @@ export async function runLocalKcp(flags: { keep?: boolean; simulatedPods?: boole
     out(pods.real ? "The sample steps are shell scripts that compute their results from the params, in the real node's busybox image." : 'The simulated kubelet runs no script: it reports results derived from the params (SIMULATED_* env on the steps).');
     out();
     progress('starting a sharded kcp, and the internal control plane with Tekton (the first run builds them from Go modules, then they are cached)');
-    [env, kcp] = await Promise.all([startEnvironment({ ...environmentOptions(pods), log: (m) => progress(`  ${m}`) }), startShardedKcp({ shards: 2, log: (m) => progress(`  ${m}`) })]);
+    [env, kcp] = await startTogether(startEnvironment({ ...environmentOptions(pods), log: (m) => progress(`  ${m}`) }), startShardedKcp({ shards: 2, log: (m) => progress(`  ${m}`) }));
     progress(`kcp ${kcp.version} ready (after ${(kcp.startupMs / 1000).toFixed(0)} s): front-proxy ${kcp.url}; shards ${kcp.shards.map((s) => `${s.name} ${s.url}`).join(', ')}; internal cluster ${env.internal.url}`);
     if (env.node) progress(`real node ${env.node.name} Ready after ${env.node.startupMs} ms; step image ${env.node.shellImage}`);
     const ready = (m: Parameters<typeof forPods>[0]) => forPods(m, pods, env);

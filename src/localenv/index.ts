@@ -73,7 +73,7 @@ export {
   type InstallProjectOptions,
   type Manifest,
 } from './real/apply.js';
-export { freePorts, startWatchdog, tailFile, writePidFile } from './real/processes.js';
+export { freePorts, startTogether, startWatchdog, tailFile, writePidFile } from './real/processes.js';
 export { FaultProxy, kubeconfigVia } from './real/fault-proxy.js';
 export {
   startTekton,

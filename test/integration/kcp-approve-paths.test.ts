@@ -25,6 +25,7 @@ import {
   applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, grantWorkspaceReader, installKcpProvider, installProject, startEnvironment, startShardedKcp,
   SHARD_LABEL, KCP_PROVIDER_PATH,
   type Environment, type KcpWorkspace, type ShardedKcp,
+  startTogether,
 } from '../../src/localenv/index.js';
 import type { InternalRequest, InternalRequestApproval } from '../../src/api/types.js';
 import { IR, NS, runKcpController, runPlugin, setRunConfig, simulatedStep, testPipeline, waitFor, type ControllerProcess } from './helpers.js';
@@ -59,7 +60,7 @@ const finished = (ws: KcpWorkspace, namespace: string, name: string, timeoutMs =
 const asApprover = (args: string[]) => runPlugin(args, env.internal.identities.approver!.kubeconfigPath);
 
 before(async () => {
-  [env, kcp] = await Promise.all([startEnvironment({ tekton: true }), startShardedKcp({ shards: 2 })]);
+  [env, kcp] = await startTogether(startEnvironment({ tekton: true }), startShardedKcp({ shards: 2 }));
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   const rbac = 'rbac.authorization.k8s.io';

@@ -20,6 +20,7 @@ import {
   applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startShardedKcp,
   shardOfWorkspace, SHARD_LABEL, KCP_PROVIDER_PATH,
   type Environment, type GitRepository, type KcpWorkspace, type ShardedKcp,
+  startTogether,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { AuditReader } from '../../bench/audit.js';
@@ -64,7 +65,7 @@ const shardHost = (name: string) => new URL(kcp.shards.find((s) => s.name === na
 const gitRef = (url: string, revision: string, pathInRepo: string) => ({ resolver: 'git', params: [{ name: 'url', value: url }, { name: 'revision', value: revision }, { name: 'pathInRepo', value: pathInRepo }] });
 
 before(async () => {
-  [env, kcp] = await Promise.all([startEnvironment({ tekton: true, audit: true }), startShardedKcp({ shards: 2 })]);
+  [env, kcp] = await startTogether(startEnvironment({ tekton: true, audit: true }), startShardedKcp({ shards: 2 }));
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   // Today's shape, as release tooling sends it: a git-resolved Pipeline whose Task comes from $(params.taskGitUrl).

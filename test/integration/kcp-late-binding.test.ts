@@ -17,6 +17,7 @@ import {
   FaultProxy, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, grantWorkspaceReader, installKcpProvider, installProject, startEnvironment, startKcp,
   KCP_PROVIDER_PATH,
   type Environment, type Kcp,
+  startTogether,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { IR, runKcpController, sample, scrape, setRunConfig, waitFor, type ControllerProcess } from './helpers.js';
@@ -29,7 +30,7 @@ let healthPort = 0;
 
 before(async () => {
   // No Tekton: the request below is decided (Rejected) without running anything.
-  [env, kcp] = await Promise.all([startEnvironment({}), startKcp()]);
+  [env, kcp] = await startTogether(startEnvironment({}), startKcp());
   await installProject(env);
   await setRunConfig(env.internal.identities.admin.kubeConfig(), { allowList: ['root:someone-else/team'] });
   await installKcpProvider(kcp);

@@ -24,6 +24,7 @@ import {
   applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, grantWorkspaceReader, installKcpProvider, installProject, kcpManifests, startEnvironment, startShardedKcp,
   shardOfWorkspace, SHARD_LABEL, KCP_PROVIDER_PATH,
   type Environment, type KcpWorkspace, type ShardedKcp,
+  startTogether,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import { AuditReader, type AuditEvent } from '../../bench/audit.js';
@@ -70,7 +71,7 @@ async function tenant(path: string, shard: ShardName): Promise<KcpWorkspace> {
 }
 
 before(async () => {
-  [env, kcp] = await Promise.all([startEnvironment({ tekton: true, audit: true }), startShardedKcp({ shards: 2 })]);
+  [env, kcp] = await startTogether(startEnvironment({ tekton: true, audit: true }), startShardedKcp({ shards: 2 }));
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   audit = new AuditReader('internal', env.internal.auditLogPath!);

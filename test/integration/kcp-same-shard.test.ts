@@ -25,6 +25,7 @@ import {
   applyObjects, bindExport, createWorkspace, ensureNamespace, grantKcpRequester, installKcpProvider, installProject, startEnvironment, startShardedKcp,
   shardOfWorkspace, SHARD_LABEL, KCP_PROVIDER_PATH,
   type Environment, type KcpWorkspace, type ShardedKcp,
+  startTogether,
 } from '../../src/localenv/index.js';
 import type { InternalRequest } from '../../src/api/types.js';
 import type { PipelineRun } from '../../src/tekton/tekton-types.js';
@@ -71,7 +72,7 @@ function prWrites(name: string): { create: number; patch: number; delete: number
 }
 
 before(async () => {
-  [env, kcp] = await Promise.all([startEnvironment({ tekton: true, audit: true }), startShardedKcp({ shards: 2 })]);
+  [env, kcp] = await startTogether(startEnvironment({ tekton: true, audit: true }), startShardedKcp({ shards: 2 }));
   await installProject(env);
   internalAdmin = env.internal.identities.admin.kubeConfig();
   audit = new AuditReader('internal', env.internal.auditLogPath!);

@@ -198,6 +198,14 @@ export function ephemeralLow(): number {
  * also suits programs that cannot take a port above 32767 (knative reads
  * METRICS_PROMETHEUS_PORT as a signed 16-bit number).
  */
+/**
+ * Every port this process has handed out. Never handed out twice: a test
+ * file or a local environment uses a few hundred of the ~22,000, and a port
+ * given back to the kernel may still be on its way to the program it was
+ * meant for.
+ */
+const handedOut = new Set<number>();
+
 export async function freePortsBelow(count: number, limit = 32768, from = 10000): Promise<number[]> {
   const held: import('node:net').Server[] = [];
   const ports: number[] = [];
@@ -205,7 +213,10 @@ export async function freePortsBelow(count: number, limit = 32768, from = 10000)
     for (let attempts = 0; ports.length < count; attempts++) {
       if (attempts > 1000) throw new Error(`no ${count} free ports found between ${from} and ${limit}`);
       const candidate = from + Math.floor(Math.random() * (limit - from));
-      if (ports.includes(candidate)) continue;
+      // A port is free only until its program listens on it: one handed out
+      // to an environment still starting (two start at once, e.g. the
+      // internal cluster beside a sharded kcp) must not be handed out again.
+      if (ports.includes(candidate) || handedOut.has(candidate)) continue;
       const srv = createServer();
       const ok = await new Promise<boolean>((resolve) => {
         srv.once('error', () => resolve(false));
@@ -216,6 +227,7 @@ export async function freePortsBelow(count: number, limit = 32768, from = 10000)
         ports.push(candidate);
       }
     }
+    for (const p of ports) handedOut.add(p);
     return ports;
   } finally {
     await Promise.all(held.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
@@ -282,4 +294,18 @@ export async function waitUntilReady(
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * Starts two environments at once (e.g. the internal cluster beside a kcp).
+ * When one fails, the other is stopped once it has started, and the first
+ * failure is thrown: nothing is left running. Promise.all would leave the
+ * one that started running, unreferenced — its processes and handles keep
+ * a test file's process alive for ever.
+ */
+export async function startTogether<A extends { stop(): Promise<void> }, B extends { stop(): Promise<void> }>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === 'fulfilled' && rb.status === 'fulfilled') return [ra.value, rb.value];
+  await Promise.all([ra, rb].map((r) => (r.status === 'fulfilled' ? r.value.stop().catch(() => {}) : undefined)));
+  throw ra.status === 'rejected' ? ra.reason : (rb as PromiseRejectedResult).reason;
 }
