@@ -1,6 +1,7 @@
 /** The side-by-side table of benchmark results (bench/compare.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { runFailure } from '../../bench/against.js';
 import { compare, mismatches } from '../../bench/compare.js';
 import type { BenchResult } from '../../bench/types.js';
 
@@ -54,4 +55,12 @@ test('compare: results that are not alike are flagged', () => {
   assert.equal(other.length, 2);
   assert.match(other[0]!, /different workloads: a: N=1000 .*; c: N=200/);
   assert.match(other[1]!, /different days: 2026-11-23, 2026-11-20/);
+});
+
+test('against the incumbent: a controller killed before it was ready is named with its memory limit, the log path left out', () => {
+  const killed = new Error('controller exited before it was ready ({"code":null,"signal":"SIGKILL"}); log /tmp/x/controller-1.log:\n2026-11-29T07:12:19Z INFO setup starting manager');
+  assert.equal(runFailure(killed, 512), 'controller exited before it was ready ({"code":null,"signal":"SIGKILL"}): killed at its 512 MiB memory limit');
+  // Without a limit, or another exit, nothing is guessed.
+  assert.equal(runFailure(killed, 0), 'controller exited before it was ready ({"code":null,"signal":"SIGKILL"})');
+  assert.equal(runFailure(new Error('controller exited before it was ready ({"code":1,"signal":null}); log /tmp/y.log:'), 512), 'controller exited before it was ready ({"code":1,"signal":null})');
 });
