@@ -155,5 +155,5 @@ export async function runAgainstIncumbent(base: BenchOptions, o: { sittings: num
   const m = runs.find((r) => r.result)?.result!.meta;
   out.push(`Commit ${m?.commit ?? '?'}${m?.dirty ? ' (uncommitted changes)' : ''}; the Go controller at ${go.commit}; Tekton: ${base.tekton === 'real' ? 'real Tekton, pods SIMULATED' : 'the SIMULATED executor completes the PipelineRuns'}; requests name the Pipeline with the cluster resolver by name (the shape both controllers run).`);
   // A Go run that could not run (killed at its limit) is a finding, not a failure of the sitting; this controller's must pass.
-  return { ok: runs.every((r) => (r.result ? r.result.ok : r.contender !== 'this controller')), table: out.join('\n'), runs };
+  return { ok: runs.every((r) => (r.result ? r.result.ok : r.contender !== contenders[0]!.label)), table: out.join('\n'), runs };
 }
