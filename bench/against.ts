@@ -32,6 +32,10 @@ type Figure = [label: string, better: Better, get: (r: BenchResult) => number | 
 
 const lastPass = (r: BenchResult): PassResult | undefined => r.passes[r.passes.length - 1];
 const scaleOf = (r: BenchResult): ScaleResult | undefined => r.scale ?? undefined;
+const bareMs = (r: BenchResult): number | undefined => {
+  const b = r.scale?.bareList;
+  return b && !('error' in b) ? b.ms : undefined;
+};
 
 const WORKLOAD_ROWS: Figure[] = [
   ['throughput, last pass (requests/s)', 'higher', (r) => lastPass(r)?.throughput],
@@ -51,6 +55,13 @@ const SCALE_ROWS: Figure[] = [
   ['RSS settled (MB)', 'lower', (r) => scaleOf(r)?.rssSettledMB],
   ['RSS peak (MB)', 'lower', (r) => scaleOf(r)?.rssPeakMB],
   ['controller CPU to ready (s)', 'lower', (r) => scaleOf(r)?.cpuSecondsToReady],
+  // The environment, not the controller: how long the apiserver took to stream the same requests to a client that keeps nothing (the ratio says how alike the runs' machines were).
+  ['the floor: bare streamed list (ms)', 'lower', (r) => bareMs(r)],
+  ['ready above the floor (ms)', 'lower', (r) => {
+    const s = scaleOf(r);
+    const floor = bareMs(r);
+    return s && floor !== undefined ? s.readyMs - floor : undefined;
+  }],
 ];
 
 function modesOf(base: BenchOptions, allRows: boolean): Mode[] {

@@ -2,7 +2,7 @@
 import { TEKTON_IDENTITIES } from '../src/localenv/index.js';
 import type { ApiRow } from './analyze.js';
 import type { Distribution } from './stats.js';
-import type { BenchResult, PassResult } from './types.js';
+import type { BenchResult, PassResult, ScaleResult } from './types.js';
 import { formatHeap } from './heap-summary.js';
 import { formatHeapSpaces } from './heapstat.js';
 
@@ -242,6 +242,8 @@ export function formatReport(r: BenchResult): string {
           ['RSS at ready / after one / settled 5 s later (MB)', `${s.rssAtReadyMB} / ${s.rssAfterOneMB} / ${s.rssSettledMB}`],
           ['RSS peak, sampled (MB) / VmHWM (MB)', `${s.rssPeakMB} / ${s.hwmMB}`],
           ['CPU to ready / in all (s)', `${s.cpuSecondsToReady} / ${s.cpuSecondsTotal}`],
+          ['meanwhile, CPU of the remote apiserver / etcd (s)', s.startCpu ? `${s.startCpu.remoteApiserverSeconds} / ${s.startCpu.etcdSeconds}` : '-'],
+          ['the floor: a bare streamed list of the same requests (ms; its apiserver / etcd CPU, s)', bareListCell(s.bareList)],
           ['writes to already finished requests', s.api.writesToFinishedRequests],
         ]),
       ),
@@ -267,4 +269,11 @@ export function formatReport(r: BenchResult): string {
   out.push('');
   out.push(r.ok ? 'RESULT: OK' : `RESULT: FAIL\n${r.failures.map((f) => `  - ${f}`).join('\n')}`);
   return out.join('\n');
+}
+
+/** The scale table's floor cell: the bare streamed list's time and the CPU it cost the server, or why there is none. */
+export function bareListCell(b: ScaleResult['bareList']): string {
+  if (!b) return '-';
+  if ('error' in b) return `not measured: ${b.error}`;
+  return `${b.ms} (${b.events} requests, ${b.megabytes} MB; ${b.remoteApiserverCpuSeconds} / ${b.etcdCpuSeconds})`;
 }

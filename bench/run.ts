@@ -30,6 +30,7 @@ import { Observer, type RequestRecord } from './observer.js';
 import { onePass } from './pass.js';
 import { ProcTreeSampler } from './procstat.js';
 import { describeTekton, gitInfo, newResult, targets } from './result.js';
+import { cpuBetween, envCpu } from './floor.js';
 import { lastInKeyOrder, precreateFinished, scaleMode, submitTracked } from './scale.js';
 import { readAudit, setUp, SimulationThread, startController, type RunContext } from './setup.js';
 import { mb, round, sleep } from './stats.js';
@@ -88,6 +89,7 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
 
       // Scale mode: one request that arrived while the controller was down (last in the list's key order), and one created as it starts.
       const pending = precreate ? await submitTracked(observer, requester, lastInKeyOrder(s.allowed), `${runId}-pending`, precreate.count) : undefined;
+      const cpuAtStart = envCpu(s);
       controller = startController(opts, s, 1);
       const fresh: Promise<RequestRecord> | undefined = precreate ? submitTracked(observer, requester, s.allowed[0]!, `${runId}-fresh`, precreate.count + 1) : undefined;
       sampler = new ProcTreeSampler(controller.pid);
@@ -101,12 +103,14 @@ export async function runBenchmark(opts: BenchOptions, log: (m: string) => void)
       log(`controller memory limit: ${controller.memoryLimit.mib ? `${controller.memoryLimit.mib} MiB (${controller.memoryLimit.how})` : controller.memoryLimit.how}`);
       const readyMs = await controller.waitReady(opts.readyTimeoutSeconds * 1000);
       const atReady = sampler.sample();
+      const cpuAtReady = envCpu(s);
       log(`controller ready after ${readyMs.toFixed(0)} ms`);
       if (result.kcp && s.kcp) result.kcp.rssAtControllerReadyMB = mb(s.kcp.sampler.sample().rssBytes);
       const run: RunContext = { opts, s, observer, controller, sampler, heapSampler, requester, runId, log };
 
       if (opts.scale !== undefined && precreate && pending && fresh) {
-        result.scale = await scaleMode(run, precreate, { pending, fresh: await fresh }, readyMs, atReady.rssBytes);
+        const startCpu = { remoteApiserverSeconds: cpuBetween(cpuAtStart, cpuAtReady, 'remoteApiserver'), etcdSeconds: cpuBetween(cpuAtStart, cpuAtReady, 'etcd') };
+        result.scale = await scaleMode(run, precreate, { pending, fresh: await fresh }, readyMs, atReady.rssBytes, startCpu);
         if (!result.scale.correctness.ok) result.failures.push(...result.scale.correctness.failures.map((f) => `scale: ${f}`));
       } else {
         await sleep(500);

@@ -16,6 +16,7 @@ import type { ControllerProcess } from './controller-process.js';
 import { heapSnapshotOf, topGroups } from './heap-snapshot.js';
 import { controllerRows, exitDescription } from './measure.js';
 import { createdAt, type Observer, type RequestRecord } from './observer.js';
+import { bareStreamedList } from './floor.js';
 import { expectedResults } from './pipeline.js';
 import { readAudit, type RunContext, type Setup } from './setup.js';
 import { mb, round, sleep } from './stats.js';
@@ -99,6 +100,7 @@ export async function scaleMode(
   early: { pending: RequestRecord; fresh: RequestRecord },
   readyMs: number,
   rssAtReady: number,
+  startCpu?: ScaleResult['startCpu'],
 ): Promise<ScaleResult> {
   const { opts, s, observer, controller, sampler, heapSampler, requester, runId, log } = run;
   const cpuToReady = sampler.sample().cpuSeconds;
@@ -128,6 +130,9 @@ export async function scaleMode(
   const heapSettled = await heapSampler.sample();
   const full = opts.heapSnapshot ? await heapSnapshotOf(controller, join(s.dir, 'heap'), log) : undefined;
   const heap = full ? topGroups(full) : undefined;
+  // After the controller's figures: the same requests streamed to a client that keeps nothing (what "ready" cannot beat here).
+  const bareList = s.kcp ? undefined : await bareStreamedList(s.remoteAdmin, s, opts.readyTimeoutSeconds * 1000).catch((e: unknown) => ({ error: describeError(e) }));
+  if (bareList) log(`scale: ${'error' in bareList ? `no bare streamed list: ${bareList.error}` : `a bare streamed list of the ${bareList.events} requests took ${bareList.ms} ms (${bareList.megabytes} MB; remote apiserver CPU ${bareList.remoteApiserverCpuSeconds} s, etcd ${bareList.etcdCpuSeconds} s)`}`);
   const audit = readAudit(s);
   const rows = controllerRows(opts, audit);
   const writesToFinished = audit.remote.filter(
@@ -159,6 +164,8 @@ export async function scaleMode(
     hwmMB: mb(peak.hwmBytes),
     cpuSecondsToReady: round(cpuToReady, 2),
     cpuSecondsTotal: round(settled.cpuSeconds, 2),
+    ...(startCpu ? { startCpu } : {}),
+    ...(bareList ? { bareList } : {}),
     api: { rows, writesToFinishedRequests: writesToFinished, readsOutsideListWatch: rows.filter((r) => r.category === 'read').reduce((a, r) => a + r.count, 0) },
     correctness: { ok: failures.length === 0, failures },
     ...(heap ? { heap } : {}),

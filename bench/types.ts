@@ -1,6 +1,7 @@
 /** The benchmark's options and result (the result is also what --json writes). */
 import type { ApiFigures, ApiRow, Correctness, Latencies } from './analyze.js';
 import type { CeilingResult } from './ceiling.js';
+import type { BareListResult } from './floor.js';
 import type { Distribution } from './stats.js';
 import type { HeapGroup, HeapSummary } from './heap-summary.js';
 import type { HeapSpaces } from './heapstat.js';
@@ -172,6 +173,10 @@ export interface ScaleResult {
   hwmMB: number;
   cpuSecondsToReady: number;
   cpuSecondsTotal: number;
+  /** CPU the remote apiserver and etcd spent from the controller's start to its ready line. */
+  startCpu?: { remoteApiserverSeconds: number; etcdSeconds: number };
+  /** The floor under readyMs: one bare streamed list of the same requests (bench/floor.ts), or why it could not be taken. */
+  bareList?: BareListResult | { error: string };
   api: { rows: ApiRow[]; writesToFinishedRequests: number; readsOutsideListWatch: number };
   correctness: { ok: boolean; failures: string[] };
   /** With --heap-snapshot: the settled controller's heap by constructor. */
