@@ -92,33 +92,49 @@ export TEST_DURATIONS_FILE="$durations"
 audit_dir=$(mktemp -d -t internal-services-audit.XXXXXX)
 export INTERNAL_SERVICES_AUDIT_DIR="$audit_dir"
 status=0
+# The whole machine's busy CPU seconds (every core; /proc/stat without idle
+# and iowait): each group's line says how busy the machine was while it ran
+# (builds beside it included), which says whether files could share it.
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+busy() { awk -v hz="$hz" 'NR == 1 { print int(($2 + $3 + $4 + $7 + $8 + $9) / hz) }' /proc/stat 2>/dev/null || echo 0; }
+groups_log=$(mktemp -t internal-services-groups.XXXXXX)
 run() {
+  local name=$1
+  shift
   [ $# -gt 0 ] || return 0
+  local t0 c0
+  t0=$(date +%s)
+  c0=$(busy)
   node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter="$PWD/dist/test/reporters/file-durations.js" --test-reporter-destination=stderr "$@" || status=1
+  local wall=$(( $(date +%s) - t0 )) cpu=$(( $(busy) - c0 ))
+  printf 'test.sh: group %s: %s file(s), %s s, the machine busy %s CPU-s (%s of %s cores)\n' "$name" "$#" "$wall" "$cpu" \
+    "$(awk -v c="$cpu" -v w="$wall" 'BEGIN { printf "%.2f", w > 0 ? c / w : 0 }')" "$(nproc)" >>"$groups_log"
 }
 if [ -n "${TEST_FILES:-}" ]; then
   # shellcheck disable=SC2086
-  run $TEST_FILES
+  run files $TEST_FILES
 else
   # The unit tests need no built component: they run while the first build
   # (kube-apiserver, etcd) does. (One run would take the integration files
   # first: node sorts them by path.)
-  run dist/test/unit/*.test.js
+  run unit dist/test/unit/*.test.js
   # shellcheck disable=SC2046
-  run $(group $no_tekton)
-  run "${early[@]}"
+  run no-tekton $(group $no_tekton)
+  run tekton "${early[@]}"
   # shellcheck disable=SC2046
-  run $(group $late_helm)
+  run helm $(group $late_helm)
   # shellcheck disable=SC2046
-  run $(group $late_kcp)
+  run kcp $(group $late_kcp)
   # shellcheck disable=SC2046
-  run $(group $late_node)
+  run node $(group $late_node)
   # shellcheck disable=SC2046
-  run $(group $late_platform)
+  run platform $(group $late_platform)
 fi
 node dist/test/reporters/print-durations.js "$durations" >&2 || true
 rm -f "$durations"
+cat "$groups_log" >&2
+rm -f "$groups_log"
 
 # The closed world over the whole run (issue 51): every PipelineRun the
 # controller created, checked against what was installed then. On stderr, so

@@ -7,8 +7,31 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { freePorts, startTogether } from '../../src/localenv/real/processes.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { freePorts, PORTS_DIR, reservePort, startTogether } from '../../src/localenv/real/processes.js';
+
+const processesModule = fileURLToPath(new URL('../../src/localenv/real/processes.js', import.meta.url));
+
+/** A second harness process: it takes `n` ports, prints them, and lives until killed (or told to exit on stdin). */
+async function otherHarness(n: number) {
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', `const { freePorts } = await import(${JSON.stringify(processesModule)}); console.log(JSON.stringify(await freePorts(${n}))); process.stdin.on('data', () => process.exit(0));`],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const first = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`the other harness exited (${code}) before printing its ports`)));
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, ports: JSON.parse(first) as number[], exited };
+}
 
 test('freePorts never hands out a port twice in one process, and each one is free when handed out', async () => {
   const seen = new Set<number>();
@@ -46,4 +69,45 @@ test('startTogether: both started; one failing stops the other and throws its er
   const badStop = Promise.resolve({ stop: () => Promise.reject(new Error('stop failed')) });
   await assert.rejects(startTogether(badStop, failing('kcp failed')), /kcp failed/);
   assert.deepEqual(log, []);
+});
+
+test('a port another live harness process holds is not handed out here; its reservations go when it exits, and are taken over when it was killed', async () => {
+  const other = await otherHarness(400);
+  try {
+    assert.equal(new Set(other.ports).size, 400);
+    for (const p of other.ports) assert.equal(readFileSync(join(PORTS_DIR, String(p)), 'utf8'), String(other.child.pid), `port ${p} reserved by the other process`);
+    // Neither freePorts here nor a direct reservation gets one of them.
+    const theirs = new Set(other.ports);
+    let mine = 0;
+    for (let i = 0; i < 20; i++) {
+      for (const p of await freePorts(50)) {
+        assert.ok(!theirs.has(p), `port ${p} handed out by both processes`);
+        mine++;
+      }
+    }
+    assert.equal(mine, 1000);
+    let refused = 0;
+    for (const p of other.ports.slice(0, 50)) if (!reservePort(p)) refused++;
+    assert.equal(refused, 50);
+  } finally {
+    other.child.kill('SIGKILL');
+    await other.exited;
+  }
+  // Killed: its files stay, but the ports can be reserved here now.
+  const stale = other.ports.filter((p) => existsSync(join(PORTS_DIR, String(p))));
+  assert.ok(stale.length > 300, `a killed process leaves its reservations (${stale.length})`);
+  const dir = mkdtempSync(join(tmpdir(), 'ports-test-'));
+  try {
+    writeFileSync(join(dir, '12345'), String(other.child.pid));
+    assert.equal(reservePort(12345, dir), true, 'a dead process\'s reservation is taken over');
+    assert.equal(readFileSync(join(dir, '12345'), 'utf8'), String(process.pid));
+    assert.equal(reservePort(12345, dir), false, 'not twice');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // One that exits removes its own reservations.
+  const polite = await otherHarness(30);
+  polite.child.stdin!.write('bye\n');
+  await polite.exited;
+  assert.deepEqual(polite.ports.filter((p) => existsSync(join(PORTS_DIR, String(p)))), []);
 });

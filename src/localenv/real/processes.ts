@@ -4,8 +4,10 @@
  * nothing outlives the Node process that started it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, mkdirSync, readFileSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** Every child this module started that has not exited yet (any environment). */
 const liveChildren = new Set<ChildProcess>();
@@ -197,14 +199,73 @@ export function ephemeralLow(): number {
  * programs that listen on ":PORT"), picked at random. The default limit
  * also suits programs that cannot take a port above 32767 (knative reads
  * METRICS_PROMETHEUS_PORT as a signed 16-bit number).
- */
-/**
- * Every port this process has handed out. Never handed out twice: a test
- * file or a local environment uses a few hundred of the ~22,000, and a port
- * given back to the kernel may still be on its way to the program it was
- * meant for.
+ *
+ * A port is free only until its program listens on it. So a port handed
+ * out is never handed out again: not by this process (a test file or a
+ * local environment uses a few hundred of the ~22,000, and one given back
+ * to the kernel may still be on its way to its program; two environments
+ * may start at once, e.g. the internal cluster beside a sharded kcp), and
+ * not by any other process of the machine while this one lives (test files
+ * that run at the same time): each port is reserved by a file in
+ * PORTS_DIR holding the reserving process's PID, removed when it exits, and
+ * taken over once that process is gone (killed before its exit handler).
  */
 const handedOut = new Set<number>();
+
+/** Where the machine's harnesses reserve the ports they hand out (one file per port). */
+export const PORTS_DIR = join(tmpdir(), 'internal-services-ports');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, under another user.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The files of `dir` that this process wrote, removed when it exits. */
+const reservations = new Set<string>();
+function removeReservations(): void {
+  for (const file of reservations) {
+    try {
+      if (readFileSync(file, 'utf8').trim() === String(process.pid)) rmSync(file, { force: true });
+    } catch {
+      // Gone already.
+    }
+  }
+}
+
+/**
+ * Reserves `port` for this process across the machine: false while another
+ * live process holds it. Where the directory cannot be written, only this
+ * process's own set guards it (true).
+ */
+export function reservePort(port: number, dir = PORTS_DIR): boolean {
+  const file = join(dir, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      if (!reservations.size) process.once('exit', removeReservations);
+      reservations.add(file);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return true;
+      let holder = NaN;
+      try {
+        holder = Number(readFileSync(file, 'utf8').trim());
+      } catch {
+        // Removed meanwhile: try again.
+      }
+      if (holder === process.pid || (Number.isInteger(holder) && holder > 0 && alive(holder))) return false;
+      // Its process is gone: the reservation is stale.
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
 
 export async function freePortsBelow(count: number, limit = 32768, from = 10000): Promise<number[]> {
   const held: import('node:net').Server[] = [];
@@ -213,19 +274,14 @@ export async function freePortsBelow(count: number, limit = 32768, from = 10000)
     for (let attempts = 0; ports.length < count; attempts++) {
       if (attempts > 1000) throw new Error(`no ${count} free ports found between ${from} and ${limit}`);
       const candidate = from + Math.floor(Math.random() * (limit - from));
-      // A port is free only until its program listens on it: one handed out
-      // to an environment still starting (two start at once, e.g. the
-      // internal cluster beside a sharded kcp) must not be handed out again.
       if (ports.includes(candidate) || handedOut.has(candidate)) continue;
       const srv = createServer();
       const ok = await new Promise<boolean>((resolve) => {
         srv.once('error', () => resolve(false));
         srv.listen(candidate, () => resolve(true));
       });
-      if (ok) {
-        held.push(srv);
-        ports.push(candidate);
-      }
+      if (ok) held.push(srv);
+      if (ok && reservePort(candidate)) ports.push(candidate);
     }
     for (const p of ports) handedOut.add(p);
     return ports;
