@@ -75,9 +75,11 @@ fi
 no_tekton="bundle chaos cli-kinds envtest informer informer-fill manifests tekton-components"
 late_helm="helm helm-remote"
 late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions kcp-approve-paths bench-smoke"
-# The demo (local) runs its pods on the real node where one can start (and needs kcp for --kcp).
-late_node="real-node local"
-late_platform="bundles-registry results chains local-results real-node-platform"
+# Every file that starts the real node (one at a time): the demo (local)
+# runs its pods on it where one can start (and needs kcp for --kcp); the
+# last two need the platform's build too.
+late_node="real-node local local-results real-node-platform"
+late_platform="bundles-registry results chains"
 is_late() { case " $no_tekton $late_helm $late_kcp $late_node $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()
 for f in dist/test/integration/*.test.js; do
@@ -98,38 +100,55 @@ status=0
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 busy() { awk -v hz="$hz" 'NR == 1 { print int(($2 + $3 + $4 + $7 + $8 + $9) / hz) }' /proc/stat 2>/dev/null || echo 0; }
 groups_log=$(mktemp -t internal-services-groups.XXXXXX)
+# run NAME JOBS FILE...: one node --test invocation, JOBS files at a time.
+# Files start their own clusters on ports reserved across the machine
+# (src/localenv/real/processes.ts), so they can share it; a file that
+# alone keeps the machine about one core busy (2026-11-29) leaves the other
+# to a second file.
 run() {
-  local name=$1
-  shift
+  local name=$1 jobs=$2
+  shift 2
   [ $# -gt 0 ] || return 0
-  local t0 c0
+  local t0 c0 rc=0
   t0=$(date +%s)
   c0=$(busy)
-  node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
-    --test-reporter="$PWD/dist/test/reporters/file-durations.js" --test-reporter-destination=stderr "$@" || status=1
+  node --test --test-concurrency="$jobs" --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter="$PWD/dist/test/reporters/file-durations.js" --test-reporter-destination=stderr "$@" || rc=1
   local wall=$(( $(date +%s) - t0 )) cpu=$(( $(busy) - c0 ))
-  printf 'test.sh: group %s: %s file(s), %s s, the machine busy %s CPU-s (%s of %s cores)\n' "$name" "$#" "$wall" "$cpu" \
-    "$(awk -v c="$cpu" -v w="$wall" 'BEGIN { printf "%.2f", w > 0 ? c / w : 0 }')" "$(nproc)" >>"$groups_log"
+  printf 'test.sh: group %s: %s file(s), %s at a time, %s s, the machine busy %s CPU-s (%s of %s cores)\n' "$name" "$#" "$jobs" "$wall" "$cpu" \
+    "$(awk -v c="$cpu" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')" "$(nproc)" >>"$groups_log"
+  return $rc
 }
+# Files at a time in the integration groups (TEST_JOBS; 1 runs them one by one).
+jobs=${TEST_JOBS:-2}
 if [ -n "${TEST_FILES:-}" ]; then
   # shellcheck disable=SC2086
-  run files $TEST_FILES
+  run files 1 $TEST_FILES || status=1
 else
   # The unit tests need no built component: they run while the first build
-  # (kube-apiserver, etcd) does. (One run would take the integration files
-  # first: node sorts them by path.)
-  run unit dist/test/unit/*.test.js
+  # (kube-apiserver, etcd) does, one file at a time (some time their own
+  # work). (One run would take the integration files first: node sorts
+  # them by path.)
+  run unit 1 dist/test/unit/*.test.js || status=1
   # shellcheck disable=SC2046
-  run no-tekton $(group $no_tekton)
-  run tekton "${early[@]}"
+  run no-tekton "$jobs" $(group $no_tekton) || status=1
+  run tekton "$jobs" "${early[@]}" || status=1
   # shellcheck disable=SC2046
-  run helm $(group $late_helm)
+  run helm-kcp "$jobs" $(group $late_helm $late_kcp) || status=1
+  # The real node's files one at a time (one node per machine: its bridge,
+  # cgroups and containerd), beside the platform's files that simulate pods.
+  node_lane=
+  if [ "$jobs" -gt 1 ]; then
+    # shellcheck disable=SC2046
+    ( run node 1 $(group $late_node) ) &
+    node_lane=$!
+  else
+    # shellcheck disable=SC2046
+    run node 1 $(group $late_node) || status=1
+  fi
   # shellcheck disable=SC2046
-  run kcp $(group $late_kcp)
-  # shellcheck disable=SC2046
-  run node $(group $late_node)
-  # shellcheck disable=SC2046
-  run platform $(group $late_platform)
+  run platform 1 $(group $late_platform) || status=1
+  if [ -n "$node_lane" ]; then wait "$node_lane" || status=1; fi
 fi
 node dist/test/reporters/print-durations.js "$durations" >&2 || true
 rm -f "$durations"
