@@ -7,7 +7,7 @@ export function formatChaos(r: ChaosResult): string {
   const d = (x: Distribution | null) => (x && x.count ? `p50 ${x.p50} ms, p99 ${x.p99} ms, max ${x.max} ms (n=${x.count})` : 'n/a');
   lines.push(`chaos run, seed ${r.seed}: ${r.requests} requests, ${r.faults.length} faults, ${r.seconds} s (controller: 2 replicas, real processes; ${r.tekton === 'real' ? 'real Tekton v1.6, pods simulated' : 'PipelineRuns: simulated executor, a stand-in for Tekton'})`);
   lines.push(`  outcome: ${r.ok ? 'OK' : 'PROBLEMS'}: ${r.counts.succeeded}/${r.counts.allowed - r.counts.deletedByRun} allowed Succeeded with their results, ${r.counts.rejectedSeen}/${r.counts.rejected} rejected Rejected, ${r.counts.deletedByRun} deleted and re-created by the run; controller restarts ${r.counts.restarts}`);
-  lines.push(`  exactly once (audit log): ${r.problems.filter((p) => /PipelineRun creates/.test(p)).length === 0 ? 'one successful PipelineRun create per allowed request, none for rejected ones' : 'VIOLATED'}`);
+  lines.push(`  exactly once (audit log): ${r.problems.filter((p) => /PipelineRun creates/.test(p)).length === 0 ? `one successful PipelineRun create per allowed request${r.notes?.some((n) => /create's answer/.test(n)) ? ' (or, where the apiserver stopped mid-create, one PipelineRun seen: notes)' : ''}, none for rejected ones` : 'VIOLATED'}`);
   if (r.history) {
     const h = r.history;
     lines.push(
@@ -33,6 +33,10 @@ export function formatChaos(r: ChaosResult): string {
     const w = r.faults.filter((f) => f.kind === k && f.waiting && f.waiting.count > 0);
     const worst = w.reduce((a, f) => Math.max(a, f.waiting!.maxProgressMs ?? 0), 0);
     lines.push(`    ${k.padEnd(16)} ${d(v)}${w.length ? `; requests waiting at the fault's end: ${w.reduce((a, f) => a + f.waiting!.count, 0)}, the slowest progressed ${worst} ms after it` : ''}`);
+  }
+  if (r.notes?.length) {
+    lines.push(`  notes (${r.notes.length}):`);
+    for (const n of r.notes.slice(0, 40)) lines.push(`    - ${n}`);
   }
   if (r.problems.length) {
     lines.push(`  problems (${r.problems.length}):`);

@@ -69,6 +69,8 @@ export interface ChaosResult {
   restartSync: { restarts: number; readyMs: Distribution; notReady: number; leaderMs: Distribution; syncedMs: Distribution; notSynced: number; minRequestsAtSync: number | null };
   processes: ProcessStart[];
   problems: string[];
+  /** Said but not problems (e.g. a run whose create's answer the audit log lacks after the apiserver stopped, seen once). */
+  notes?: string[];
   ok: boolean;
   seconds: number;
 }

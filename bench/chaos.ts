@@ -163,7 +163,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const internalEvents = internalAudit.readNew();
     const controllerUser = env.internal.identities.controller.username;
     const mine = (e: AuditEvent) => e.user?.username === controllerUser || e.user?.username === env.remote.identities.controller.username;
-    const { succeeded, rejectedSeen } = checkRequests(recs, { internalEvents, mine, deletedByRun, recreated, leftPrs, problems });
+    const notes: string[] = [];
+    const internalStopped = faults.some((f) => f.kind === 'internal-down');
+    const { succeeded, rejectedSeen } = checkRequests(recs, { internalEvents, mine, deletedByRun, recreated, leftPrs, problems, internalStopped, notes });
     const recoveryByKind = measureRecovery(faults, { remoteEvents, mine, tStart, live });
     const relists410 = replicas.reduce((a, r) => a + countLines(dir, r.index, /"watch expired \(410 Gone\); relisting"/), 0);
     const historyResult: HistoryResult | null = history ? await checkHistory(history, { remoteAdmin, remoteEvents, internalEvents, mine, problems }) : null;
@@ -203,6 +205,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       },
       processes: replicas.flatMap((r) => r.starts),
       problems,
+      notes,
       ok: problems.length === 0,
       seconds: round((Date.now() - t0All) / 1000, 0),
     };

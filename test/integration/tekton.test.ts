@@ -199,6 +199,8 @@ describe('real Tekton (pods simulated)', () => {
     try {
       await api(requester).deleteNamespacedCustomObject({ ...IR, namespace: TENANT, name: 'deleted' });
       await waitFor('the PipelineRun to be removed', async () => (await pipelineRunsFor(internalAdmin, r.metadata.uid!)).length === 0, 60_000);
+      // A list can show it gone before the watch delivers its DELETED (seen on a loaded machine): the watch is read to its end.
+      await waitFor('the DELETED event on the watch', async () => seen.some((s) => s.startsWith('DELETED:')), 30_000).catch(() => undefined);
     } finally {
       watch.abort();
     }
