@@ -75,12 +75,14 @@ fi
 no_tekton="bundle chaos cli-kinds envtest informer informer-fill manifests tekton-components"
 late_helm="helm helm-remote"
 late_kcp="kcp kcp-late-binding kcp-moves kcp-controller kcp-same-shard kcp-partitions kcp-approve-paths bench-smoke"
-# Every file that starts the real node (one at a time): the demo (local)
+# The files that start the real node (one at a time): the demo (local)
 # runs its pods on it where one can start (and needs kcp for --kcp); the
-# last two need the platform's build too.
-late_node="real-node local local-results real-node-platform"
+# last two need the platform's build too, so one by one they come after
+# the platform's files (which wait for that build with longer timeouts).
+late_node="real-node local"
+late_node_platform="local-results real-node-platform"
 late_platform="bundles-registry results chains"
-is_late() { case " $no_tekton $late_helm $late_kcp $late_node $late_platform " in *" $1 "*) return 0;; esac; return 1; }
+is_late() { case " $no_tekton $late_helm $late_kcp $late_node $late_node_platform $late_platform " in *" $1 "*) return 0;; esac; return 1; }
 early=()
 for f in dist/test/integration/*.test.js; do
   is_late "$(basename "$f" .test.js)" || early+=("$f")
@@ -145,18 +147,19 @@ else
   run helm-kcp "$(jobs_now)" $(group $late_helm $late_kcp) || status=1
   # The real node's files one at a time (one node per machine: its bridge,
   # cgroups and containerd), beside the platform's files that simulate pods.
-  node_lane=
   if [ "$(jobs_now)" -gt 1 ]; then
     # shellcheck disable=SC2046
-    ( run node 1 $(group $late_node) ) &
+    ( run node 1 $(group $late_node $late_node_platform) ) &
     node_lane=$!
+    # shellcheck disable=SC2046
+    run platform 1 $(group $late_platform) || status=1
+    wait "$node_lane" || status=1
   else
     # shellcheck disable=SC2046
     run node 1 $(group $late_node) || status=1
+    # shellcheck disable=SC2046
+    run platform 1 $(group $late_platform $late_node_platform) || status=1
   fi
-  # shellcheck disable=SC2046
-  run platform 1 $(group $late_platform) || status=1
-  if [ -n "$node_lane" ]; then wait "$node_lane" || status=1; fi
 fi
 node dist/test/reporters/print-durations.js "$durations" >&2 || true
 rm -f "$durations"
