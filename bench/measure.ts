@@ -7,6 +7,7 @@ import { cpus } from 'node:os';
 import type { AuditWindow } from './analyze.js';
 import { countRequests, sortCounts } from './audit.js';
 import type { ControllerProcess } from './controller-process.js';
+import { envCpu } from './floor.js';
 import type { HeapSpaces } from './heapstat.js';
 import { machineBusySeconds, type ProcTreeSampler } from './procstat.js';
 import type { Setup } from './setup.js';
@@ -44,9 +45,7 @@ export type CpuSnapshot = Record<string, number>;
 
 export function cpuSnapshot(s: Setup, controller: ProcTreeSampler): CpuSnapshot {
   const u = process.cpuUsage();
-  const snap: CpuSnapshot = { controller: controller.sample().cpuSeconds, benchmark: (u.user + u.system) / 1e6, machine: machineBusySeconds() };
-  for (const p of s.envProcs) snap[p.name] = p.sampler.sample().cpuSeconds;
-  return snap;
+  return { controller: controller.sample().cpuSeconds, benchmark: (u.user + u.system) / 1e6, machine: machineBusySeconds(), ...envCpu(s) };
 }
 
 /**
