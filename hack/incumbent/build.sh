@@ -123,7 +123,7 @@ export GOMAXPROCS=2
 export GOSUMDB=off
 export GONOSUMDB='*'
 export GONOSUMCHECK=1
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false" GOGC=${GOGC:-400}
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false" GOGC=${GOGC:-off} GOMEMLIMIT=${GOMEMLIMIT:-3GiB}
 
 build() {
   local modflag="$1"

@@ -53,7 +53,7 @@ if ! complete "$dir/bin"; then
 fi
 if ! complete "$dir/bin"; then
   command -v go >/dev/null || { log "Go is needed to build kcp $KCP_VERSION (nothing cached at $bin); or set KCP_ASSETS"; exit 1; }
-  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOGC=${GOGC:-400}
+  export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOGC=${GOGC:-off} GOMEMLIMIT=${GOMEMLIMIT:-3GiB}
   # go.sum is committed; the checksum database is not consulted for the
   # modules it does not reach (kcp's fork of Kubernetes among them).
   export GONOSUMDB=${GONOSUMDB:-github.com/kcp-dev,k8s.io,sigs.k8s.io}

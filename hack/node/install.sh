@@ -51,7 +51,7 @@ lock() { # NAME: one holder per part; taking one releases the previous one
     flock 9
   fi
 }
-export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOGC=${GOGC:-400}
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 GOGC=${GOGC:-off} GOMEMLIMIT=${GOMEMLIMIT:-3GiB}
 
 if want binaries; then
   lock "k8s-${KUBERNETES_VERSION}"

@@ -8,13 +8,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePorts, PORTS_DIR, reservePort, startTogether } from '../../src/localenv/real/processes.js';
+import { freePorts, PORTS_DIR, reservePort, startTogether, sweepStaleReservations } from '../../src/localenv/real/processes.js';
 
 const processesModule = fileURLToPath(new URL('../../src/localenv/real/processes.js', import.meta.url));
 
@@ -104,6 +104,23 @@ test('a port another live harness process holds is not handed out here; its rese
     assert.equal(reservePort(12345, dir), false, 'not twice');
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+  // The stale ones are swept: a dead process's go, a live one's and other files stay.
+  const sweep = mkdtempSync(join(tmpdir(), 'ports-test-'));
+  try {
+    for (const p of [20001, 20002, 20003]) writeFileSync(join(sweep, String(p)), String(other.child.pid));
+    writeFileSync(join(sweep, '20004'), String(process.pid));
+    writeFileSync(join(sweep, '20005'), 'not a pid');
+    writeFileSync(join(sweep, 'README'), String(other.child.pid));
+    assert.equal(sweepStaleReservations(sweep), 4);
+    assert.deepEqual(readdirSync(sweep).sort(), ['20004', 'README']);
+    assert.equal(sweepStaleReservations(sweep), 0);
+    // A process's first reservation in a directory sweeps it.
+    writeFileSync(join(sweep, '20006'), String(other.child.pid));
+    assert.equal(reservePort(20007, sweep), true);
+    assert.deepEqual(readdirSync(sweep).sort(), ['20004', '20007', 'README']);
+  } finally {
+    rmSync(sweep, { recursive: true, force: true });
   }
   // One that exits removes its own reservations.
   const polite = await otherHarness(30);

@@ -4,7 +4,7 @@
  * nothing outlives the Node process that started it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, mkdirSync, readFileSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, mkdirSync, readdirSync, readFileSync, readSync, fstatSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -238,11 +238,47 @@ function removeReservations(): void {
 }
 
 /**
+ * Removes the reservations of `dir` whose process is gone (killed before its
+ * exit handler ran: a signal, a test runner's timeout), so that the directory
+ * does not grow run after run. Returns how many it removed.
+ */
+export function sweepStaleReservations(dir = PORTS_DIR): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    const file = join(dir, name);
+    try {
+      const holder = Number(readFileSync(file, 'utf8').trim());
+      if (Number.isInteger(holder) && holder > 0 && (holder === process.pid || alive(holder))) continue;
+      rmSync(file, { force: true });
+      removed++;
+    } catch {
+      // Removed meanwhile.
+    }
+  }
+  return removed;
+}
+
+/** The directories this process has swept once (sweepStaleReservations). */
+const swept = new Set<string>();
+
+/**
  * Reserves `port` for this process across the machine: false while another
  * live process holds it. Where the directory cannot be written, only this
- * process's own set guards it (true).
+ * process's own set guards it (true). The first reservation of a process in
+ * a directory removes the stale ones there first.
  */
 export function reservePort(port: number, dir = PORTS_DIR): boolean {
+  if (!swept.has(dir)) {
+    swept.add(dir);
+    sweepStaleReservations(dir);
+  }
   const file = join(dir, String(port));
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
