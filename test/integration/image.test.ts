@@ -220,11 +220,19 @@ test('the image runs as user 1000 and holds the bundle only: no node_modules in 
     }
   };
   walk(join(c.rootfs, 'app'), '');
+  // Beside them, Node.js's compile cache of the bundles (the Dockerfile's NODE_COMPILE_CACHE), readable by everyone and written by nobody at run time.
+  const cache = app.filter((f) => f.startsWith('.node-compile-cache/'));
   assert.deepEqual(
-    app.filter((f) => !/^dist\/bundle\/[a-z-]+\.mjs(\.map)?$/.test(f)),
+    app.filter((f) => !/^dist\/bundle\/[a-z-]+\.mjs(\.map)?$/.test(f) && !cache.includes(f)),
     [],
-    `/app should hold dist/bundle/*.mjs and their maps only; it has ${app.join(', ')}`,
+    `/app should hold dist/bundle/*.mjs, their maps and the compile cache only; it has ${app.join(', ')}`,
   );
+  assert.ok(cache.length >= 2, `the compile cache holds an entry per bundle: ${cache.join(', ') || 'none'}`);
+  for (const f of cache) {
+    const mode = lstatSync(join(c.rootfs, 'app', f)).mode;
+    assert.equal(mode & 0o044, 0o044, `${f} readable by the image's user (mode ${(mode & 0o777).toString(8)})`);
+    assert.equal(mode & 0o022, 0, `${f} writable by its owner only (mode ${(mode & 0o777).toString(8)})`);
+  }
   assert.ok(app.includes('dist/bundle/internal-services.mjs') && app.includes('dist/bundle/kubectl-internalrequest.mjs'), `the bundle is missing from /app: ${app.join(', ')}`);
 
   // Anywhere in the image: no node_modules but npm's own, no TypeScript,
@@ -285,9 +293,11 @@ test('the image runs by its ENTRYPOINT as user 1000 on a read-only root', async 
   const config = JSON.parse(await buildah(['inspect', '--type', 'image', TAG])) as { OCIv1: { config: { Entrypoint?: string[] } } };
   const entrypoint = config.OCIv1.config.Entrypoint ?? [];
   assert.ok(entrypoint.length > 0, 'the image has no ENTRYPOINT');
-  const help = await runToEnd(c, { args: [...entrypoint, '--help'] });
+  // NODE_DEBUG_NATIVE=COMPILE_CACHE: Node.js says which cache it read and whether V8 took it.
+  const help = await runToEnd(c, { args: [...entrypoint, '--help'], env: { NODE_DEBUG_NATIVE: 'COMPILE_CACHE' } });
   assert.equal(help.code, 0, `ENTRYPOINT --help: ${help.stderr}`);
   assert.match(help.stdout, /controller/);
+  assert.match(help.stderr, /V8 code cache for ESM file:\/\/\/app\/dist\/bundle\/internal-services\.mjs was accepted/, `the image's compile cache is used on a read-only root:\n${help.stderr}`);
   const probe = await runToEnd(c, {
     args: ['node', '-e', `
       const fs = require('node:fs');
