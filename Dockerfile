@@ -45,7 +45,7 @@ RUN chmod +x dist/bundle/internal-services.mjs dist/bundle/kubectl-internalreque
  && ln -s /app/dist/bundle/kubectl-internalrequest.mjs /usr/local/bin/kubectl-internalrequest
 # V8's compiled code of the bundles, made here once (Node.js's compile cache):
 # a start then reads the bundle's code instead of parsing and compiling its
-# 8 MB again (docs/image.md). Made with the ENTRYPOINT's flags, which V8
+# 6 MB again (docs/image.md). Made with the ENTRYPOINT's flags, which V8
 # checks, and read-only at run time: Node.js uses what is there, and the
 # cache of a bundle or a Node.js that differs is ignored, never wrong.
 ENV NODE_COMPILE_CACHE=/app/.node-compile-cache
