@@ -32,8 +32,11 @@ FROM ${BASE_IMAGE}
 # git: commits asked for by SHA are checked against their repository from the
 # internal side, in a partial clone (src/git/commit-checker.ts); ca-certificates
 # for https remotes.
+# apt-get clean: a base without the official images' docker-clean hook
+# (CI's stand-in, hack/image/build.sh) would keep the downloaded .debs, 114 MB.
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends git ca-certificates >/dev/null \
+ && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 # Two malloc arenas instead of one per thread (docs/benchmarks.md, "Memory").
 ENV NODE_ENV=production MALLOC_ARENA_MAX=2
@@ -45,13 +48,18 @@ RUN chmod +x dist/bundle/internal-services.mjs dist/bundle/kubectl-internalreque
  && ln -s /app/dist/bundle/kubectl-internalrequest.mjs /usr/local/bin/kubectl-internalrequest
 # V8's compiled code of the bundles, made here once (Node.js's compile cache):
 # a start then reads the bundle's code instead of parsing and compiling its
-# 6 MB again (docs/image.md). Made with the ENTRYPOINT's flags, which V8
-# checks, and read-only at run time: Node.js uses what is there, and the
-# cache of a bundle or a Node.js that differs is ignored, never wrong.
+# 6 MB again (docs/image.md). Node.js keeps one cache per user id, so it is
+# made as the user the image runs as, with the ENTRYPOINT's flags, then
+# handed to root and left read-only: Node.js uses what is there, and the
+# cache of a bundle, a Node.js or a user id that differs is ignored, never
+# wrong.
 ENV NODE_COMPILE_CACHE=/app/.node-compile-cache
+RUN install -d -o 1000 -g 1000 /app/.node-compile-cache
+USER 1000:1000
 RUN node --max-semi-space-size=4 dist/bundle/internal-services.mjs --help >/dev/null \
- && node dist/bundle/kubectl-internalrequest.mjs --help >/dev/null \
- && chmod -R a+rX,go-w /app/.node-compile-cache
+ && node dist/bundle/kubectl-internalrequest.mjs --help >/dev/null
+USER 0:0
+RUN chown -R 0:0 /app/.node-compile-cache && chmod -R a+rX,go-w /app/.node-compile-cache
 # The image's "node" user, by number so that Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 # A young generation of 2 x 4 MB instead of V8's 2 x 16 MB: the same as the

@@ -236,7 +236,8 @@ test('the image runs as user 1000 and holds the bundle only: no node_modules in 
   assert.ok(app.includes('dist/bundle/internal-services.mjs') && app.includes('dist/bundle/kubectl-internalrequest.mjs'), `the bundle is missing from /app: ${app.join(', ')}`);
 
   // Anywhere in the image: no node_modules but npm's own, no TypeScript,
-  // esbuild or type packages, no test files, no TypeScript sources.
+  // esbuild or type packages, no test files, no TypeScript sources, no
+  // package downloads (.deb) left behind by apt.
   const nodeModules: string[] = [];
   const offending: string[] = [];
   const scan = (dir: string, rel: string): void => {
@@ -255,14 +256,14 @@ test('the image runs as user 1000 and holds the bundle only: no node_modules in 
         if (r === '/app/test' || r === '/app/src' || r === '/app/bench') offending.push(r);
         if (['/proc', '/sys', '/dev'].includes(r)) continue;
         scan(join(dir, e.name), r);
-      } else if (/\.test\.(js|mjs|ts)$/.test(e.name) || (r.startsWith('/app/') && /\.ts$/.test(e.name))) {
+      } else if (/\.test\.(js|mjs|ts)$/.test(e.name) || (r.startsWith('/app/') && /\.ts$/.test(e.name)) || e.name.endsWith('.deb')) {
         offending.push(r);
       }
     }
   };
   scan(c.rootfs, '');
   assert.deepEqual(nodeModules, ['/usr/local/lib/node_modules'], `node_modules directories besides the base image's npm: ${nodeModules.join(', ')}`);
-  assert.deepEqual(offending, [], `dev dependencies or test files in the image: ${offending.join(', ')}`);
+  assert.deepEqual(offending, [], `dev dependencies, test files or downloaded packages in the image: ${offending.join(', ')}`);
 
   // The requester CLI is on PATH, as tasks/internal-request.yaml expects.
   for (const bin of ['internal-services', 'kubectl-internalrequest']) {

@@ -43,6 +43,13 @@ test('the image, the Deployment, the chart and the benchmark run the controller 
   assert.ok(cacheDir?.startsWith('/app/'), 'the image sets NODE_COMPILE_CACHE under /app');
   assert.match(docker, new RegExp(`^RUN ${EXPECTED.join(' ').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} --help >/dev/null`, 'm'), 'the image primes its compile cache with the ENTRYPOINT\'s command');
   assert.match(docker, new RegExp(`chmod -R a\\+rX,go-w ${cacheDir!.replace(/\./g, '\\.')}`), 'the cache is readable by the image\'s user');
+  // Node.js keeps a cache per user id: it is made as the user the image runs as.
+  const lines = docker.split('\n');
+  const priming = lines.findIndex((l) => l.startsWith(`RUN ${EXPECTED.join(' ')} --help`));
+  const users = lines.map((l, i) => [i, /^USER (\S+)$/.exec(l)?.[1]] as const).filter(([, u]) => u !== undefined);
+  const userAt = (line: number) => users.filter(([i]) => i < line).at(-1)?.[1];
+  assert.equal(userAt(priming), users.at(-1)?.[1], 'the cache is made as the image\'s USER');
+  assert.equal(users.at(-1)?.[1], '1000:1000');
 });
 
 test('the benchmark makes its controllers\' compile cache as the image build does, once', () => {
