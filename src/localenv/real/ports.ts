@@ -93,16 +93,26 @@ export function sweepStaleReservations(dir = PORTS_DIR): number {
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
     const file = join(dir, name);
-    try {
-      const holder = Number(readFileSync(file, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && (holder === process.pid || alive(holder))) continue;
-      rmSync(file, { force: true });
-      removed++;
-    } catch {
-      // Removed meanwhile.
-    }
+    if (heldByLive(file) !== false) continue;
+    rmSync(file, { force: true });
+    removed++;
   }
   return removed;
+}
+
+/**
+ * Whether a reservation file names this process or another live one: false
+ * when its process is gone (or it names none), undefined when the file is
+ * gone itself.
+ */
+function heldByLive(file: string): boolean | undefined {
+  let holder: number;
+  try {
+    holder = Number(readFileSync(file, 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+  return Number.isInteger(holder) && holder > 0 && (holder === process.pid || alive(holder));
 }
 
 /** The directories this process has swept once (sweepStaleReservations). */
@@ -129,15 +139,10 @@ export function reservePort(port: number, dir = PORTS_DIR): boolean {
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return true;
-      let holder = NaN;
-      try {
-        holder = Number(readFileSync(file, 'utf8').trim());
-      } catch {
-        // Removed meanwhile: try again.
-      }
-      if (holder === process.pid || (Number.isInteger(holder) && holder > 0 && alive(holder))) return false;
-      // Its process is gone: the reservation is stale.
-      rmSync(file, { force: true });
+      const held = heldByLive(file);
+      if (held) return false;
+      // Its process is gone, the reservation is stale (or it was removed meanwhile): try again.
+      if (held === false) rmSync(file, { force: true });
     }
   }
   return false;
